@@ -1,0 +1,164 @@
+// The op registry and the dispatch choke point.
+#include <dlf/core/op.h>
+#include <dlf/device/allocator.h>
+#include <dlf/device/threads.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace dlf {
+
+// ---- Attrs ----
+
+void Attrs::set(std::string name, AttrValue value) {
+  for (auto& [k, v] : items_) {
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  items_.emplace_back(std::move(name), std::move(value));
+}
+
+bool Attrs::has(std::string_view name) const {
+  return std::any_of(items_.begin(), items_.end(), [&](const auto& kv) { return kv.first == name; });
+}
+
+const AttrValue& Attrs::find(std::string_view name) const {
+  for (const auto& [k, v] : items_) {
+    if (k == name) return v;
+  }
+  throw Error("missing attribute '" + std::string(name) + "'");
+}
+
+std::string Attrs::str() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    os << (i ? ", " : "") << items_[i].first << "=";
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, std::vector<int64_t>>) os << shape_str(v);
+          else if constexpr (std::is_same_v<V, bool>) os << (v ? "true" : "false");
+          else if constexpr (std::is_same_v<V, DType>) os << dtype_name(v);
+          else if constexpr (std::is_same_v<V, Device>) os << v.str();
+          else os << v;
+        },
+        items_[i].second);
+  }
+  return os.str();
+}
+
+// ---- registry ----
+
+namespace {
+struct Registry {
+  std::mutex mutex;
+  std::deque<OpDef> ops;  // deque: references stay valid as it grows
+  std::map<std::string, const OpDef*, std::less<>> by_name;
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+}  // namespace
+
+const OpDef& register_op(OpDef def) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  DLF_CHECK(!r.by_name.contains(def.name), "op '", def.name, "' is registered twice");
+  DLF_CHECK(def.view || (def.infer && def.kernel), "op '", def.name,
+            "' needs either a view function or infer + kernel");
+  const OpDef& stored = r.ops.emplace_back(std::move(def));
+  r.by_name.emplace(stored.name, &stored);
+  return stored;
+}
+
+const OpDef& find_op(std::string_view name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.by_name.find(name);
+  DLF_CHECK(it != r.by_name.end(), "unknown op '", name, "'");
+  return *it->second;
+}
+
+std::vector<const OpDef*> registered_ops() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<const OpDef*> out;
+  for (const auto& [name, op] : r.by_name) out.push_back(op);
+  return out;
+}
+
+// ---- observers and hooks ----
+
+namespace {
+thread_local std::vector<DispatchObserver*> observers;
+AutogradHook autograd_hook = nullptr;
+}  // namespace
+
+void add_observer(DispatchObserver* observer) { observers.push_back(observer); }
+void remove_observer(DispatchObserver* observer) { std::erase(observers, observer); }
+void set_autograd_hook(AutogradHook hook) { autograd_hook = hook; }
+
+// ---- dispatch ----
+
+Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const Tensor> outputs) {
+  if (op.cost) return op.cost(inputs, attrs, outputs);
+  Cost c;
+  if (op.view) return c;  // a view moves no bytes
+  for (const Tensor& t : inputs) c.bytes_read += t.defined() ? static_cast<double>(t.nbytes()) : 0;
+  for (const Tensor& t : outputs) c.bytes_written += static_cast<double>(t.nbytes());
+  return c;
+}
+
+namespace {
+Device output_device(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  if (attrs.has("device")) return attrs.device("device");
+  const Tensor* first = nullptr;
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) continue;
+    if (first == nullptr) {
+      first = &t;
+    } else {
+      DLF_CHECK(t.device() == first->device(), op.name, ": inputs are on different devices (",
+                first->device().str(), " and ", t.device().str(), "); move them with .to()");
+    }
+  }
+  DLF_CHECK(first != nullptr, op.name, ": needs a 'device' attribute or a defined input");
+  return first->device();
+}
+}  // namespace
+
+std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs) {
+  std::vector<Tensor> outputs;
+  if (op.view) {
+    outputs = op.view(inputs, attrs);
+  } else {
+    const Device device = output_device(op, inputs, attrs);
+    std::vector<TensorMeta> metas = op.infer(inputs, attrs);
+    if (op.inplace >= 0) {
+      outputs = {inputs[op.inplace]};
+    } else {
+      outputs.reserve(metas.size());
+      for (const TensorMeta& m : metas) outputs.push_back(Tensor::empty(m.shape, m.dtype, device));
+    }
+    if (device.has_data()) {
+      detail::apply_num_threads();
+      op.kernel(inputs, attrs, outputs);
+    }
+    if (op.inplace >= 0) outputs[0].storage()->bump_version();
+  }
+  for (DispatchObserver* o : observers) o->on_op(op, inputs, attrs, outputs);
+  if (autograd_hook != nullptr) autograd_hook(op, inputs, attrs, outputs);
+  return outputs;
+}
+
+Tensor dispatch1(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs) {
+  return dispatch(op, std::move(inputs), std::move(attrs))[0];
+}
+
+}  // namespace dlf

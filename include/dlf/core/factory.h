@@ -1,0 +1,51 @@
+// Creating tensors: constants, ranges, random draws and host data.
+#pragma once
+#include <cstring>
+#include <vector>
+
+#include <dlf/core/random.h>
+#include <dlf/core/tensor.h>
+
+namespace dlf {
+
+struct TensorOptions {
+  DType dtype = DType::f32;
+  Device device = kCPU;
+};
+
+Tensor full(const Shape& shape, double value, TensorOptions options = {});
+Tensor zeros(const Shape& shape, TensorOptions options = {});
+Tensor ones(const Shape& shape, TensorOptions options = {});
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+/// start, start + step, ... up to (excluding) end.
+Tensor arange(double start, double end, double step = 1, TensorOptions options = {});
+Tensor arange(double end, TensorOptions options = {});
+/// Uniform in [0, 1).
+Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+/// Standard normal.
+Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+/// Uniform integers in [low, high); dtype i64 unless options say otherwise.
+Tensor randint(int64_t low, int64_t high, const Shape& shape,
+               TensorOptions options = {.dtype = DType::i64}, Generator* gen = nullptr);
+
+/// A CPU tensor holding a copy of `values` (row-major) with the given shape.
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
+  DLF_CHECK(static_cast<int64_t>(values.size()) == numel(shape), "from_vector: ", values.size(),
+            " values do not fill shape ", shape_str(shape));
+  Tensor t = Tensor::empty(shape, dtype_of<T>());
+  if constexpr (std::is_same_v<T, bool>) {
+    for (size_t i = 0; i < values.size(); ++i) t.data<bool>()[i] = values[i];
+  } else {
+    std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
+  }
+  return t;
+}
+/// A 1-D CPU tensor.
+template <typename T>
+Tensor from_vector(const std::vector<T>& values) {
+  return from_vector(values, {static_cast<int64_t>(values.size())});
+}
+
+}  // namespace dlf

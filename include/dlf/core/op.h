@@ -1,0 +1,115 @@
+// The op record and the one dispatch function every tensor operation passes through.
+//
+// An op is described once: name, shape/dtype inference (enough for the meta device), the
+// host kernel (used by the cpu and sim devices), and its cost (FLOPs and bytes moved).
+// Its backward is registered against the same record by autograd/.
+#pragma once
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <dlf/core/tensor.h>
+
+namespace dlf {
+
+using AttrValue = std::variant<int64_t, double, bool, std::vector<int64_t>, std::string, DType,
+                               Device>;
+
+/// Named op attributes (dims, eps, strides, ...), in insertion order.
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<std::pair<std::string, AttrValue>> items) : items_(items) {}
+
+  void set(std::string name, AttrValue value);
+  bool has(std::string_view name) const;
+  int64_t i(std::string_view name) const { return get<int64_t>(name); }
+  double f(std::string_view name) const { return get<double>(name); }
+  bool b(std::string_view name) const { return get<bool>(name); }
+  const std::vector<int64_t>& ints(std::string_view name) const {
+    return get<std::vector<int64_t>>(name);
+  }
+  const std::string& s(std::string_view name) const { return get<std::string>(name); }
+  DType dtype(std::string_view name) const { return get<DType>(name); }
+  Device device(std::string_view name) const { return get<Device>(name); }
+  const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
+  std::string str() const;  ///< "dim=1, keepdim=true"
+
+ private:
+  const AttrValue& find(std::string_view name) const;
+  template <typename T>
+  const T& get(std::string_view name) const {
+    const AttrValue& v = find(name);
+    if (const T* p = std::get_if<T>(&v)) return *p;
+    throw Error("attribute '" + std::string(name) + "' has another type");
+  }
+  std::vector<std::pair<std::string, AttrValue>> items_;
+};
+
+/// What an op costs: the one formula the profiler, the sim clock and benchmarks all use.
+struct Cost {
+  double flops = 0;
+  double bytes_read = 0;
+  double bytes_written = 0;
+};
+
+struct TensorMeta {
+  Shape shape;
+  DType dtype;
+};
+
+using Inputs = std::span<const Tensor>;
+using Outputs = std::span<Tensor>;
+
+struct OpDef {
+  std::string name = {};
+  /// Output shapes and dtypes from inputs and attrs; validates them (throws dlf::Error).
+  std::function<std::vector<TensorMeta>(Inputs, const Attrs&)> infer = {};
+  /// Host kernel: fills the freshly allocated contiguous outputs (or updates input
+  /// `inplace` when that is set). Used by the cpu and sim devices.
+  std::function<void(Inputs, const Attrs&, Outputs)> kernel = {};
+  /// For view ops instead of infer + kernel: builds outputs that alias input 0's storage.
+  std::function<std::vector<Tensor>(Inputs, const Attrs&)> view = {};
+  /// FLOPs and bytes; when absent, bytes of all inputs and outputs and no FLOPs.
+  std::function<Cost(Inputs, const Attrs&, std::span<const Tensor> outputs)> cost = {};
+  /// When >= 0 the op writes into that input, which is also its only output.
+  int inplace = -1;
+};
+
+/// Adds an op to the registry; returns a reference that stays valid for the process.
+/// Throws dlf::Error when the name is taken.
+const OpDef& register_op(OpDef def);
+/// The registered op of that name; throws dlf::Error naming it when unknown.
+const OpDef& find_op(std::string_view name);
+std::vector<const OpDef*> registered_ops();
+
+/// The choke point: validates, allocates outputs on the inputs' device, runs the kernel
+/// (not on meta), and informs the observers (profiler, sim clock, autograd, capture).
+std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs = {});
+/// The first output of dispatch().
+Tensor dispatch1(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs = {});
+
+Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const Tensor> outputs);
+
+/// Something that watches every dispatched op (the profiler, the sim clock, graph capture).
+/// Observers run on the thread that dispatched the op.
+class DispatchObserver {
+ public:
+  virtual ~DispatchObserver() = default;
+  virtual void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
+                     std::span<const Tensor> outputs) = 0;
+};
+/// Observers are per thread (one rank, one thread). Remove before destroying them.
+void add_observer(DispatchObserver* observer);
+void remove_observer(DispatchObserver* observer);
+
+/// Installed by autograd/: records a node for ops whose inputs require grad.
+using AutogradHook = void (*)(const OpDef& op, const std::vector<Tensor>& inputs,
+                              const Attrs& attrs, std::vector<Tensor>& outputs);
+void set_autograd_hook(AutogradHook hook);
+
+}  // namespace dlf

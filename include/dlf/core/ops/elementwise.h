@@ -1,0 +1,62 @@
+// Element-wise ops with NumPy broadcasting. Binary ops need equal dtypes (no implicit
+// promotion: a mismatch is a dlf::Error naming both); scalars take the tensor's dtype.
+#pragma once
+#include <dlf/core/tensor.h>
+
+namespace dlf {
+
+// Unary (floating dtypes; neg and abs also integers).
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+enum class GeluApproximation { erf, tanh };
+Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation::erf);
+
+// Binary, broadcasting.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+
+// With a scalar (an attribute of the op, not a tensor).
+Tensor add(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+Tensor pow(const Tensor& a, double exponent);
+
+// Comparisons give bool tensors.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+
+/// cond ? a : b, all three broadcast together; cond is bool.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+/// x with `value` where mask (bool, broadcast to x's shape) is true.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator/(double a, const Tensor& b);
+
+}  // namespace dlf

@@ -1,0 +1,33 @@
+// Ops that neural-network layers are made of: lookup, losses, dropout, attention.
+#pragma once
+#include <optional>
+
+#include <dlf/core/random.h>
+#include <dlf/core/tensor.h>
+
+namespace dlf {
+
+/// Rows of weight [num, dim] picked by integer indices of any shape: [..., dim].
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+
+enum class Reduction { none, mean, sum };
+struct CrossEntropyOptions {
+  int64_t ignore_index = -100;
+  double label_smoothing = 0;
+  Reduction reduction = Reduction::mean;
+};
+/// logits [N, C] (or [N, C, d...]), integer targets [N] (or [N, d...]), as in PyTorch.
+/// The mean is over targets that are not ignore_index.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target,
+                     const CrossEntropyOptions& options = {});
+
+/// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
+Tensor dropout(const Tensor& x, double p, bool training = true, Generator* gen = nullptr);
+
+/// softmax(q kᵀ · scale [+ causal mask]) v over q [..., Tq, d], k [..., Tk, d],
+/// v [..., Tk, dv]; scale defaults to 1/sqrt(d). The causal mask aligns the last query
+/// with the last key.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    bool causal = false, std::optional<double> scale = {});
+
+}  // namespace dlf

@@ -1,0 +1,20 @@
+// Softmax and normalisation layers' functional forms.
+#pragma once
+#include <dlf/core/tensor.h>
+
+namespace dlf {
+
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+
+/// Normalises over the trailing `normalized_shape` dims; weight and bias (of that shape)
+/// may be undefined.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+
+/// x [N, C, ...] normalised over each of `groups` groups of C/groups channels; weight and
+/// bias [C] may be undefined.
+Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+
+}  // namespace dlf

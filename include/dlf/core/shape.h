@@ -1,0 +1,21 @@
+// Shapes and strides (in elements), broadcasting and dimension wrapping.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlf {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape& shape);
+/// Row-major strides of a contiguous tensor of this shape.
+Shape contiguous_strides(const Shape& shape);
+/// "[2, 3, 4]"
+std::string shape_str(const Shape& shape);
+/// The shape both broadcast to (NumPy rules). Throws dlf::Error naming both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+/// Wraps a possibly negative dim into [0, rank); throws dlf::Error when out of range.
+int64_t wrap_dim(int64_t dim, int64_t rank);
+
+}  // namespace dlf

@@ -1,0 +1,134 @@
+// Tensor: a small handle to a strided view (shape, strides, offset) of a shared Storage.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dlf/core/dtype.h>
+#include <dlf/core/shape.h>
+#include <dlf/device/device.h>
+#include <dlf/error.h>
+
+namespace dlf {
+
+/// Bytes on one device, shared by every view of them. The version counts in-place writes
+/// (autograd refuses to use a saved tensor whose storage changed after it was saved).
+class Storage {
+ public:
+  Storage(size_t nbytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+  uint64_t version_ = 0;
+};
+
+struct AutogradMeta;  // defined by autograd/ (floor 3); core only carries the pointer
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape sizes;
+  Shape strides;       // in elements
+  int64_t offset = 0;  // in elements
+  DType dtype = DType::f32;
+  std::shared_ptr<AutogradMeta> autograd;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  ///< an undefined tensor (e.g. an absent bias)
+  Tensor(std::shared_ptr<Storage> storage, Shape sizes, Shape strides, int64_t offset,
+         DType dtype);
+  /// A fresh contiguous tensor with uninitialised contents.
+  static Tensor empty(const Shape& shape, DType dtype, Device device = kCPU);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl_->sizes; }
+  const Shape& strides() const { return impl_->strides; }
+  int64_t offset() const { return impl_->offset; }
+  int64_t dim() const { return static_cast<int64_t>(impl_->sizes.size()); }
+  /// Size of one dim; negative dims count from the end.
+  int64_t size(int64_t dim) const;
+  int64_t numel() const { return dlf::numel(impl_->sizes); }
+  DType dtype() const { return impl_->dtype; }
+  Device device() const { return impl_->storage->device(); }
+  const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
+  bool is_contiguous() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
+
+  /// Pointer to the first element. T must match the dtype; the device must hold data.
+  template <typename T>
+  T* data() const {
+    check_access(dtype_of<T>());
+    return static_cast<T*>(impl_->storage->data()) + impl_->offset;
+  }
+  void* raw_data() const;
+  /// The value of a one-element tensor, converted to T.
+  template <typename T>
+  T item() const;
+  /// All elements in row-major order, converted to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+
+  // Views: share storage, no copy (each goes through dispatch, so autograd and capture see it).
+  Tensor view(const Shape& shape) const;     ///< requires compatible strides; one dim may be -1
+  Tensor reshape(const Shape& shape) const;  ///< a view when possible, else a copy
+  Tensor permute(const Shape& dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;  ///< removes `dim`
+  Tensor expand(const Shape& shape) const;           ///< broadcast; -1 keeps a dim
+  Tensor squeeze(int64_t dim) const;
+  Tensor squeeze() const;  ///< drops every size-1 dim
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+
+  Tensor contiguous() const;  ///< self if already contiguous, else a contiguous copy
+  Tensor clone() const;       ///< a contiguous copy
+  Tensor to(DType dtype) const;
+  Tensor to(Device device) const;
+
+  /// Copies `src` (same shape, broadcastable, any dtype) into this tensor in place.
+  Tensor& copy_(const Tensor& src);
+
+  std::string str() const;
+
+  TensorImpl* impl() const { return impl_.get(); }
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  const std::shared_ptr<AutogradMeta>& autograd_meta() const { return impl_->autograd; }
+  void set_autograd_meta(std::shared_ptr<AutogradMeta> meta) const {
+    impl_->autograd = std::move(meta);
+  }
+
+ private:
+  void check_access(DType requested) const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+extern template float Tensor::item<float>() const;
+extern template double Tensor::item<double>() const;
+extern template int64_t Tensor::item<int64_t>() const;
+extern template int32_t Tensor::item<int32_t>() const;
+extern template bool Tensor::item<bool>() const;
+extern template std::vector<float> Tensor::to_vector<float>() const;
+extern template std::vector<double> Tensor::to_vector<double>() const;
+extern template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+extern template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
+extern template std::vector<bool> Tensor::to_vector<bool>() const;
+
+}  // namespace dlf

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what dlf needs from Debian 12 packages, only what is missing.
+# Works on a minimal Debian (debootstrap --variant=minbase) as root, or via sudo.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake make pkg-config git ca-certificates
+  # libraries
+  libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libcereal-dev libcli11-dev
+  libhdf5-dev doctest-dev
+)
+[ "${DLF_SETUP_EXTRA:-}" ] && read -r -a extra <<<"$DLF_SETUP_EXTRA" && packages+=("${extra[@]}")
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
