@@ -1,7 +1,7 @@
-# dlf_add_test_suite(floor): tests/<floor>/*_test.cpp -> one binary, registered with ctest
+# dlf_add_test_suite(floor): tests/<floor>/*.cpp -> one binary, registered with ctest
 # one entry per doctest test case (so a failure names its case).
 function(dlf_add_test_suite floor)
-  file(GLOB _src CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${floor}/*_test.cpp)
+  file(GLOB _src CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${floor}/*.cpp)
   set(target test_${floor})
   add_executable(${target} ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp ${_src})
   target_link_libraries(${target} PRIVATE dlf::dlf doctest::doctest)

@@ -23,6 +23,14 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
+void Tensor::set_data(const Tensor& other) const {
+  impl_->storage = other.impl_->storage;
+  impl_->sizes = other.impl_->sizes;
+  impl_->strides = other.impl_->strides;
+  impl_->offset = other.impl_->offset;
+  impl_->dtype = other.impl_->dtype;
+}
+
 int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim())]; }
 
 bool Tensor::is_contiguous() const {

@@ -18,3 +18,7 @@
 #include <dlf/core/random.h>
 #include <dlf/core/shape.h>
 #include <dlf/core/tensor.h>
+#include <dlf/autograd/backward.h>
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/autograd/gradcheck.h>
+#include <dlf/autograd/node.h>

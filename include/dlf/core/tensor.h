@@ -1,6 +1,7 @@
 // Tensor: a small handle to a strided view (shape, strides, offset) of a shared Storage.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -103,8 +104,30 @@ class Tensor {
 
   /// Copies `src` (same shape, broadcastable, any dtype) into this tensor in place.
   Tensor& copy_(const Tensor& src);
+  /// Points every handle of this tensor at `other`'s data (storage, shape, dtype), keeping
+  /// its autograd state: how a module moves its parameters to another device or dtype.
+  void set_data(const Tensor& other) const;
 
   std::string str() const;
+
+  // Autograd (implemented by autograd/, floor 3).
+  bool requires_grad() const;
+  /// Marks a leaf as needing a gradient; returns *this.
+  const Tensor& requires_grad_(bool value = true) const;
+  /// True unless the tensor was made by a recorded op.
+  bool is_leaf() const;
+  /// The accumulated gradient of a leaf (undefined until backward reaches it).
+  Tensor grad() const;
+  void set_grad(const Tensor& grad) const;
+  /// Backward from this tensor; `grad` may be omitted for one-element tensors.
+  void backward(const Tensor& grad = {}, bool retain_graph = false,
+                bool create_graph = false) const;
+  /// The same data, cut from the graph.
+  Tensor detach() const;
+  /// Runs `hook` on this tensor's gradient when it is computed; its result replaces it.
+  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  /// Runs `hook` when a leaf's gradient is final for this backward (DDP rides on this).
+  void register_grad_ready_hook(std::function<void(const Tensor&)> hook) const;
 
   TensorImpl* impl() const { return impl_.get(); }
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }

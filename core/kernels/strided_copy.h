@@ -1,0 +1,10 @@
+// Element-wise copy with dtype conversion between arbitrarily strided tensors.
+#pragma once
+#include <dlf/core/tensor.h>
+
+namespace dlf::kernels {
+
+/// dst[i] = convert(src[i]) over dst's shape; src broadcasts to it; both may be strided.
+void strided_copy(const Tensor& dst, const Tensor& src);
+
+}  // namespace dlf::kernels
