@@ -17,16 +17,20 @@ struct CrossEntropyOptions {
   Reduction reduction = Reduction::mean;
 };
 /// logits [N, C] (or [N, C, d...]), integer targets [N] (or [N, d...]), as in PyTorch.
-/// The mean is over targets that are not ignore_index.
+/// The mean is over targets that are not ignore_index. The op's second output is the
+/// per-row logsumexp [N, d...], for backward.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const CrossEntropyOptions& options = {});
 
-/// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
+/// Zeroes each element with probability p and scales the rest by 1/(1-p) when training
+/// (the op's second output is the bool keep-mask); returns x itself when not training or p = 0.
 Tensor dropout(const Tensor& x, double p, bool training = true, Generator* gen = nullptr);
 
 /// softmax(q kᵀ · scale [+ causal mask]) v over q [..., Tq, d], k [..., Tk, d],
 /// v [..., Tk, dv]; scale defaults to 1/sqrt(d). The causal mask aligns the last query
-/// with the last key.
+/// with the last key (query i sees keys j <= i + Tk - Tq); a query that sees no key gets
+/// zeros. Leading dims broadcast. The op's second output is the per-row logsumexp [..., Tq]
+/// of the scaled scores (f32, or f64 for f64 inputs), for backward.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = false, std::optional<double> scale = {});
 

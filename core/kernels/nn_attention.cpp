@@ -1,0 +1,172 @@
+// Fused attention, flash-attention's outer loop on the CPU: one task per (batch·head, block
+// of query rows); the block's scores [rows, Tk] live in per-thread scratch, never the whole
+// [B, H, Tq, Tk] matrix. The two GEMMs are Eigen products on maps of the (strided) rows.
+//
+// Eigen rather than oneDNN matmul: the tasks already fill the OpenMP pool, so each GEMM runs
+// on one thread (Eigen's own parallel GEMM stays off inside an active parallel region), the
+// key range of a causal block changes from block to block (one oneDNN primitive per length),
+// and q/k/v rows with any row stride map without a copy.
+#include "core/kernels/nn_attention.h"
+
+// GCC 12 reports false (maybe-)uninitialized values inside Eigen's inlined AVX-512
+// intrinsics (the intrinsics' own undefined-on-purpose source operands).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/kernels/dtype_dispatch.h"
+
+namespace dlf::kernels {
+namespace {
+
+template <typename A>
+using RowMatrix = Eigen::Matrix<A, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename A>
+using ConstRows = Eigen::Map<const RowMatrix<A>, 0, Eigen::OuterStride<>>;
+template <typename A>
+using Rows = Eigen::Map<RowMatrix<A>, 0, Eigen::OuterStride<>>;
+
+/// One operand's layout: element offset of each batch entry, row and column strides.
+struct Operand {
+  std::vector<int64_t> batch_offset;
+  int64_t row_stride, col_stride;
+};
+
+Operand layout(const Tensor& t, const Shape& lead) {
+  const int64_t r = t.dim(), lead_rank = static_cast<int64_t>(lead.size());
+  Operand op{std::vector<int64_t>(static_cast<size_t>(numel(lead)), t.offset()), t.strides()[r - 2],
+             t.strides()[r - 1]};
+  for (int64_t b = 0; b < numel(lead); ++b) {
+    int64_t rem = b;
+    for (int64_t d = lead_rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % lead[d];
+      rem /= lead[d];
+      const int64_t td = d - (lead_rank - (r - 2));  // the matching dim of t, if any
+      if (td >= 0 && t.shape()[td] != 1) op.batch_offset[b] += idx * t.strides()[td];
+    }
+  }
+  return op;
+}
+
+/// rows x cols elements from p (row stride rs, column stride cs) as a row-major map of A:
+/// in place when columns are adjacent and T is A, else packed into `scratch`.
+template <typename A, typename T>
+ConstRows<A> rows_of(const T* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                     std::vector<A>& scratch) {
+  if constexpr (std::is_same_v<A, T>) {
+    if (cs == 1) return ConstRows<A>(p, rows, cols, Eigen::OuterStride<>(rs));
+  }
+  scratch.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) scratch[i * cols + j] = static_cast<A>(p[i * rs + j * cs]);
+  }
+  return ConstRows<A>(scratch.data(), rows, cols, Eigen::OuterStride<>(cols));
+}
+
+/// Per-thread buffers: packed operands (only for strided columns or bf16), a block's scores.
+template <typename A>
+struct Scratch {
+  std::vector<A> q, k, v, scores, out;
+  std::vector<double> inv_sum;
+};
+
+template <typename T>
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+               const Tensor& out, const Tensor& lse) {
+  using A = acc_t<T>;
+  using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t tq = q.shape().end()[-2], d = q.shape().back();
+  const int64_t tk = k.shape().end()[-2], dv = v.shape().back();
+  const Shape lead(out.shape().begin(), out.shape().end() - 2);
+  const Operand lq = layout(q, lead), lk = layout(k, lead), lv = layout(v, lead);
+  const int64_t batches = numel(lead);
+  const int64_t blocks = (tq + kAttentionBlockRows - 1) / kAttentionBlockRows;
+  const T* q_base = static_cast<const T*>(q.storage()->data());
+  const T* k_base = static_cast<const T*>(k.storage()->data());
+  const T* v_base = static_cast<const T*>(v.storage()->data());
+  T* out_base = out.data<T>();
+  L* lse_base = lse.data<L>();
+  const A s = static_cast<A>(scale);
+  // Keys 0 .. visible(i) - 1 are seen by query row i.
+  auto visible = [&](int64_t i) {
+    return causal ? std::clamp(i + tk - tq + 1, int64_t{0}, tk) : tk;
+  };
+
+#pragma omp parallel
+  {
+    Scratch<A> buf;
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < batches * blocks; ++task) {
+      const int64_t b = task / blocks, i0 = (task % blocks) * kAttentionBlockRows;
+      const int64_t m = std::min(kAttentionBlockRows, tq - i0);
+      const int64_t keys = visible(i0 + m - 1);  // the block's last row sees the most keys
+      T* o_ptr = out_base + (b * tq + i0) * dv;
+      L* lse_ptr = lse_base + b * tq + i0;
+      if (keys == 0) {
+        std::fill(o_ptr, o_ptr + m * dv, T(0));
+        std::fill(lse_ptr, lse_ptr + m, -std::numeric_limits<L>::infinity());
+        continue;
+      }
+      auto qm = rows_of<A>(q_base + lq.batch_offset[b] + i0 * lq.row_stride, m, d, lq.row_stride,
+                           lq.col_stride, buf.q);
+      auto km =
+          rows_of<A>(k_base + lk.batch_offset[b], keys, d, lk.row_stride, lk.col_stride, buf.k);
+      auto vm =
+          rows_of<A>(v_base + lv.batch_offset[b], keys, dv, lv.row_stride, lv.col_stride, buf.v);
+      buf.scores.resize(static_cast<size_t>(m * keys));
+      Rows<A> scores(buf.scores.data(), m, keys, Eigen::OuterStride<>(keys));
+      scores.noalias() = qm * km.transpose();
+
+      // Softmax numerators in place (masked keys become 0); the sums divide the output later.
+      buf.inv_sum.resize(static_cast<size_t>(m));
+      for (int64_t r = 0; r < m; ++r) {
+        A* row = buf.scores.data() + r * keys;
+        const int64_t seen = visible(i0 + r);
+        A max = -std::numeric_limits<A>::infinity();
+        for (int64_t j = 0; j < seen; ++j) {
+          row[j] *= s;
+          max = std::max(max, row[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < seen; ++j) {
+          row[j] = std::exp(row[j] - max);
+          sum += row[j];
+        }
+        std::fill(row + seen, row + keys, A(0));
+        buf.inv_sum[r] = seen > 0 ? 1.0 / sum : 0.0;
+        lse_ptr[r] = seen > 0 ? static_cast<L>(double(max) + std::log(sum))
+                              : -std::numeric_limits<L>::infinity();
+      }
+
+      A* o_acc;
+      if constexpr (std::is_same_v<A, T>) {
+        o_acc = o_ptr;
+      } else {
+        buf.out.resize(static_cast<size_t>(m * dv));
+        o_acc = buf.out.data();
+      }
+      Rows<A> o(o_acc, m, dv, Eigen::OuterStride<>(dv));
+      o.noalias() = scores * vm;
+      for (int64_t r = 0; r < m; ++r) o.row(r) *= static_cast<A>(buf.inv_sum[r]);
+      if constexpr (!std::is_same_v<A, T>) {
+        for (int64_t i = 0; i < m * dv; ++i) o_ptr[i] = T(o_acc[i]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
+                       const Tensor& out, const Tensor& lse) {
+  visit_floating(q.dtype(), "scaled_dot_product_attention", [&](auto tag) {
+    attention<typename decltype(tag)::type>(q, k, v, causal, scale, out, lse);
+  });
+}
+
+}  // namespace dlf::kernels
