@@ -1,5 +1,7 @@
 #include "core/kernels/strided_copy.h"
 
+#include <cstring>
+
 #include "core/kernels/convert.h"
 #include "core/kernels/strided_loop.h"
 
@@ -17,6 +19,12 @@ void strided_copy(const Tensor& dst, const Tensor& src) {
       using S = typename decltype(stag)::type;
       strided_for<2>(dst.shape(), ops, [](const std::array<char*, 2>& p,
                                                    const std::array<int64_t, 2>& s, int64_t n) {
+        if constexpr (std::is_same_v<D, S>) {
+          if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
+            std::memcpy(p[0], p[1], static_cast<size_t>(n) * sizeof(D));
+            return;
+          }
+        }
         if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
           D* d = reinterpret_cast<D*>(p[0]);
           const S* x = reinterpret_cast<const S*>(p[1]);

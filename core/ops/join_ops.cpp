@@ -5,7 +5,8 @@
 
 #include <numeric>
 
-#include "core/kernels/join_copy.h"
+#include "core/kernels/dtype_dispatch.h"
+#include "core/kernels/strided_copy.h"
 
 namespace dlf {
 namespace {
@@ -39,16 +40,12 @@ const OpDef& cat_op = register_op({
         [](Inputs in, const Attrs& a, Outputs out) {
           const Tensor& y = out[0];
           const int64_t d = wrap_dim(a.i("dim"), y.dim());
-          std::vector<int64_t> byte_strides = contiguous_strides(y.shape());
-          for (int64_t& s : byte_strides) s *= static_cast<int64_t>(dtype_size(y.dtype()));
-          kernels::visit_dtype(y.dtype(), [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            int64_t start = 0;
-            for (const Tensor& t : in) {
-              kernels::copy_converted<T>(y.data<T>() + start * y.strides()[d], byte_strides, t);
-              start += t.shape()[d];
-            }
-          });
+          int64_t start = 0;
+          for (const Tensor& t : in) {
+            Tensor region(y.storage(), t.shape(), y.strides(), start * y.strides()[d], y.dtype());
+            kernels::strided_copy(region, t);
+            start += t.shape()[d];
+          }
         },
 });
 

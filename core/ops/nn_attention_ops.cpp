@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/kernels/dtype_dispatch.h"
 #include "core/kernels/nn_attention.h"
 
 namespace dlf {

@@ -5,7 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "core/kernels/join_copy.h"
+#include "core/kernels/dtype_dispatch.h"
+#include "core/kernels/row_major.h"
 
 namespace dlf {
 namespace {

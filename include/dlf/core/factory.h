@@ -37,7 +37,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
   Tensor t = Tensor::empty(shape, dtype_of<T>());
   if constexpr (std::is_same_v<T, bool>) {
     for (size_t i = 0; i < values.size(); ++i) t.data<bool>()[i] = values[i];
-  } else {
+  } else if (!values.empty()) {
     std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
   }
   return t;
