@@ -1,0 +1,108 @@
+// Benchmark output and timing shared by every benchmark in bench/.
+//
+// Output: one JSON object per line on stdout, fields in the order added (shared/BENCH.md
+// lists them). Timing: warm-up calls, then timed repetitions summarised as median/min/max.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlf::bench {
+
+/// One JSON object, printed as one line.
+class JsonLine {
+ public:
+  JsonLine& add(const std::string& key, const std::string& value) { return raw(key, quote(value)); }
+  JsonLine& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+  JsonLine& add(const std::string& key, int64_t value) { return raw(key, std::to_string(value)); }
+  JsonLine& add(const std::string& key, int value) { return raw(key, std::to_string(value)); }
+  JsonLine& add(const std::string& key, double value) {
+    if (!std::isfinite(value)) return raw(key, "null");  // JSON has no NaN or infinity
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", value);
+    return raw(key, buf);
+  }
+
+  std::string str() const { return "{" + body_ + "}"; }
+  void print() const {
+    std::printf("%s\n", str().c_str());
+    std::fflush(stdout);
+  }
+
+ private:
+  JsonLine& raw(const std::string& key, const std::string& json_value) {
+    if (!body_.empty()) body_ += ",";
+    body_ += quote(key) + ":" + json_value;
+    return *this;
+  }
+  static std::string quote(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+    return out + "\"";
+  }
+  std::string body_;
+};
+
+struct Timing {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+};
+
+inline Timing summarize(std::vector<double> ms) {
+  if (ms.empty()) return {};
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  const double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  return {median, ms.front(), ms.back()};
+}
+
+/// Wall-clock milliseconds of one call.
+template <typename Fn>
+double time_once_ms(Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// `warmup` untimed calls, then `reps` timed ones.
+template <typename Fn>
+Timing time_ms(Fn&& fn, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) ms.push_back(time_once_ms(fn));
+  return summarize(std::move(ms));
+}
+
+/// Times a and b alternately (a, b, a, b, ...) so that drifting machine load hits both alike.
+template <typename A, typename B>
+std::pair<Timing, Timing> time_alternating(A&& a, B&& b, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) a(), b();
+  std::vector<double> ms_a, ms_b;
+  for (int i = 0; i < reps; ++i) {
+    ms_a.push_back(time_once_ms(a));
+    ms_b.push_back(time_once_ms(b));
+  }
+  return {summarize(std::move(ms_a)), summarize(std::move(ms_b))};
+}
+
+inline JsonLine& add_timing(JsonLine& line, const Timing& t) {
+  return line.add("median_ms", t.median_ms).add("min_ms", t.min_ms).add("max_ms", t.max_ms);
+}
+
+}  // namespace dlf::bench

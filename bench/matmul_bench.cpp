@@ -1,0 +1,144 @@
+// matmul and linear through dlf's dispatch against a bare oneDNN matmul primitive of the same
+// shape, layout and post-ops, timed alternately on the same thread count.
+//
+//   matmul_bench [--threads N] [--reps N] [--warmup N]
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <dlf/dlf.h>
+
+#include "bench/bench_json.h"
+
+namespace {
+
+using dnnl::memory;
+
+struct Options {
+  int threads = 2;
+  int reps = 20;
+  int warmup = 3;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int value = std::atoi(argv[i + 1]);
+    if (flag == "--threads")
+      o.threads = value;
+    else if (flag == "--reps")
+      o.reps = value;
+    else if (flag == "--warmup")
+      o.warmup = value;
+    else
+      throw dlf::Error("unknown flag " + flag + " (--threads, --reps, --warmup)");
+  }
+  return o;
+}
+
+// A bare oneDNN matmul on dlf's buffers: src [M, K], weights [K, N] (transposed = stored
+// [N, K]), optional bias [N] and gelu_tanh post-op, dst [M, N] allocated once.
+class BareMatmul {
+ public:
+  BareMatmul(const dlf::Tensor& a, const dlf::Tensor& b, bool transposed_weight,
+             const dlf::Tensor& bias, bool gelu)
+      : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+    const memory::dim m = a.size(0), k = a.size(1);
+    const memory::dim n = transposed_weight ? b.size(0) : b.size(1);
+    const memory::data_type dt =
+        a.dtype() == dlf::DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+    using tag = memory::format_tag;
+    const memory::desc src({m, k}, dt, tag::ab), dst({m, n}, dt, tag::ab);
+    const memory::desc weights({k, n}, dt, transposed_weight ? tag::ba : tag::ab);
+    const memory::desc bias_md =
+        bias.defined() ? memory::desc({1, n}, dt, tag::ab) : memory::desc();
+    dnnl::primitive_attr attr;
+    if (gelu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+      attr.set_post_ops(ops);
+    }
+    const dnnl::matmul::desc desc = bias.defined() ? dnnl::matmul::desc(src, weights, bias_md, dst)
+                                                   : dnnl::matmul::desc(src, weights, dst);
+    matmul_ = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine_));
+    out_ = dlf::Tensor::empty({m, n}, a.dtype());
+    args_ = {{DNNL_ARG_SRC, memory(src, engine_, a.raw_data())},
+             {DNNL_ARG_WEIGHTS, memory(weights, engine_, b.raw_data())},
+             {DNNL_ARG_DST, memory(dst, engine_, out_.raw_data())}};
+    if (bias.defined()) args_.emplace(DNNL_ARG_BIAS, memory(bias_md, engine_, bias.raw_data()));
+  }
+
+  void operator()() {
+    matmul_.execute(stream_, args_);
+    stream_.wait();
+  }
+  const dlf::Tensor& out() const { return out_; }
+
+ private:
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  dnnl::matmul matmul_;
+  dlf::Tensor out_;
+  std::unordered_map<int, memory> args_;
+};
+
+void report(const std::string& case_name, const Options& o, double flops,
+            const std::pair<dlf::bench::Timing, dlf::bench::Timing>& t) {
+  const double dlf_gflops = flops / (t.first.median_ms * 1e6);
+  const double onednn_gflops = flops / (t.second.median_ms * 1e6);
+  dlf::bench::JsonLine line;
+  line.add("bench", "matmul").add("case", case_name).add("impl", "dlf").add("threads", o.threads);
+  line.add("metric", "gflops").add("value", dlf_gflops).add("unit", "GFLOP/s");
+  dlf::bench::add_timing(line, t.first);
+  line.add("baseline_impl", "onednn").add("baseline", onednn_gflops);
+  line.add("ratio", dlf_gflops / onednn_gflops);
+  line.print();
+}
+
+// Both implementations must compute the same thing, or the timing means nothing.
+void check_same(const dlf::Tensor& got, const dlf::Tensor& expected, const std::string& name) {
+  std::vector<float> g = got.to_vector<float>(), e = expected.to_vector<float>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    DLF_CHECK(std::fabs(g[i] - e[i]) <= 1e-2f * (1 + std::fabs(e[i])), name,
+              ": dlf and oneDNN differ at element ", i, ": ", g[i], " vs ", e[i]);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  dlf::set_num_threads(o.threads);
+  const int64_t m = 1024;
+  const std::pair<int64_t, int64_t> shapes[] = {{768, 3072}, {3072, 768}, {768, 768}};
+  dlf::Generator gen(1234);
+  for (dlf::DType dtype : {dlf::DType::f32, dlf::DType::bf16}) {
+    for (auto [k, n] : shapes) {
+      const std::string dims = std::string(dlf::dtype_name(dtype)) + " M" + std::to_string(m) +
+                               " K" + std::to_string(k) + " N" + std::to_string(n);
+      const double flops = 2.0 * static_cast<double>(m * k * n);
+      const dlf::Tensor a = dlf::randn({m, k}, {.dtype = dtype}, &gen);
+      const dlf::Tensor b = dlf::randn({k, n}, {.dtype = dtype}, &gen);
+      BareMatmul bare(a, b, false, {}, false);
+      bare();
+      check_same(dlf::matmul(a, b), bare.out(), dims);
+      report(dims, o, flops,
+             dlf::bench::time_alternating([&] { dlf::matmul(a, b); }, bare, o.warmup, o.reps));
+
+      const dlf::Tensor w = dlf::randn({n, k}, {.dtype = dtype}, &gen);
+      const dlf::Tensor bias = dlf::randn({n}, {.dtype = dtype}, &gen);
+      const auto gelu = dlf::Activation::gelu_tanh;
+      BareMatmul bare_linear(a, w, true, bias, true);
+      bare_linear();
+      check_same(dlf::linear(a, w, bias, gelu), bare_linear.out(), "linear " + dims);
+      report("linear bias+gelu_tanh " + dims, o, flops,
+             dlf::bench::time_alternating([&] { dlf::linear(a, w, bias, gelu); }, bare_linear,
+                                          o.warmup, o.reps));
+    }
+  }
+}

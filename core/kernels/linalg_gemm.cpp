@@ -1,0 +1,170 @@
+// Normalising a matrix product into a GemmProblem, and the backend choice.
+#include "core/kernels/linalg_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "core/kernels/convert.h"
+
+namespace dlf::kernels {
+
+GemmOperand lhs_operand(const Tensor& t) {
+  if (t.dim() == 1) return {t.raw_data(), {1, t.size(0)}, {0, t.strides()[0]}};
+  return {t.raw_data(), t.shape(), t.strides()};
+}
+
+GemmOperand rhs_operand(const Tensor& t) {
+  if (t.dim() == 1) return {t.raw_data(), {t.size(0), 1}, {t.strides()[0], 0}};
+  return {t.raw_data(), t.shape(), t.strides()};
+}
+
+GemmOperand transposed_weight(const Tensor& weight) {
+  return {weight.raw_data(),
+          {weight.size(1), weight.size(0)},
+          {weight.strides()[1], weight.strides()[0]}};
+}
+
+namespace {
+
+void pad_rank(GemmOperand& x, int64_t rank) {
+  const int64_t pad = rank - x.rank();
+  x.dims.insert(x.dims.begin(), pad, 1);
+  x.strides.insert(x.strides.begin(), pad, 0);
+}
+
+void erase_dim(GemmOperand& x, int64_t d) {
+  x.dims.erase(x.dims.begin() + d);
+  x.strides.erase(x.strides.begin() + d);
+}
+
+// Whether the [batch..., rows] dims of `a` are one evenly strided run (size-1 dims aside).
+bool rows_mergeable(const GemmOperand& a) {
+  int64_t expected = 0;
+  bool first = true;
+  for (int64_t d = a.rank() - 2; d >= 0; --d) {
+    if (a.dims[d] == 1) continue;
+    if (!first && a.strides[d] != expected) return false;
+    expected = a.strides[d] * a.dims[d];
+    first = false;
+  }
+  return true;
+}
+
+// Size-1 dims get the stride a dense layout would give them, so that backends which look at
+// every stride (oneDNN's plain-layout checks) see the operand as what it is.
+void normalise_unit_strides(GemmOperand& x) {
+  for (int64_t d = x.rank() - 1; d >= 0; --d) {
+    if (x.dims[d] != 1) continue;
+    int64_t outer = 1;
+    for (int64_t e = d + 1; e < x.rank(); ++e) outer = std::max(outer, x.strides[e] * x.dims[e]);
+    x.strides[d] = outer;
+  }
+}
+
+}  // namespace
+
+GemmProblem make_gemm_problem(GemmOperand a, GemmOperand b, const Tensor& out) {
+  const int64_t rank = std::max(a.rank(), b.rank());
+  pad_rank(a, rank);
+  pad_rank(b, rank);
+  GemmProblem p;
+  p.dtype = out.dtype();
+  p.dst.data = out.raw_data();
+  p.dst.dims = a.dims;
+  p.dst.dims[rank - 1] = b.dims[rank - 1];
+  for (int64_t d = 0; d < rank - 2; ++d) {
+    p.dst.dims[d] = std::max(a.dims[d], b.dims[d]);
+    // A batch dim read with stride 0 is a broadcast: let the backend broadcast it. When both
+    // operands broadcast a dim of dst, b keeps it with its zero stride (Eigen reads it as it
+    // is, oneDNN gets a packed copy).
+    const bool a_bcast = a.strides[d] == 0 || a.dims[d] == 1;
+    const bool b_bcast = b.strides[d] == 0 || b.dims[d] == 1;
+    if (a_bcast) a.dims[d] = 1;
+    if (b_bcast && !(a_bcast && p.dst.dims[d] > 1)) b.dims[d] = 1;
+  }
+  // Batch dims that are 1 everywhere carry nothing.
+  for (int64_t d = rank - 3; d >= 0; --d) {
+    if (a.dims[d] == 1 && b.dims[d] == 1 && p.dst.dims[d] == 1) {
+      erase_dim(a, d);
+      erase_dim(b, d);
+      p.dst.dims.erase(p.dst.dims.begin() + d);
+    }
+  }
+  // x[..., n, k] @ w[k, m] is one [batch*n, k] @ [k, m] product when x's rows merge.
+  const bool b_unbatched =
+      std::all_of(b.dims.begin(), b.dims.end() - 2, [](int64_t s) { return s == 1; });
+  if (a.rank() > 2 && b_unbatched && rows_mergeable(a)) {
+    int64_t rows = 1, row_stride = a.strides[a.rank() - 2];
+    for (int64_t d = a.rank() - 2; d >= 0; --d) {
+      if (a.dims[d] != 1 && rows == 1) row_stride = a.strides[d];
+      rows *= a.dims[d];
+    }
+    a = {a.data, {rows, a.dims.back()}, {row_stride, a.strides.back()}};
+    b = {
+        b.data, {b.dims[b.rank() - 2], b.dims.back()}, {b.strides[b.rank() - 2], b.strides.back()}};
+    p.dst.dims = {rows, b.dims.back()};
+  }
+  p.dst.strides = contiguous_strides(p.dst.dims);
+  normalise_unit_strides(a);
+  normalise_unit_strides(b);
+  p.a = std::move(a);
+  p.b = std::move(b);
+  return p;
+}
+
+void run_gemm(const GemmProblem& p) {
+  if (numel(p.dst.dims) == 0) return;
+  if (p.inner() == 0) {  // an empty sum; oneDNN does not take K = 0
+    std::memset(p.dst.data, 0, numel(p.dst.dims) * dtype_size(p.dtype));
+    apply_epilogue(p);
+  } else if (p.dtype == DType::f64) {
+    eigen_gemm(p);
+  } else {
+    onednn_gemm(p);
+  }
+}
+
+namespace {
+
+template <typename A>
+A activate(A x, Activation activation) {
+  switch (activation) {
+    case Activation::none:
+      return x;
+    case Activation::relu:
+      return x > A(0) ? x : A(0);
+    case Activation::gelu_tanh: {
+      const A c = std::sqrt(A(2) / std::numbers::pi_v<A>);
+      return A(0.5) * x * (A(1) + std::tanh(c * (x + A(0.044715) * x * x * x)));
+    }
+    case Activation::gelu_erf:
+      return A(0.5) * x * (A(1) + std::erf(x / std::numbers::sqrt2_v<A>));
+  }
+  return x;
+}
+
+}  // namespace
+
+void apply_epilogue(const GemmProblem& p) {
+  if (p.bias == nullptr && p.activation == Activation::none) return;
+  visit_floating(p.dtype, "linear", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = acc_t<T>;
+    T* dst = static_cast<T*>(p.dst.data);
+    const T* bias = static_cast<const T*>(p.bias);
+    const int64_t rows = numel(p.dst.dims) / p.cols(), cols = p.cols();
+#pragma omp parallel for if (rows * cols > 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+      T* row = dst + r * cols;
+      for (int64_t c = 0; c < cols; ++c) {
+        A v = static_cast<A>(row[c]);
+        if (bias != nullptr) v += static_cast<A>(bias[c * p.bias_stride]);
+        row[c] = convert<T>(activate(v, p.activation));
+      }
+    }
+  });
+}
+
+}  // namespace dlf::kernels

@@ -1,0 +1,200 @@
+// f32 / bf16 matrix products through cached oneDNN matmul primitives (bias and activation
+// fused as the bias argument and an eltwise post-op; f32 accumulation for bf16).
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "core/kernels/dtype_dispatch.h"
+#include "core/kernels/linalg_gemm.h"
+#include "core/kernels/onednn_util.h"
+#include "core/kernels/strided_loop.h"
+
+namespace dlf::kernels {
+namespace {
+
+using dnnl::memory;
+
+// One matmul argument: the strided layout it arrives in, and whether it is first packed into a
+// dense buffer. Packing happens for layouts oneDNN misreads (zero strides) or would only
+// take through its slow reference kernel (no unit stride in the matrix).
+struct MatmulArg {
+  Shape dims, strides;  // empty when the argument is absent
+  bool packed = false;
+  memory::desc used = {};  // the layout the primitive reads
+
+  bool present() const { return !dims.empty(); }
+};
+
+struct MatmulPlan {
+  dnnl::matmul matmul;
+  std::array<MatmulArg, 3> args;  // src, weights, bias
+  memory::desc dst;
+};
+
+constexpr std::array<int, 3> kArgIds = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS};
+
+memory::desc strided_desc(const Shape& dims, const Shape& strides, DType dtype) {
+  return memory::desc(memory::dims(dims.begin(), dims.end()), onednn_type(dtype),
+                      memory::dims(strides.begin(), strides.end()));
+}
+
+memory::desc used_desc(const MatmulArg& arg, DType dtype) {
+  return strided_desc(arg.dims, arg.packed ? contiguous_strides(arg.dims) : arg.strides, dtype);
+}
+
+bool is_dense(const MatmulArg& arg) { return arg.strides == contiguous_strides(arg.dims); }
+
+// No zero stride, and the smaller stride of the matrix dims is 1 (size-1 dims aside).
+bool reads_in_place(const MatmulArg& arg) {
+  int64_t min_matrix_stride = 1;
+  bool first = true;
+  for (size_t d = 0; d < arg.dims.size(); ++d) {
+    if (arg.dims[d] == 1) continue;
+    if (arg.strides[d] == 0) return false;
+    if (d + 2 >= arg.dims.size()) {
+      min_matrix_stride = first ? arg.strides[d] : std::min(min_matrix_stride, arg.strides[d]);
+      first = false;
+    }
+  }
+  return min_matrix_stride == 1;
+}
+
+// The bias [cols] as a [1, ..., 1, cols] tensor of dst's rank.
+MatmulArg bias_arg(const GemmProblem& p) {
+  Shape dims(p.dst.rank(), 1), strides(p.dst.rank(), p.cols() * p.bias_stride);
+  dims.back() = p.cols();
+  strides.back() = p.bias_stride;
+  return {dims, strides};
+}
+
+dnnl::algorithm eltwise_algorithm(Activation activation) {
+  switch (activation) {
+    case Activation::relu:
+      return dnnl::algorithm::eltwise_relu;
+    case Activation::gelu_tanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+    case Activation::gelu_erf:
+      return dnnl::algorithm::eltwise_gelu_erf;
+    case Activation::none:
+      break;
+  }
+  throw Error("linear: no eltwise algorithm for activation none");
+}
+
+// The primitive for the plan's current packing choice; nullopt when oneDNN refuses it.
+std::optional<dnnl::matmul::primitive_desc> matmul_desc(const GemmProblem& p, MatmulPlan& plan) {
+  for (MatmulArg& arg : plan.args) {
+    if (arg.present()) arg.used = used_desc(arg, p.dtype);
+  }
+  dnnl::primitive_attr attr;
+  if (p.activation != Activation::none) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.f, eltwise_algorithm(p.activation), 0.f, 0.f);
+    attr.set_post_ops(ops);
+  }
+  const auto& args = plan.args;
+  try {
+    const dnnl::matmul::desc desc =
+        p.bias != nullptr ? dnnl::matmul::desc(args[0].used, args[1].used, args[2].used, plan.dst)
+                          : dnnl::matmul::desc(args[0].used, args[1].used, plan.dst);
+    return dnnl::matmul::primitive_desc(desc, attr, cpu::engine());
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+}
+
+bool is_reference_impl(const dnnl::matmul::primitive_desc& pd) {
+  return std::string(pd.impl_info_str()).starts_with("ref");
+}
+
+MatmulPlan make_plan(const GemmProblem& p) {
+  MatmulPlan plan;
+  plan.args[0] = {p.a.dims, p.a.strides};
+  plan.args[1] = {p.b.dims, p.b.strides};
+  if (p.bias != nullptr) plan.args[2] = bias_arg(p);
+  plan.dst = strided_desc(p.dst.dims, p.dst.strides, p.dtype);
+  for (MatmulArg& arg : plan.args) arg.packed = arg.present() && !reads_in_place(arg);
+  auto pd = matmul_desc(p, plan);
+  if (!pd || is_reference_impl(*pd)) {
+    for (MatmulArg& arg : plan.args) arg.packed = arg.present() && !is_dense(arg);
+    pd = matmul_desc(p, plan);
+  }
+  DLF_CHECK(pd.has_value(), "matmul: oneDNN has no ", dtype_name(p.dtype), " matmul for ",
+            shape_str(p.a.dims), " @ ", shape_str(p.b.dims));
+  plan.matmul = dnnl::matmul(*pd);
+  return plan;
+}
+
+// Copies a strided argument into the dense buffer `out` of the same dims.
+void pack_dense(const void* src, const MatmulArg& arg, const Tensor& out) {
+  const int64_t size = static_cast<int64_t>(dtype_size(out.dtype()));
+  StridedOperands<2> ops{
+      {static_cast<char*>(out.raw_data()), static_cast<char*>(const_cast<void*>(src))},
+      {contiguous_strides(arg.dims), arg.strides}};
+  for (auto& strides : ops.byte_strides) {
+    for (int64_t& s : strides) s *= size;
+  }
+  auto copy = [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    strided_for<2>(arg.dims, ops,
+                   [](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
+                     for (int64_t i = 0; i < n; ++i) {
+                       *reinterpret_cast<E*>(p[0] + i * s[0]) =
+                           *reinterpret_cast<const E*>(p[1] + i * s[1]);
+                     }
+                   });
+  };
+  if (size == 2) {
+    copy(TypeTag<uint16_t>{});
+  } else {
+    copy(TypeTag<uint32_t>{});
+  }
+}
+
+void append_layout(std::string& key, const Shape& dims, const Shape& strides) {
+  key += shape_str(dims);
+  key += shape_str(strides);
+}
+
+// Everything the primitive depends on, including the thread count oneDNN blocks for.
+std::string plan_key(const GemmProblem& p) {
+  std::string key = "matmul:";
+  key += dtype_name(p.dtype);
+  append_layout(key, p.a.dims, p.a.strides);
+  append_layout(key, p.b.dims, p.b.strides);
+  key += shape_str(p.dst.dims);
+  if (p.bias != nullptr) key += "bias" + std::to_string(p.bias_stride);
+  key += ":act" + std::to_string(static_cast<int>(p.activation));
+  key += ":t" + std::to_string(omp_get_max_threads());
+  return key;
+}
+
+}  // namespace
+
+void onednn_gemm(const GemmProblem& p) {
+  const MatmulPlan& plan = cpu::cached<MatmulPlan>(plan_key(p), [&] { return make_plan(p); });
+  dnnl::stream& stream = cpu::stream();
+  const std::array<const void*, 3> data = {p.a.data, p.b.data, p.bias};
+  std::unordered_map<int, memory> args;
+  std::array<Tensor, 3> packed;  // dense copies, alive until the primitive has run
+  for (size_t i = 0; i < plan.args.size(); ++i) {
+    const MatmulArg& arg = plan.args[i];
+    if (!arg.present()) continue;
+    void* ptr = const_cast<void*>(data[i]);
+    if (arg.packed) {
+      packed[i] = Tensor::empty(arg.dims, p.dtype);
+      pack_dense(data[i], arg, packed[i]);
+      ptr = packed[i].raw_data();
+    }
+    args.emplace(kArgIds[i], memory(arg.used, cpu::engine(), ptr));
+  }
+  args.emplace(DNNL_ARG_DST, memory(plan.dst, cpu::engine(), p.dst.data));
+  plan.matmul.execute(stream, args);
+  stream.wait();
+}
+
+}  // namespace dlf::kernels
