@@ -1,0 +1,163 @@
+#include "core/kernels/conv_onednn.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <unordered_map>
+
+#include "core/kernels/conv_onednn_operand.h"
+#include "core/kernels/onednn_util.h"
+
+namespace dlf::kernels {
+namespace {
+
+using dnnl::memory;
+using Role = OnednnOperand::Role;
+
+// The padding oneDNN wants on the high side: what the window of the last position of the
+// smaller side (conv output, transposed-conv input) actually reaches past the larger side.
+int64_t right_padding(int64_t small, int64_t large, int64_t span, int64_t stride, int64_t left) {
+  return (small - 1) * stride + span - large - left;
+}
+
+memory::dims spatial_right_padding(const ConvGeometry& g) {
+  memory::dims pad(2);
+  const std::array<int64_t, 2> in{g.in_h, g.in_w}, out{g.out_h, g.out_w},
+      kernel{g.kernel_h, g.kernel_w};
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t span = g.dilation[d] * (kernel[d] - 1) + 1;
+    pad[d] = g.transposed ? right_padding(in[d], out[d], span, g.stride[d], g.padding[d])
+                          : right_padding(out[d], in[d], span, g.stride[d], g.padding[d]);
+  }
+  return pad;
+}
+
+// The weight tensor as oneDNN's [(G,) O/G, C/G, kH, kW], through the tensor's own strides:
+// conv2d's [O, C/G, kH, kW] splits dim 0 into groups; conv_transpose2d's [C, O/G, kH, kW]
+// splits dim 0 too and swaps the in- and out-channel dims.
+memory::desc user_weights_desc(const ConvGeometry& g, const Tensor& w) {
+  const Shape& s = w.strides();
+  const int64_t out_per_group = g.out_channels / g.groups;
+  const int64_t in_per_group = g.in_channels / g.groups;
+  const int64_t out_stride = g.transposed ? s[1] : s[0];
+  const int64_t in_stride = g.transposed ? s[0] : s[1];
+  const int64_t group_stride = s[0] * (g.transposed ? in_per_group : out_per_group);
+  memory::dims dims{out_per_group, in_per_group, g.kernel_h, g.kernel_w};
+  memory::dims strides{out_stride, in_stride, s[2], s[3]};
+  if (g.groups > 1) {
+    dims.insert(dims.begin(), g.groups);
+    strides.insert(strides.begin(), group_stride);
+  }
+  return memory::desc(dims, onednn_type(w.dtype()), strides);
+}
+
+memory::desc plain_desc(const memory::dims& dims, memory::data_type type) {
+  return memory::desc(dims, type, memory::format_tag::nchw);
+}
+
+struct ConvPlan {
+  dnnl::primitive primitive;
+  OnednnOperand src, weights, bias, dst;
+};
+
+template <typename Primitive>
+ConvPlan build_conv_plan(const typename Primitive::desc& desc, const Tensor& x,
+                         const memory::desc& user_weights, const Tensor& bias,
+                         const memory::desc& user_dst) {
+  typename Primitive::primitive_desc pd(desc, cpu::engine());
+  ConvPlan plan;
+  plan.primitive = Primitive(pd);
+  plan.src = {onednn_desc(x), pd.src_desc(), Role::input};
+  plan.weights = {user_weights, pd.weights_desc(), Role::input};
+  if (bias.defined()) plan.bias = {onednn_desc(bias), pd.bias_desc(), Role::input};
+  plan.dst = {user_dst, pd.dst_desc(), Role::output};
+  return plan;
+}
+
+// oneDNN picks its preferred (blocked) layouts; the plan reorders from and to the tensors'.
+ConvPlan make_conv_plan(const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                        const Tensor& bias) {
+  const memory::data_type type = onednn_type(x.dtype());
+  const memory::desc user_weights = user_weights_desc(g, w);
+  const memory::desc user_dst = plain_desc({g.batch, g.out_channels, g.out_h, g.out_w}, type);
+  auto any = [type](const memory::dims& dims) {
+    return memory::desc(dims, type, memory::format_tag::any);
+  };
+  const memory::desc src = any({g.batch, g.in_channels, g.in_h, g.in_w});
+  const memory::desc weights = any(user_weights.dims());
+  const memory::desc bias_desc = bias.defined() ? any({g.out_channels}) : memory::desc();
+  const memory::desc dst = any(user_dst.dims());
+  const memory::dims strides{g.stride[0], g.stride[1]};
+  const memory::dims dilates{g.dilation[0] - 1, g.dilation[1] - 1};  // oneDNN counts the gaps
+  const memory::dims pad_l{g.padding[0], g.padding[1]};
+  const memory::dims pad_r = spatial_right_padding(g);
+  constexpr auto prop = dnnl::prop_kind::forward_inference;
+  if (g.transposed) {
+    return build_conv_plan<dnnl::deconvolution_forward>(
+        {prop, dnnl::algorithm::deconvolution_direct, src, weights, bias_desc, dst, strides,
+         dilates, pad_l, pad_r},
+        x, user_weights, bias, user_dst);
+  }
+  return build_conv_plan<dnnl::convolution_forward>(
+      {prop, dnnl::algorithm::convolution_direct, src, weights, bias_desc, dst, strides, dilates,
+       pad_l, pad_r},
+      x, user_weights, bias, user_dst);
+}
+
+struct PoolPlan {
+  dnnl::primitive primitive;
+  OnednnOperand src, dst;
+};
+
+}  // namespace
+
+bool onednn_takes_conv_transpose(const ConvGeometry& g) {
+  const memory::dims pad_r = spatial_right_padding(g);
+  return pad_r[0] > -g.stride[0] && pad_r[1] > -g.stride[1];
+}
+
+void conv2d_onednn(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Tensor& out, const std::string& key) {
+  const std::string full_key = key + "|" + layout_key(x) + layout_key(weight) +
+                               (bias.defined() ? layout_key(bias) : "nobias");
+  const ConvPlan& plan =
+      cpu::cached<ConvPlan>(full_key, [&] { return make_conv_plan(g, x, weight, bias); });
+  dnnl::stream& stream = cpu::stream();
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, plan.src.input(x.raw_data(), stream)},
+      {DNNL_ARG_WEIGHTS, plan.weights.input(weight.raw_data(), stream)},
+      {DNNL_ARG_DST, plan.dst.output(out.raw_data())}};
+  if (bias.defined()) args[DNNL_ARG_BIAS] = plan.bias.input(bias.raw_data(), stream);
+  plan.primitive.execute(stream, args);
+  plan.dst.finish_output(args[DNNL_ARG_DST], out.raw_data(), stream);
+  stream.wait();
+}
+
+void avg_pool2d_onednn(const Tensor& x, const PoolWindow& window, const Tensor& out,
+                       const std::string& key) {
+  const PoolPlan& plan = cpu::cached<PoolPlan>(key + "|" + layout_key(x), [&] {
+    const memory::data_type type = onednn_type(x.dtype());
+    const memory::desc src = plain_desc(memory::dims(x.shape().begin(), x.shape().end()), type);
+    const memory::desc dst = plain_desc(memory::dims(out.shape().begin(), out.shape().end()), type);
+    memory::dims pad_r(2);
+    for (size_t d = 0; d < 2; ++d) {
+      pad_r[d] =
+          std::max<int64_t>(0, right_padding(out.size(2 + d), x.size(2 + d), window.kernel[d],
+                                             window.stride[d], window.padding[d]));
+    }
+    dnnl::pooling_forward::primitive_desc pd(
+        {dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_avg_include_padding, src, dst,
+         memory::dims(window.stride.begin(), window.stride.end()),
+         memory::dims(window.kernel.begin(), window.kernel.end()),
+         memory::dims(window.padding.begin(), window.padding.end()), pad_r},
+        cpu::engine());
+    return PoolPlan{
+        dnnl::pooling_forward(pd), {onednn_desc(x), src, Role::input}, {dst, dst, Role::output}};
+  });
+  dnnl::stream& stream = cpu::stream();
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, plan.src.input(x.raw_data(), stream)},
+                                       {DNNL_ARG_DST, plan.dst.output(out.raw_data())}};
+  plan.primitive.execute(stream, args);
+  stream.wait();
+}
+
+}  // namespace dlf::kernels
