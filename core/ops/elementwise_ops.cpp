@@ -1,0 +1,169 @@
+// Unary element-wise ops and the tensor-with-scalar forms. f32/bf16 run on oneDNN (eltwise, or
+// binary with the scalar as a one-element operand) where it has a fast kernel; the rest loop.
+#include <dlf/core/ops/elementwise.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "core/kernels/elementwise_loop.h"
+#include "core/kernels/elementwise_onednn.h"
+#include "core/kernels/onednn_util.h"
+#include "core/ops/elementwise_common.h"
+
+namespace dlf {
+namespace {
+
+using dnnl::algorithm;
+using elementwise::DTypeSet;
+using elementwise::kArithmetic;
+using elementwise::kTranscendental;
+
+/// The oneDNN path of an op for its attrs: fills out and returns true, or returns false.
+using OnednnKernel = std::function<bool(const Tensor& x, const Attrs&, const Tensor& out)>;
+
+OnednnKernel eltwise(algorithm alg, float alpha = 0, float beta = 0) {
+  return [=](const Tensor& x, const Attrs&, const Tensor& out) {
+    return kernels::onednn_eltwise(alg, alpha, beta, x, out);
+  };
+}
+
+/// x (op) scalar as a oneDNN binary whose src1 is a one-element f32 tensor holding the scalar:
+/// the value is data, not part of the primitive, so a changing scalar creates no primitives.
+OnednnKernel with_scalar_operand(algorithm alg) {
+  return [alg](const Tensor& x, const Attrs& a, const Tensor& out) {
+    if (!kernels::onednn_supports(x.dtype())) return false;
+    Tensor scalar = Tensor::empty({}, DType::f32);
+    *scalar.data<float>() = static_cast<float>(a.f("scalar"));
+    return kernels::onednn_binary(alg, x, scalar, out);
+  };
+}
+
+/// An op attribute-free element function, for register_unary.
+template <typename Fn>
+auto fixed(Fn fn) {
+  return [fn](const Attrs&) { return fn; };
+}
+
+/// Registers a unary op: `make_fn(attrs)` gives the element function of the loop path.
+/// Ops with a "scalar" attribute check that it fits the tensor's dtype.
+template <DTypeSet Set, typename MakeFn>
+const OpDef& register_unary(std::string name, double flops, OnednnKernel onednn, MakeFn make_fn,
+                            bool has_scalar = false) {
+  return register_op({
+      .name = name,
+      .infer = [name, has_scalar](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
+        elementwise::check_dtype(name, Set, in[0]);
+        if (has_scalar) elementwise::check_scalar(name, a.f("scalar"), in[0]);
+        return {{in[0].shape(), in[0].dtype()}};
+      },
+      .kernel =
+          [onednn, make_fn](Inputs in, const Attrs& a, Outputs out) {
+            if (onednn(in[0], a, out[0])) return;
+            elementwise::visit<Set>(in[0].dtype(), [&](auto tag) {
+              using T = typename decltype(tag)::type;
+              kernels::map_elements<T, T>(out[0], in, make_fn(a));
+            });
+          },
+      .cost = elementwise::cost_per_element(flops),
+  });
+}
+
+template <typename X>
+X sigmoid_of(X x) {
+  return X(1) / (X(1) + std::exp(-x));
+}
+template <typename X>
+X gelu_erf(X x) {
+  return X(0.5) * x * (X(1) + std::erf(x * X(std::numbers::sqrt2 / 2)));
+}
+template <typename X>
+X gelu_tanh(X x) {
+  constexpr double kSqrt2OverPi = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
+  return X(0.5) * x * (X(1) + std::tanh(X(kSqrt2OverPi) * (x + X(0.044715) * x * x * x)));
+}
+
+const OpDef& neg_op =
+    register_unary<DTypeSet::numeric>("neg", kArithmetic, eltwise(algorithm::eltwise_linear, -1, 0),
+                                      fixed([](auto x) { return -x; }));
+const OpDef& exp_op =
+    register_unary<DTypeSet::floating>("exp", kTranscendental, eltwise(algorithm::eltwise_exp),
+                                       fixed([](auto x) { return std::exp(x); }));
+const OpDef& log_op =
+    register_unary<DTypeSet::floating>("log", kTranscendental, eltwise(algorithm::eltwise_log),
+                                       fixed([](auto x) { return std::log(x); }));
+const OpDef& sqrt_op =
+    register_unary<DTypeSet::floating>("sqrt", kArithmetic, eltwise(algorithm::eltwise_sqrt),
+                                       fixed([](auto x) { return std::sqrt(x); }));
+const OpDef& rsqrt_op = register_unary<DTypeSet::floating>(
+    "rsqrt", 2 * kArithmetic, eltwise(algorithm::eltwise_pow, 1, -0.5f),
+    fixed([](auto x) { return decltype(x)(1) / std::sqrt(x); }));
+const OpDef& abs_op = register_unary<DTypeSet::numeric>(
+    "abs", kArithmetic, eltwise(algorithm::eltwise_abs), fixed([](auto x) { return std::abs(x); }));
+const OpDef& tanh_op =
+    register_unary<DTypeSet::floating>("tanh", kTranscendental, eltwise(algorithm::eltwise_tanh),
+                                       fixed([](auto x) { return std::tanh(x); }));
+const OpDef& sigmoid_op = register_unary<DTypeSet::floating>(
+    "sigmoid", kTranscendental + 2, eltwise(algorithm::eltwise_logistic),
+    fixed([](auto x) { return sigmoid_of(x); }));
+const OpDef& relu_op = register_unary<DTypeSet::floating>(
+    "relu", kArithmetic, eltwise(algorithm::eltwise_relu),
+    fixed([](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; }));  // keeps NaN
+
+bool tanh_form(const Attrs& a) { return a.s("approximation") == "tanh"; }
+const OpDef& gelu_op = register_unary<DTypeSet::floating>(
+    "gelu", kTranscendental + 5,
+    [](const Tensor& x, const Attrs& a, const Tensor& out) {
+      return kernels::onednn_eltwise(
+          tanh_form(a) ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf, 0, 0, x, out);
+    },
+    [](const Attrs& a) {
+      return [tanh = tanh_form(a)](auto x) { return tanh ? gelu_tanh(x) : gelu_erf(x); };
+    });
+
+const OpDef& add_scalar_op = register_unary<DTypeSet::numeric>(
+    "add_scalar", kArithmetic, with_scalar_operand(algorithm::binary_add),
+    [](const Attrs& a) {
+      return [s = a.f("scalar")](auto x) { return x + static_cast<decltype(x)>(s); };
+    },
+    /*has_scalar=*/true);
+const OpDef& mul_scalar_op = register_unary<DTypeSet::numeric>(
+    "mul_scalar", kArithmetic, with_scalar_operand(algorithm::binary_mul),
+    [](const Attrs& a) {
+      return [s = a.f("scalar")](auto x) { return x * static_cast<decltype(x)>(s); };
+    },
+    /*has_scalar=*/true);
+const OpDef& pow_scalar_op = register_unary<DTypeSet::floating>(
+    "pow_scalar", kTranscendental,
+    [](const Tensor& x, const Attrs& a, const Tensor& out) {
+      // The exponent is part of the primitive: one per distinct exponent, which code uses few of.
+      return kernels::onednn_eltwise(algorithm::eltwise_pow, 1, static_cast<float>(a.f("scalar")),
+                                     x, out);
+    },
+    [](const Attrs& a) {
+      return [e = a.f("scalar")](auto x) { return std::pow(x, static_cast<decltype(x)>(e)); };
+    },
+    /*has_scalar=*/true);
+
+}  // namespace
+
+Tensor neg(const Tensor& x) { return dispatch1(neg_op, {x}); }
+Tensor exp(const Tensor& x) { return dispatch1(exp_op, {x}); }
+Tensor log(const Tensor& x) { return dispatch1(log_op, {x}); }
+Tensor sqrt(const Tensor& x) { return dispatch1(sqrt_op, {x}); }
+Tensor rsqrt(const Tensor& x) { return dispatch1(rsqrt_op, {x}); }
+Tensor abs(const Tensor& x) { return dispatch1(abs_op, {x}); }
+Tensor tanh(const Tensor& x) { return dispatch1(tanh_op, {x}); }
+Tensor sigmoid(const Tensor& x) { return dispatch1(sigmoid_op, {x}); }
+Tensor relu(const Tensor& x) { return dispatch1(relu_op, {x}); }
+Tensor gelu(const Tensor& x, GeluApproximation approximation) {
+  const char* name = approximation == GeluApproximation::tanh ? "tanh" : "erf";
+  return dispatch1(gelu_op, {x}, {{"approximation", std::string(name)}});
+}
+
+Tensor add(const Tensor& a, double b) { return dispatch1(add_scalar_op, {a}, {{"scalar", b}}); }
+Tensor mul(const Tensor& a, double b) { return dispatch1(mul_scalar_op, {a}, {{"scalar", b}}); }
+Tensor pow(const Tensor& a, double exponent) {
+  return dispatch1(pow_scalar_op, {a}, {{"scalar", exponent}});
+}
+
+}  // namespace dlf
