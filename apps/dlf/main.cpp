@@ -5,14 +5,32 @@
 
 #include <dlf/dlf.h>
 
+#include "demo.h"
+
 int main(int argc, char** argv) {
-  CLI::App app{"dlf: a deep-learning framework"};
+  CLI::App app{"dlf: a deep-learning framework in C++"};
+  app.require_subcommand(1);
   int threads = 0;
-  app.add_option("--threads", threads, "CPU threads for kernels (default: DLF_NUM_THREADS or all cores)");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--threads", threads, "CPU threads for kernels (default: DLF_NUM_THREADS or all cores)")
+      ->check(CLI::PositiveNumber);
+
+  dlf::app::DemoOptions demo;
+  CLI::App* demo_cmd = app.add_subcommand("demo", "Fit a small MLP with autograd on the CPU and show its per-op cost");
+  demo_cmd->add_option("--steps", demo.steps, "SGD steps")->check(CLI::PositiveNumber);
+  demo_cmd->add_option("--hidden", demo.hidden, "hidden width")->check(CLI::PositiveNumber);
+  demo_cmd->add_option("--lr", demo.lr, "learning rate")->check(CLI::PositiveNumber);
+  demo_cmd->add_option("--seed", demo.seed, "initialisation seed");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::cerr << "dlf: " << e.what() << " (see dlf --help)\n";
+    return 2;
+  }
   try {
     if (threads > 0) dlf::set_num_threads(threads);
-    std::cout << dlf::randn({2, 3}) << "\n";
+    if (*demo_cmd) dlf::app::run_demo(demo);
   } catch (const dlf::Error& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 1;

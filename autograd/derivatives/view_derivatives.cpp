@@ -37,7 +37,7 @@ Shape inverse_permutation(const Shape& dims) {
   register_backward("copy", {.fn = [](const BackwardContext& c) -> std::vector<Tensor> {
                                return {c.grad().to(c.input_meta(0).dtype).to(c.input_device(0))};
                              }});
-  for (const char* op : {"full", "arange", "rand", "copy_"}) register_nondifferentiable(op);
+  for (const char* op : {"full", "arange", "rand"}) register_nondifferentiable(op);
   return true;
 }();
 

@@ -23,6 +23,8 @@ class BackwardContext {
   bool has_grad(int i) const { return grads_[i].defined(); }
   /// A saved input or output (listed in BackwardDef::save_inputs / save_outputs).
   const Tensor& input(int i) const;
+  /// Whether input i was saved and defined (an optional input such as a bias may be absent).
+  bool has_input(int i) const { return inputs_[i].defined(); }
   const Tensor& output(int i) const;
   const TensorMeta& input_meta(int i) const { return input_metas_[i]; }
   int num_inputs() const { return static_cast<int>(input_metas_.size()); }

@@ -1,0 +1,81 @@
+// The reduction engine: reduces a strided (possibly broadcast) tensor over a set of dims
+// straight from its storage, in parallel over outputs or over the reduced range.
+#pragma once
+#include <omp.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "core/kernels/reduce_common.h"
+
+namespace dlf::kernels {
+
+/// A Reducer has `Acc init()`, `void add(Acc&, T value, int64_t position)` (positions come
+/// in increasing order), `void merge(Acc& earlier, const Acc& later)` and
+/// `Out finish(const Acc&)`.
+template <typename T, typename Out, typename Reducer>
+void reduce(const Tensor& x, const std::vector<bool>& reduced, Out* out, const Reducer& r) {
+  using Acc = decltype(r.init());
+  StridedDims kept, over;
+  for (size_t d = 0; d < reduced.size(); ++d) {
+    (reduced[d] ? over : kept).push(x.shape()[d], x.strides()[d]);
+  }
+  // The order of reduced dims only matters to argmax, which reduces one dim: walk them
+  // largest stride first so that the innermost loop has the smallest stride.
+  std::vector<size_t> order(over.sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return over.strides[a] > over.strides[b]; });
+  StridedDims sorted;
+  for (size_t i : order) sorted.push(over.sizes[i], over.strides[i]);
+  kept = kept.coalesced();
+  over = sorted.coalesced();
+
+  const T* base = x.data<T>();
+  const int64_t n_out = kept.numel(), len = over.numel();
+  if (n_out == 0) return;
+  const int threads = omp_get_max_threads();
+  const bool parallel = threads > 1 && n_out * len >= 32768;
+
+  if (!parallel || n_out >= 2 * threads) {
+    // Blocks of consecutive outputs along the innermost kept dim; when that dim has the
+    // smaller stride, a block reads neighbouring elements at each reduced position.
+    const int64_t row = kept.sizes.back(), out_step = kept.strides.back();
+    constexpr int64_t kMaxBlock = 16;
+    const int64_t block = out_step < over.strides.back() ? kMaxBlock : 1;
+    const int64_t per_row = (row + block - 1) / block;
+#pragma omp parallel for if (parallel) schedule(static)
+    for (int64_t b = 0; b < n_out / row * per_row; ++b) {
+      const int64_t o0 = b / per_row * row + b % per_row * block;
+      const int64_t count = std::min(block, row - b % per_row * block);
+      const T* p = base + kept.offset(o0);
+      Acc acc[kMaxBlock];
+      std::fill(acc, acc + count, r.init());
+      over.walk(0, len, [&](int64_t off, int64_t pos) {
+        for (int64_t i = 0; i < count; ++i) r.add(acc[i], p[off + i * out_step], pos);
+      });
+      for (int64_t i = 0; i < count; ++i) out[o0 + i] = r.finish(acc[i]);
+    }
+    return;
+  }
+  // Few outputs: split each one's reduced range across the threads.
+  std::vector<Acc> partial(threads, r.init());
+  for (int64_t o = 0; o < n_out; ++o) {
+    const T* p = base + kept.offset(o);
+#pragma omp parallel
+    {
+      const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+      Acc acc = r.init();
+      over.walk(len * id / nt, len * (id + 1) / nt,
+                [&](int64_t off, int64_t pos) { r.add(acc, p[off], pos); });
+      partial[id] = acc;
+    }
+    Acc total = r.init();
+    for (const Acc& a : partial) r.merge(total, a);
+    std::fill(partial.begin(), partial.end(), r.init());
+    out[o] = r.finish(total);
+  }
+}
+
+}  // namespace dlf::kernels
