@@ -1,5 +1,4 @@
 #include <dlf/autograd/backward.h>
-#include <dlf/autograd/grad_mode.h>
 #include <dlf/autograd/gradcheck.h>
 #include <dlf/core/factory.h>
 
@@ -61,8 +60,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   std::vector<Tensor> analytic = grad({out}, checked, {v.to(out.dtype())});
   const std::vector<double> v_host = v.to_vector<double>();
 
+  // The numeric pass keeps grad mode as it is: fn may itself use autograd (second order).
   GradcheckResult result;
-  NoGradGuard no_grad;
   for (size_t k = 0; k < checked.size(); ++k) {
     const Tensor& x = checked[k];
     std::vector<double> a = analytic[k].defined() ? analytic[k].to_vector<double>()

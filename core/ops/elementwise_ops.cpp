@@ -109,6 +109,11 @@ const OpDef& relu_op = register_unary<DTypeSet::floating>(
     "relu", kArithmetic, eltwise(algorithm::eltwise_relu),
     fixed([](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; }));  // keeps NaN
 
+// oneDNN 2.6 has no erf eltwise: loops only.
+const OpDef& erf_op = register_unary<DTypeSet::floating>(
+    "erf", kTranscendental, [](const Tensor&, const Attrs&, const Tensor&) { return false; },
+    fixed([](auto x) { return std::erf(x); }));
+
 bool tanh_form(const Attrs& a) { return a.s("approximation") == "tanh"; }
 const OpDef& gelu_op = register_unary<DTypeSet::floating>(
     "gelu", kTranscendental + 5,
@@ -155,6 +160,7 @@ Tensor abs(const Tensor& x) { return dispatch1(abs_op, {x}); }
 Tensor tanh(const Tensor& x) { return dispatch1(tanh_op, {x}); }
 Tensor sigmoid(const Tensor& x) { return dispatch1(sigmoid_op, {x}); }
 Tensor relu(const Tensor& x) { return dispatch1(relu_op, {x}); }
+Tensor erf(const Tensor& x) { return dispatch1(erf_op, {x}); }
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
   const char* name = approximation == GeluApproximation::tanh ? "tanh" : "erf";
   return dispatch1(gelu_op, {x}, {{"approximation", std::string(name)}});

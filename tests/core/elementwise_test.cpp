@@ -278,3 +278,9 @@ TEST_CASE("bad input names the op, the dtypes and the shapes") {
       },
       {"masked_fill", "[2, 3]", "[3]"});
 }
+
+TEST_CASE("erf matches reference values") {
+  Tensor x = from_vector<double>({0, 1, -0.5, 3}, {4});
+  dlf::test::check_op([](const std::vector<Tensor>& in) { return erf(in[0]); }, {x});
+  check_close(erf(x), {0, 0.8427007929497149, -0.5204998778130465, 0.9999779095030014}, {4}, 1e-12);
+}

@@ -15,6 +15,7 @@ Tensor abs(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
+Tensor erf(const Tensor& x);
 enum class GeluApproximation { erf, tanh };
 Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation::erf);
 

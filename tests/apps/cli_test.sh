@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Smoke test of the dlf command line: the demo trains, bad input gets one line and exit != 0.
+set -u
+dlf=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+out=$("$dlf" --threads 1 demo --steps 200 2>&1) || fail "demo exited $?: $out"
+first=$(echo "$out" | awk '/^step +1 /{print $4}')
+final=$(echo "$out" | awk '/final loss/{for (i = 1; i <= NF; ++i) if ($i == "loss") print $(i + 1)}' | tr -d ' ')
+[ -n "$first" ] && [ -n "$final" ] || fail "no loss lines in: $out"
+awk -v a="$first" -v b="$final" 'BEGIN { exit !(b < a / 2) }' || fail "loss did not halve: $first -> $final"
+echo "$out" | grep -q "^linear " || fail "no per-op cost table"
+
+expect_error() {  # expect_error CODE ARGS...: exit code CODE and exactly one line on stderr
+  local code=$1; shift
+  err=$("$dlf" "$@" 2>&1 >/dev/null); got=$?
+  [ "$got" -eq "$code" ] || fail "dlf $*: exit $got, expected $code"
+  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "dlf $*: stderr is not one line: $err"
+  case "$err" in dlf:*) ;; *) fail "dlf $*: stderr does not start with 'dlf:': $err" ;; esac
+}
+expect_error 2 demo --steps -3
+expect_error 2 demo --bogus
+expect_error 2 --threads 0 demo
+expect_error 2 frobnicate
+"$dlf" --help | grep -q demo || fail "--help does not list demo"
+echo "cli: all checks passed"
