@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/kernels/convert.h"
+#include "core/kernels/row_major.h"
 
 namespace dlf {
 namespace {
@@ -121,6 +122,71 @@ const OpDef& upsample_bilinear2d_op = register_op({
         [](Inputs in, const Attrs&, std::span<const Tensor> out) {
           return Cost{9.0 * static_cast<double>(out[0].numel()),
                       static_cast<double>(in[0].nbytes()), static_cast<double>(out[0].nbytes())};
+        },
+});
+
+// The adjoints: each input pixel sums the gradient of the outputs that read it. Planes run in
+// parallel; within a plane the sums run in a fixed order.
+std::vector<TensorMeta> infer_upsample_backward(Inputs in, const Attrs& a) {
+  const auto& size = a.ints("input_size");
+  return {{{in[0].size(0), in[0].size(1), size[0], size[1]}, in[0].dtype()}};
+}
+
+template <typename Scatter>
+void upsample_adjoint(const char* op, const Tensor& grad, const Tensor& out, Scatter scatter) {
+  kernels::visit_floating(grad.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = acc_t<T>;
+    kernels::RowMajorData<T> g(grad);
+    const int64_t planes = out.size(0) * out.size(1);
+    const int64_t plane_in = out.size(2) * out.size(3), plane_out = grad.size(2) * grad.size(3);
+#pragma omp parallel for if (grad.numel() > 32768)
+    for (int64_t p = 0; p < planes; ++p) {
+      std::vector<A> acc(static_cast<size_t>(plane_in), A(0));
+      scatter(acc.data(), g.data() + p * plane_out);
+      T* o = out.data<T>() + p * plane_in;
+      for (int64_t i = 0; i < plane_in; ++i) o[i] = kernels::convert<T>(acc[i]);
+    }
+  });
+}
+
+const OpDef& upsample_nearest2d_backward_op = register_op({
+    .name = "upsample_nearest2d_backward",
+    .infer = infer_upsample_backward,
+    .kernel =
+        [](Inputs in, const Attrs&, Outputs out) {
+          const int64_t h = out[0].size(2), w = out[0].size(3);
+          const std::vector<int64_t> rows = nearest_offsets(h, in[0].size(2), w);
+          const std::vector<int64_t> cols = nearest_offsets(w, in[0].size(3), 1);
+          upsample_adjoint("upsample_nearest2d_backward", in[0], out[0], [&](auto* acc, const auto* g) {
+            for (int64_t row : rows)
+              for (int64_t col : cols) acc[row + col] += *g++;
+          });
+        },
+});
+
+const OpDef& upsample_bilinear2d_backward_op = register_op({
+    .name = "upsample_bilinear2d_backward",
+    .infer = infer_upsample_backward,
+    .kernel =
+        [](Inputs in, const Attrs& a, Outputs out) {
+          const int64_t h = out[0].size(2), w = out[0].size(3);
+          const bool corners = a.b("align_corners");
+          const std::vector<Taps> rows = bilinear_taps(h, in[0].size(2), w, corners);
+          const std::vector<Taps> cols = bilinear_taps(w, in[0].size(3), 1, corners);
+          upsample_adjoint("upsample_bilinear2d_backward", in[0], out[0], [&](auto* acc, const auto* g) {
+            using A = std::remove_pointer_t<decltype(acc)>;
+            for (const Taps& r : rows) {
+              const A wy = static_cast<A>(r.weight);
+              for (const Taps& c : cols) {
+                const A wx = static_cast<A>(c.weight), v = static_cast<A>(*g++);
+                acc[r.first + c.first] += (1 - wy) * (1 - wx) * v;
+                acc[r.first + c.second] += (1 - wy) * wx * v;
+                acc[r.second + c.first] += wy * (1 - wx) * v;
+                acc[r.second + c.second] += wy * wx * v;
+              }
+            }
+          });
         },
 });
 
