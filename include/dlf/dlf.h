@@ -22,3 +22,4 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/autograd/gradcheck.h>
 #include <dlf/autograd/node.h>
+#include <dlf/nn/module.h>
