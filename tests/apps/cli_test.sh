@@ -23,4 +23,6 @@ expect_error 2 demo --bogus
 expect_error 2 --threads 0 demo
 expect_error 2 frobnicate
 "$dlf" --help | grep -q demo || fail "--help does not list demo"
+DLF_NUM_THREADS=1 "$dlf" demo --steps 1 | grep -q ", 1 threads" || fail "DLF_NUM_THREADS=1 not applied"
+DLF_NUM_THREADS=1 "$dlf" --threads 2 demo --steps 1 | grep -q ", 2 threads" || fail "--threads does not override DLF_NUM_THREADS"
 echo "cli: all checks passed"

@@ -1,5 +1,9 @@
 #include "test_util.h"
 
+#include <omp.h>
+
+#include <thread>
+
 using namespace dlf;
 using dlf::test::check_error;
 
@@ -55,10 +59,19 @@ TEST_CASE("meta tensors run inference but no kernel") {
   check_error([&] { m.copy_(ones({3, 5}).to(DType::f64)); }, {"different devices"});
 }
 
-TEST_CASE("the thread setting is validated and applied") {
-  int before = num_threads();
+TEST_CASE("one thread setting reaches the OpenMP pool of every thread that runs ops") {
+  const int before = num_threads();
   set_num_threads(1);
   CHECK(num_threads() == 1);
+  CHECK(omp_get_max_threads() == 1);  // oneDNN, Eigen and dlf's loops all size from this
+  omp_set_num_threads(3);  // a stray setting that dlf's must win over in new threads
+  int seen = 0;
+  std::thread rank([&] {  // a thread started later (a rank) picks it up at its first op
+    zeros({1});
+    seen = omp_get_max_threads();
+  });
+  rank.join();
+  CHECK(seen == 1);
   check_error([] { set_num_threads(0); }, {"positive"});
   set_num_threads(before);
 }
