@@ -21,15 +21,16 @@ Tables& tables() {
 void register_backward(const std::string& op, BackwardDef def) {
   Tables& t = tables();
   std::lock_guard lock(t.mutex);
-  DLF_CHECK(!t.backward.contains(op) && !t.nondifferentiable.contains(op),
-            "a backward for op '", op, "' is registered twice");
+  DLF_CHECK(!t.backward.contains(op) && !t.nondifferentiable.contains(op), "a backward for op '",
+            op, "' is registered twice");
   t.backward.emplace(op, std::move(def));
 }
 
 void register_nondifferentiable(const std::string& op) {
   Tables& t = tables();
   std::lock_guard lock(t.mutex);
-  DLF_CHECK(!t.backward.contains(op), "op '", op, "' has a backward and is marked nondifferentiable");
+  DLF_CHECK(!t.backward.contains(op), "op '", op,
+            "' has a backward and is marked nondifferentiable");
   t.nondifferentiable.insert(op);
 }
 

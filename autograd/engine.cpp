@@ -14,7 +14,9 @@ namespace dlf::autograd {
 namespace {
 
 struct ByPriority {
-  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+  bool operator()(const Node* a, const Node* b) const {
+    return a->sequence_nr() < b->sequence_nr();
+  }
 };
 
 // Where grad() wants a gradient handed back instead of accumulated.
@@ -57,7 +59,8 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
     if (b.empty()) b.resize(n->num_slots());
     return b;
   };
-  for (size_t i = 0; i < roots.size(); ++i) accumulate(buffer(roots[i].node.get())[roots[i].slot], root_grads[i]);
+  for (size_t i = 0; i < roots.size(); ++i)
+    accumulate(buffer(roots[i].node.get())[roots[i].slot], root_grads[i]);
 
   std::vector<Tensor> captured(num_captures);
   std::priority_queue<Node*, std::vector<Node*>, ByPriority> ready;
@@ -105,8 +108,10 @@ void collect_roots(const std::vector<Tensor>& outputs, const std::vector<Tensor>
               " does not require grad (no input of the ops that made it requires grad)");
     Tensor g = grads.empty() ? Tensor() : grads[i];
     if (!g.defined()) {
-      DLF_CHECK(out.numel() == 1, "backward: a gradient can be implied only for a one-element "
-                "output, but output ", i, " has shape ", shape_str(out.shape()), "; pass one");
+      DLF_CHECK(out.numel() == 1,
+                "backward: a gradient can be implied only for a one-element "
+                "output, but output ",
+                i, " has shape ", shape_str(out.shape()), "; pass one");
       g = ones_like(out);
     }
     DLF_CHECK(g.shape() == out.shape(), "backward: gradient of shape ", shape_str(g.shape()),

@@ -30,8 +30,8 @@ std::string GradcheckResult::str() const {
   std::ostringstream os;
   os << (ok ? "gradcheck passed" : "gradcheck FAILED") << " over " << elements << " elements";
   if (input >= 0) {
-    os << "; worst: input " << input << " element " << shape_str(index) << ", analytic "
-       << analytic << " vs numeric " << numeric << " (" << worst_ratio << " x tolerance)";
+    os << "; worst: input " << input << " element " << shape_str(index) << ", analytic " << analytic
+       << " vs numeric " << numeric << " (" << worst_ratio << " x tolerance)";
   }
   return os.str();
 }
@@ -78,7 +78,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
       const double minus = projected(fn(inputs), v_host);
       base[offset] = original;
       const double numeric = (plus - minus) / (2 * options.eps);
-      const double ratio = std::fabs(a[flat] - numeric) / (options.atol + options.rtol * std::fabs(numeric));
+      const double ratio =
+          std::fabs(a[flat] - numeric) / (options.atol + options.rtol * std::fabs(numeric));
       ++result.elements;
       if (ratio > result.worst_ratio || result.input < 0 || std::isnan(ratio)) {
         result.worst_ratio = ratio;

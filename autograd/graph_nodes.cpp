@@ -1,7 +1,7 @@
 #include "autograd/graph_nodes.h"
 
-#include <dlf/core/ops/elementwise.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/ops/elementwise.h>
 
 #include <limits>
 
@@ -13,7 +13,8 @@ OpNode::OpNode(const OpDef& op, const BackwardDef& def, const Attrs& attrs,
   for (const Tensor& t : inputs) {
     next_edges_.push_back(gradient_edge(t));
     needs_grad_.push_back(next_edges_.back().node != nullptr);
-    input_metas_.push_back(t.defined() ? TensorMeta{t.shape(), t.dtype()} : TensorMeta{{}, DType::f32});
+    input_metas_.push_back(t.defined() ? TensorMeta{t.shape(), t.dtype()}
+                                       : TensorMeta{{}, DType::f32});
     input_devices_.push_back(t.defined() ? t.device() : outputs.at(0).device());
   }
   for (const Tensor& t : outputs) output_metas_.push_back({t.shape(), t.dtype()});
@@ -95,9 +96,15 @@ BackwardContext::BackwardContext(const Attrs& attrs, std::span<const Tensor> gra
                                  std::span<const TensorMeta> output_metas,
                                  std::span<const Device> input_devices,
                                  const std::vector<bool>& needs_grad, Device device)
-    : attrs_(attrs), grads_(grads), inputs_(inputs), outputs_(outputs),
-      input_metas_(input_metas), output_metas_(output_metas), input_devices_(input_devices),
-      needs_grad_(needs_grad), device_(device) {}
+    : attrs_(attrs),
+      grads_(grads),
+      inputs_(inputs),
+      outputs_(outputs),
+      input_metas_(input_metas),
+      output_metas_(output_metas),
+      input_devices_(input_devices),
+      needs_grad_(needs_grad),
+      device_(device) {}
 
 Tensor BackwardContext::grad(int i) const {
   if (grads_[i].defined()) return grads_[i];

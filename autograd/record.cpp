@@ -13,12 +13,14 @@ void record(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& att
   bool any = false;
   for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());
   if (!any) return;
-  DLF_CHECK(op.inplace < 0, "in-place op '", op.name, "' with an input that requires grad would "
+  DLF_CHECK(op.inplace < 0, "in-place op '", op.name,
+            "' with an input that requires grad would "
             "change a value autograd needs; use the out-of-place form or autograd::NoGradGuard");
   const BackwardDef* def = find_backward(op);
   if (def == nullptr) {
     if (is_nondifferentiable(op.name)) return;
-    throw Error("op '" + op.name + "' has no backward, but an input requires grad; call it under "
+    throw Error("op '" + op.name +
+                "' has no backward, but an input requires grad; call it under "
                 "autograd::NoGradGuard or on detach()ed inputs");
   }
   auto node = std::make_shared<OpNode>(op, *def, attrs, inputs, outputs);

@@ -20,10 +20,9 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const std::string
             "' ran a second time after its saved tensors were freed; call backward with "
             "retain_graph=true the first time");
   if (!data_.defined()) return data_;
-  DLF_CHECK(data_.storage()->version() == version_, "a tensor of shape ",
-            shape_str(data_.shape()), " saved for the backward of '", op,
-            "' was modified in place afterwards (version ", version_, " -> ",
-            data_.storage()->version(), "); clone it before changing it");
+  DLF_CHECK(data_.storage()->version() == version_, "a tensor of shape ", shape_str(data_.shape()),
+            " saved for the backward of '", op, "' was modified in place afterwards (version ",
+            version_, " -> ", data_.storage()->version(), "); clone it before changing it");
   if (!is_output_ || !grad_enabled()) return data_;
   Tensor linked = data_.detach();
   auto meta = std::make_shared<AutogradMeta>();

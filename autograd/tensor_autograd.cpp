@@ -46,7 +46,8 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
 }
 
 void Tensor::register_grad_ready_hook(std::function<void(const Tensor&)> hook) const {
-  DLF_CHECK(requires_grad() && is_leaf(), "register_grad_ready_hook needs a leaf that requires grad");
+  DLF_CHECK(requires_grad() && is_leaf(),
+            "register_grad_ready_hook needs a leaf that requires grad");
   impl_->autograd->grad_ready_hooks.push_back(std::move(hook));
 }
 

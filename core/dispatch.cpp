@@ -24,7 +24,8 @@ void Attrs::set(std::string name, AttrValue value) {
 }
 
 bool Attrs::has(std::string_view name) const {
-  return std::any_of(items_.begin(), items_.end(), [&](const auto& kv) { return kv.first == name; });
+  return std::any_of(items_.begin(), items_.end(),
+                     [&](const auto& kv) { return kv.first == name; });
 }
 
 const AttrValue& Attrs::find(std::string_view name) const {
@@ -41,11 +42,16 @@ std::string Attrs::str() const {
     std::visit(
         [&](const auto& v) {
           using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, std::vector<int64_t>>) os << shape_str(v);
-          else if constexpr (std::is_same_v<V, bool>) os << (v ? "true" : "false");
-          else if constexpr (std::is_same_v<V, DType>) os << dtype_name(v);
-          else if constexpr (std::is_same_v<V, Device>) os << v.str();
-          else os << v;
+          if constexpr (std::is_same_v<V, std::vector<int64_t>>)
+            os << shape_str(v);
+          else if constexpr (std::is_same_v<V, bool>)
+            os << (v ? "true" : "false");
+          else if constexpr (std::is_same_v<V, DType>)
+            os << dtype_name(v);
+          else if constexpr (std::is_same_v<V, Device>)
+            os << v.str();
+          else
+            os << v;
         },
         items_[i].second);
   }

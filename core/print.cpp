@@ -37,7 +37,8 @@ void print_dim(std::ostringstream& os, const std::vector<double>& values, const 
     if (d + 1 == shape.size()) {
       os << format_value(values[base + i], dtype, scientific);
     } else {
-      print_dim(os, values, shape, d + 1, base + i * stride, summarise, dtype, scientific, indent + 1);
+      print_dim(os, values, shape, d + 1, base + i * stride, summarise, dtype, scientific,
+                indent + 1);
     }
     if (i + 1 < n) os << (d + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
   }

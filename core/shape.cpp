@@ -23,7 +23,8 @@ Shape contiguous_strides(const Shape& shape) {
 
 std::string shape_str(const Shape& shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s.append(i ? ", " : "").append(std::to_string(shape[i]));
+  for (size_t i = 0; i < shape.size(); ++i)
+    s.append(i ? ", " : "").append(std::to_string(shape[i]));
   return s + "]";
 }
 

@@ -14,12 +14,13 @@ Storage::~Storage() { allocator_for(device_).deallocate(data_, nbytes_); }
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape sizes, Shape strides, int64_t offset,
                DType dtype)
-    : impl_(std::make_shared<TensorImpl>(
-          TensorImpl{std::move(storage), std::move(sizes), std::move(strides), offset, dtype, {}})) {}
+    : impl_(std::make_shared<TensorImpl>(TensorImpl{
+          std::move(storage), std::move(sizes), std::move(strides), offset, dtype, {}})) {}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) DLF_CHECK(d >= 0, "negative size in shape ", shape_str(shape));
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(dlf::numel(shape)) * dtype_size(dtype), device);
+  auto storage =
+      std::make_shared<Storage>(static_cast<size_t>(dlf::numel(shape)) * dtype_size(dtype), device);
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
@@ -52,7 +53,8 @@ void Tensor::check_access(DType requested) const {
 
 void* Tensor::raw_data() const {
   check_access(dtype());
-  return static_cast<char*>(storage()->data()) + offset() * static_cast<int64_t>(dtype_size(dtype()));
+  return static_cast<char*>(storage()->data()) +
+         offset() * static_cast<int64_t>(dtype_size(dtype()));
 }
 
 template <typename T>
@@ -62,7 +64,8 @@ std::vector<T> Tensor::to_vector() const {
   kernels::visit_dtype(dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* p = c.data<S>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(static_cast<kernels::acc_t<S>>(p[i]));
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = static_cast<T>(static_cast<kernels::acc_t<S>>(p[i]));
   });
   return out;
 }

@@ -6,9 +6,7 @@
 
 namespace dlf {
 
-MemoryStats Allocator::stats() const {
-  return {live_.load(), peak_.load(), allocations_.load()};
-}
+MemoryStats Allocator::stats() const { return {live_.load(), peak_.load(), allocations_.load()}; }
 
 void Allocator::reset_peak() { peak_.store(live_.load()); }
 

@@ -1,5 +1,5 @@
-#include <dlf/error.h>
 #include <dlf/device/device.h>
+#include <dlf/error.h>
 
 #include <charconv>
 

@@ -1,5 +1,5 @@
-#include <dlf/error.h>
 #include <dlf/device/threads.h>
+#include <dlf/error.h>
 
 #include <omp.h>
 

@@ -25,7 +25,8 @@ void Module::collect(const std::string& prefix, bool parameters, bool buffers,
   if (buffers) {
     for (const auto& [name, t] : buffers_) out.emplace_back(prefix + name, t);
   }
-  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", parameters, buffers, out);
+  for (const auto& [name, child] : children_)
+    child->collect(prefix + name + ".", parameters, buffers, out);
 }
 
 namespace {
@@ -83,7 +84,8 @@ void Module::load_state_dict(const NamedTensors& state) {
   for (const auto& [name, t] : state) {
     bool known = false;
     for (const auto& entry : mine) known = known || entry.first == name;
-    DLF_CHECK(known, "load_state_dict: unexpected tensor '", name, "' (the model has no such name)");
+    DLF_CHECK(known, "load_state_dict: unexpected tensor '", name,
+              "' (the model has no such name)");
   }
   autograd::NoGradGuard no_grad;
   for (auto& [name, t] : mine) t.copy_(given[name]->to(t.device()));

@@ -31,9 +31,9 @@ inline std::vector<Tensor> convert_floating(const std::vector<Tensor>& in, DType
 }
 
 struct OpCheck {
-  double f32_tol = 1e-5;   ///< atol = rtol for f32 against f64
-  double bf16_tol = 0;     ///< 0 skips bf16; else atol = rtol for bf16 against f64
-  bool strided = true;     ///< also run on strided copies of the inputs
+  double f32_tol = 1e-5;  ///< atol = rtol for f32 against f64
+  double bf16_tol = 0;    ///< 0 skips bf16; else atol = rtol for bf16 against f64
+  bool strided = true;    ///< also run on strided copies of the inputs
 };
 
 /// Runs fn on `inputs` (given in f64) in f64, f32 and bf16, and on strided inputs.
@@ -53,7 +53,8 @@ inline Tensor check_op(const OpFn& fn, const std::vector<Tensor>& inputs, OpChec
     INFO("strided inputs");
     std::vector<Tensor> f32_in = convert_floating(inputs, DType::f32);
     std::vector<Tensor> strided;
-    for (const Tensor& t : f32_in) strided.push_back(t.defined() && is_floating(t.dtype()) ? strided_copy(t) : t);
+    for (const Tensor& t : f32_in)
+      strided.push_back(t.defined() && is_floating(t.dtype()) ? strided_copy(t) : t);
     check_close(fn(strided), f32, 1e-6, 1e-6);
   }
   return ref;

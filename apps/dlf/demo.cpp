@@ -36,12 +36,13 @@ double run_demo(const DemoOptions& o) {
   auto [x, y] = toy_data();
   Generator gen(o.seed);
   const int64_t h = o.hidden;
-  std::vector<Tensor> params = {init({h, 1}, 1, gen),  zeros({h}).requires_grad_(),
-                                init({h, h}, h, gen),  zeros({h}).requires_grad_(),
-                                init({1, h}, h, gen),  zeros({1}).requires_grad_()};
+  std::vector<Tensor> params = {init({h, 1}, 1, gen), zeros({h}).requires_grad_(),
+                                init({h, h}, h, gen), zeros({h}).requires_grad_(),
+                                init({1, h}, h, gen), zeros({1}).requires_grad_()};
   const double baseline = var(y, {}, 0).item<double>();
-  std::printf("dlf demo: fit y = sin(3x) + x/2 with a 1-%lld-%lld-1 tanh MLP, SGD lr %g, %d threads\n",
-              static_cast<long long>(h), static_cast<long long>(h), o.lr, num_threads());
+  std::printf(
+      "dlf demo: fit y = sin(3x) + x/2 with a 1-%lld-%lld-1 tanh MLP, SGD lr %g, %d threads\n",
+      static_cast<long long>(h), static_cast<long long>(h), o.lr, num_threads());
   std::printf("loss of predicting the mean: %.4f\n", baseline);
 
   OpCounter counter;
@@ -65,8 +66,9 @@ double run_demo(const DemoOptions& o) {
     }
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%d steps in %.2f s (%.2f ms/step); final loss %.5f = %.1f%% of the mean predictor's\n\n",
-              o.steps, seconds, 1e3 * seconds / o.steps, loss_value, 100 * loss_value / baseline);
+  std::printf(
+      "%d steps in %.2f s (%.2f ms/step); final loss %.5f = %.1f%% of the mean predictor's\n\n",
+      o.steps, seconds, 1e3 * seconds / o.steps, loss_value, 100 * loss_value / baseline);
   std::printf("what the steps cost, by op (from each op's cost record at the dispatch point):\n");
   counter.print(std::cout);
   return loss_value;

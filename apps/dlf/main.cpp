@@ -25,11 +25,13 @@ int main(int argc, char** argv) {
   CLI::App app{"dlf: a deep-learning framework in C++"};
   app.require_subcommand(1);
   int threads = 0;
-  app.add_option("--threads", threads, "CPU threads for kernels (default: DLF_NUM_THREADS or all cores)")
+  app.add_option("--threads", threads,
+                 "CPU threads for kernels (default: DLF_NUM_THREADS or all cores)")
       ->check(kPositive);
 
   dlf::app::DemoOptions demo;
-  CLI::App* demo_cmd = app.add_subcommand("demo", "Fit a small MLP with autograd on the CPU and show its per-op cost");
+  CLI::App* demo_cmd = app.add_subcommand(
+      "demo", "Fit a small MLP with autograd on the CPU and show its per-op cost");
   demo_cmd->add_option("--steps", demo.steps, "SGD steps")->check(kPositive);
   demo_cmd->add_option("--hidden", demo.hidden, "hidden width")->check(kPositive);
   demo_cmd->add_option("--lr", demo.lr, "learning rate")->check(kPositive);

@@ -17,7 +17,9 @@ using C = const BackwardContext&;
 
 const Shape& shape_of(C c, int i) { return c.input_meta(i).shape; }
 Tensor as_float(const Tensor& mask, DType dtype) { return mask.to(dtype); }
-Tensor zero_like_scalar(const Tensor& g) { return zeros({}, {.dtype = g.dtype(), .device = g.device()}); }
+Tensor zero_like_scalar(const Tensor& g) {
+  return zeros({}, {.dtype = g.dtype(), .device = g.device()});
+}
 
 void unary(const std::string& op, std::vector<int> save_in, std::vector<int> save_out,
            Tensor (*formula)(C, const Tensor& g)) {
@@ -56,7 +58,8 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
   });
   unary("abs", {0}, {}, [](C c, const Tensor& g) {
     const Tensor& x = c.input(0);
-    return g * (as_float(gt(x, zero_like_scalar(x)), x.dtype()) - as_float(lt(x, zero_like_scalar(x)), x.dtype()));
+    return g * (as_float(gt(x, zero_like_scalar(x)), x.dtype()) -
+                as_float(lt(x, zero_like_scalar(x)), x.dtype()));
   });
   unary("tanh", {}, {0}, [](C c, const Tensor& g) {
     const Tensor& y = c.output(0);
@@ -81,41 +84,57 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
     return g * pow(c.input(0), e - 1) * e;
   });
 
-  binary("add", {}, {}, [](C, const Tensor& g) { return g; }, [](C, const Tensor& g) { return g; });
-  binary("sub", {}, {}, [](C, const Tensor& g) { return g; }, [](C, const Tensor& g) { return -g; });
-  binary("mul", {0, 1}, {}, [](C c, const Tensor& g) { return g * c.input(1); },
-         [](C c, const Tensor& g) { return g * c.input(0); });
-  binary("div", {0, 1}, {}, [](C c, const Tensor& g) { return g / c.input(1); },
-         [](C c, const Tensor& g) {
-           const Tensor& b = c.input(1);
-           return -g * c.input(0) / (b * b);
-         });
+  binary(
+      "add", {}, {}, [](C, const Tensor& g) { return g; }, [](C, const Tensor& g) { return g; });
+  binary(
+      "sub", {}, {}, [](C, const Tensor& g) { return g; }, [](C, const Tensor& g) { return -g; });
+  binary(
+      "mul", {0, 1}, {}, [](C c, const Tensor& g) { return g * c.input(1); },
+      [](C c, const Tensor& g) { return g * c.input(0); });
+  binary(
+      "div", {0, 1}, {}, [](C c, const Tensor& g) { return g / c.input(1); },
+      [](C c, const Tensor& g) {
+        const Tensor& b = c.input(1);
+        return -g * c.input(0) / (b * b);
+      });
   // d/db a^b = a^b log a, taken as 0 where a = 0 and b >= 0 (the limit), as PyTorch does.
-  binary("pow", {0, 1}, {0}, [](C c, const Tensor& g) { return g * c.input(1) * pow(c.input(0), c.input(1) - 1.0); },
-         [](C c, const Tensor& g) {
-           const Tensor& a = c.input(0);
-           const Tensor zero = zero_like_scalar(a);
-           Tensor limit = where(eq(a, zero), ge(c.input(1), zero), eq(a, zero));
-           return masked_fill(g * c.output(0) * log(a), limit, 0);
-         });
-  binary("maximum", {0, 1}, {},
-         [](C c, const Tensor& g) { return choose(gt(c.input(0), c.input(1)), eq(c.input(0), c.input(1)), g); },
-         [](C c, const Tensor& g) { return choose(lt(c.input(0), c.input(1)), eq(c.input(0), c.input(1)), g); });
-  binary("minimum", {0, 1}, {},
-         [](C c, const Tensor& g) { return choose(lt(c.input(0), c.input(1)), eq(c.input(0), c.input(1)), g); },
-         [](C c, const Tensor& g) { return choose(gt(c.input(0), c.input(1)), eq(c.input(0), c.input(1)), g); });
+  binary(
+      "pow", {0, 1}, {0},
+      [](C c, const Tensor& g) { return g * c.input(1) * pow(c.input(0), c.input(1) - 1.0); },
+      [](C c, const Tensor& g) {
+        const Tensor& a = c.input(0);
+        const Tensor zero = zero_like_scalar(a);
+        Tensor limit = where(eq(a, zero), ge(c.input(1), zero), eq(a, zero));
+        return masked_fill(g * c.output(0) * log(a), limit, 0);
+      });
+  binary(
+      "maximum", {0, 1}, {},
+      [](C c, const Tensor& g) {
+        return choose(gt(c.input(0), c.input(1)), eq(c.input(0), c.input(1)), g);
+      },
+      [](C c, const Tensor& g) {
+        return choose(lt(c.input(0), c.input(1)), eq(c.input(0), c.input(1)), g);
+      });
+  binary(
+      "minimum", {0, 1}, {},
+      [](C c, const Tensor& g) {
+        return choose(lt(c.input(0), c.input(1)), eq(c.input(0), c.input(1)), g);
+      },
+      [](C c, const Tensor& g) {
+        return choose(gt(c.input(0), c.input(1)), eq(c.input(0), c.input(1)), g);
+      });
 
-  register_backward("where", {.save_inputs = {0},
-                              .fn = [](C c) -> Grads {
+  register_backward("where", {.save_inputs = {0}, .fn = [](C c) -> Grads {
                                 const Tensor g = c.grad();
                                 const Tensor zero = zero_like_scalar(g);
                                 Grads out(3);
-                                if (c.needs_grad(1)) out[1] = sum_to(where(c.input(0), g, zero), shape_of(c, 1));
-                                if (c.needs_grad(2)) out[2] = sum_to(where(c.input(0), zero, g), shape_of(c, 2));
+                                if (c.needs_grad(1))
+                                  out[1] = sum_to(where(c.input(0), g, zero), shape_of(c, 1));
+                                if (c.needs_grad(2))
+                                  out[2] = sum_to(where(c.input(0), zero, g), shape_of(c, 2));
                                 return out;
                               }});
-  register_backward("masked_fill", {.save_inputs = {1},
-                                    .fn = [](C c) -> Grads {
+  register_backward("masked_fill", {.save_inputs = {1}, .fn = [](C c) -> Grads {
                                       return {masked_fill(c.grad(), c.input(1), 0), Tensor()};
                                     }});
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) register_nondifferentiable(op);

@@ -22,8 +22,10 @@ Grads matmul_backward(const BackwardContext& c) {
   if (a.dim() == 1) g = g.unsqueeze(-2);
   if (b.dim() == 1) g = g.unsqueeze(-1);
   Grads out(2);
-  if (c.needs_grad(0)) out[0] = sum_to(matmul(g, b2.transpose(-1, -2)), a2.shape()).reshape(a.shape());
-  if (c.needs_grad(1)) out[1] = sum_to(matmul(a2.transpose(-1, -2), g), b2.shape()).reshape(b.shape());
+  if (c.needs_grad(0))
+    out[0] = sum_to(matmul(g, b2.transpose(-1, -2)), a2.shape()).reshape(a.shape());
+  if (c.needs_grad(1))
+    out[1] = sum_to(matmul(a2.transpose(-1, -2), g), b2.shape()).reshape(b.shape());
   return out;
 }
 
@@ -51,7 +53,8 @@ Grads linear_backward(const BackwardContext& c) {
 
 [[maybe_unused]] const bool registered = [] {
   register_backward("matmul", {.save_inputs = {0, 1}, .fn = matmul_backward});
-  register_backward("linear", {.save_inputs = {0, 1, 2}, .save_outputs = {0}, .fn = linear_backward});
+  register_backward("linear",
+                    {.save_inputs = {0, 1, 2}, .save_outputs = {0}, .fn = linear_backward});
   return true;
 }();
 

@@ -13,7 +13,8 @@ namespace {
 using Grads = std::vector<Tensor>;
 
 Grads cat_backward(const BackwardContext& c) {
-  const int64_t dim = wrap_dim(c.attrs().i("dim"), static_cast<int64_t>(c.input_meta(0).shape.size()));
+  const int64_t dim =
+      wrap_dim(c.attrs().i("dim"), static_cast<int64_t>(c.input_meta(0).shape.size()));
   const Tensor g = c.grad();
   Grads out(c.num_inputs());
   int64_t start = 0;
@@ -35,12 +36,16 @@ Grads cross_entropy_backward(const BackwardContext& c) {
   const TensorOptions i64{.dtype = DType::i64, .device = logits.device()};
   Shape class_shape(logits.dim(), 1);
   class_shape[1] = classes;
-  const Tensor one_hot = eq(arange(classes, i64).view(class_shape), target.unsqueeze(1)).to(logits.dtype());
+  const Tensor one_hot =
+      eq(arange(classes, i64).view(class_shape), target.unsqueeze(1)).to(logits.dtype());
   const Tensor p = exp(logits - c.output(1).to(logits.dtype()).unsqueeze(1));
-  Tensor weight = ne(target, full({}, static_cast<double>(a.i("ignore_index")), i64)).to(logits.dtype());
+  Tensor weight =
+      ne(target, full({}, static_cast<double>(a.i("ignore_index")), i64)).to(logits.dtype());
   const std::string& reduction = a.s("reduction");
   weight = reduction == "mean" ? weight * (c.grad() / sum(weight)) : weight * c.grad();
-  return {(p - one_hot * (1 - smoothing) - smoothing / static_cast<double>(classes)) * weight.unsqueeze(1), Tensor()};
+  return {(p - one_hot * (1 - smoothing) - smoothing / static_cast<double>(classes)) *
+              weight.unsqueeze(1),
+          Tensor()};
 }
 
 // softmax(q kᵀ s + mask) v: the probabilities are recomputed from the saved logsumexp.
@@ -54,7 +59,10 @@ Grads attention_backward(const BackwardContext& c) {
   Tensor p = exp(matmul(q, k.transpose(-1, -2)) * scale - c.output(1).to(q.dtype()).unsqueeze(-1));
   if (c.attrs().b("causal")) {
     const TensorOptions i64{.dtype = DType::i64, .device = q.device()};
-    p = masked_fill(p, gt(arange(tk, i64).view({1, tk}), arange(tq, i64).view({tq, 1}) + static_cast<double>(tk - tq)), 0);
+    p = masked_fill(p,
+                    gt(arange(tk, i64).view({1, tk}),
+                       arange(tq, i64).view({tq, 1}) + static_cast<double>(tk - tq)),
+                    0);
   }
   const Tensor dp = matmul(g, v.transpose(-1, -2));
   const Tensor ds = p * (dp - sum(g * c.output(0), {-1}, true)) * scale;
@@ -67,20 +75,21 @@ Grads attention_backward(const BackwardContext& c) {
 
 [[maybe_unused]] const bool registered = [] {
   register_backward("cat", {.fn = cat_backward});
-  register_backward("embedding", {.save_inputs = {1},
-                                  .fn = [](const BackwardContext& c) -> Grads {
-                                    return {dispatch1(find_op("embedding_backward"), {c.grad(), c.input(1)},
-                                                      {{"num_embeddings", c.input_meta(0).shape[0]}}),
-                                            Tensor()};
-                                  }});
-  register_backward("cross_entropy", {.save_inputs = {0, 1}, .save_outputs = {1}, .fn = cross_entropy_backward});
-  register_backward("dropout", {.save_outputs = {1},
-                                .fn = [](const BackwardContext& c) -> Grads {
-                                  const Tensor g = c.grad();
-                                  return {g * c.output(1).to(g.dtype()) * (1 / (1 - c.attrs().f("p")))};
-                                }});
-  register_backward("scaled_dot_product_attention", {.save_inputs = {0, 1, 2}, .save_outputs = {0, 1},
-                                                     .fn = attention_backward});
+  register_backward("embedding",
+                    {.save_inputs = {1}, .fn = [](const BackwardContext& c) -> Grads {
+                       return {dispatch1(find_op("embedding_backward"), {c.grad(), c.input(1)},
+                                         {{"num_embeddings", c.input_meta(0).shape[0]}}),
+                               Tensor()};
+                     }});
+  register_backward("cross_entropy",
+                    {.save_inputs = {0, 1}, .save_outputs = {1}, .fn = cross_entropy_backward});
+  register_backward("dropout",
+                    {.save_outputs = {1}, .fn = [](const BackwardContext& c) -> Grads {
+                       const Tensor g = c.grad();
+                       return {g * c.output(1).to(g.dtype()) * (1 / (1 - c.attrs().f("p")))};
+                     }});
+  register_backward("scaled_dot_product_attention",
+                    {.save_inputs = {0, 1, 2}, .save_outputs = {0, 1}, .fn = attention_backward});
   register_nondifferentiable("embedding_backward");
   return true;
 }();

@@ -39,7 +39,8 @@ Tensor keep(const Tensor& t, const BackwardContext& c) {
 double reduced_count(const BackwardContext& c) {
   const Shape& in = c.input_meta(0).shape;
   double n = 1;
-  for (int64_t d : reduced_dims(c.attrs(), static_cast<int64_t>(in.size()))) n *= static_cast<double>(in[d]);
+  for (int64_t d : reduced_dims(c.attrs(), static_cast<int64_t>(in.size())))
+    n *= static_cast<double>(in[d]);
   return n;
 }
 
@@ -52,7 +53,8 @@ Tensor normalized_input_grad(const Tensor& gw, const Tensor& xhat, const Tensor&
 
 // Mean and rstd over the last dim of xr, with keepdim: recomputed from x when the backward is
 // itself recorded (so second derivatives see their dependence on x), else the saved ones.
-std::pair<Tensor, Tensor> statistics(const Tensor& xr, const BackwardContext& c, const Shape& shape) {
+std::pair<Tensor, Tensor> statistics(const Tensor& xr, const BackwardContext& c,
+                                     const Shape& shape) {
   if (grad_enabled()) {
     const int64_t last = xr.dim() - 1;
     return {mean(xr, {last}, true), rsqrt(var(xr, {last}, 0, true) + c.attrs().f("eps"))};
@@ -106,7 +108,8 @@ Grads group_norm_backward(const BackwardContext& c) {
   Grads out(3);
   if (c.needs_grad(0)) {
     const Tensor gw = weight.defined() ? g * weight.reshape(per_channel) : g;
-    out[0] = normalized_input_grad(gw.reshape(grouped), xhat.reshape(grouped), rstd).reshape(x.shape());
+    out[0] =
+        normalized_input_grad(gw.reshape(grouped), xhat.reshape(grouped), rstd).reshape(x.shape());
   }
   if (c.needs_grad(1)) out[1] = sum(g * xhat, all_but_channel);
   if (c.needs_grad(2)) out[2] = sum(g, all_but_channel);
@@ -115,42 +118,43 @@ Grads group_norm_backward(const BackwardContext& c) {
 
 [[maybe_unused]] const bool registered = [] {
   register_backward("sum", {.fn = [](const BackwardContext& c) -> Grads {
-                              return {keep(c.grad(), c).expand(c.input_meta(0).shape)};
-                            }});
+                      return {keep(c.grad(), c).expand(c.input_meta(0).shape)};
+                    }});
   register_backward("mean", {.fn = [](const BackwardContext& c) -> Grads {
-                               return {keep(c.grad() / reduced_count(c), c).expand(c.input_meta(0).shape)};
-                             }});
+                      return {keep(c.grad() / reduced_count(c), c).expand(c.input_meta(0).shape)};
+                    }});
   // Ties share the gradient equally, as PyTorch's amax does.
-  register_backward("max", {.save_inputs = {0},
-                            .save_outputs = {0},
-                            .fn = [](const BackwardContext& c) -> Grads {
-                              const Tensor& x = c.input(0);
-                              const Tensor hits = eq(x, keep(c.output(0), c)).to(x.dtype());
-                              const Shape dims = reduced_dims(c.attrs(), x.dim());
-                              return {hits * (keep(c.grad(), c) / sum(hits, dims, true))};
-                            }});
-  register_backward("var", {.save_inputs = {0},
-                            .fn = [](const BackwardContext& c) -> Grads {
-                              const Tensor& x = c.input(0);
-                              const Shape dims = reduced_dims(c.attrs(), x.dim());
-                              const double denom = reduced_count(c) - static_cast<double>(c.attrs().i("correction"));
-                              return {keep(c.grad(), c) * (x - mean(x, dims, true)) * (2.0 / denom)};
-                            }});
-  register_backward("softmax", {.save_outputs = {0},
-                                .fn = [](const BackwardContext& c) -> Grads {
+  register_backward(
+      "max", {.save_inputs = {0}, .save_outputs = {0}, .fn = [](const BackwardContext& c) -> Grads {
+                const Tensor& x = c.input(0);
+                const Tensor hits = eq(x, keep(c.output(0), c)).to(x.dtype());
+                const Shape dims = reduced_dims(c.attrs(), x.dim());
+                return {hits * (keep(c.grad(), c) / sum(hits, dims, true))};
+              }});
+  register_backward("var",
+                    {.save_inputs = {0}, .fn = [](const BackwardContext& c) -> Grads {
+                       const Tensor& x = c.input(0);
+                       const Shape dims = reduced_dims(c.attrs(), x.dim());
+                       const double denom =
+                           reduced_count(c) - static_cast<double>(c.attrs().i("correction"));
+                       return {keep(c.grad(), c) * (x - mean(x, dims, true)) * (2.0 / denom)};
+                     }});
+  register_backward("softmax", {.save_outputs = {0}, .fn = [](const BackwardContext& c) -> Grads {
                                   const Tensor& y = c.output(0);
                                   const int64_t dim = c.attrs().i("dim");
                                   const Tensor g = c.grad();
                                   return {y * (g - sum(g * y, {dim}, true))};
                                 }});
-  register_backward("log_softmax", {.save_outputs = {0},
-                                    .fn = [](const BackwardContext& c) -> Grads {
-                                      const int64_t dim = c.attrs().i("dim");
-                                      const Tensor g = c.grad();
-                                      return {g - exp(c.output(0)) * sum(g, {dim}, true)};
-                                    }});
-  register_backward("layer_norm", {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = layer_norm_backward});
-  register_backward("group_norm", {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = group_norm_backward});
+  register_backward("log_softmax",
+                    {.save_outputs = {0}, .fn = [](const BackwardContext& c) -> Grads {
+                       const int64_t dim = c.attrs().i("dim");
+                       const Tensor g = c.grad();
+                       return {g - exp(c.output(0)) * sum(g, {dim}, true)};
+                     }});
+  register_backward("layer_norm",
+                    {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = layer_norm_backward});
+  register_backward("group_norm",
+                    {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = group_norm_backward});
   register_nondifferentiable("argmax");
   return true;
 }();

@@ -14,12 +14,18 @@ struct TypeTag {
 template <typename Fn>
 decltype(auto) visit_dtype(DType t, Fn&& fn) {
   switch (t) {
-    case DType::f32: return fn(TypeTag<float>{});
-    case DType::f64: return fn(TypeTag<double>{});
-    case DType::bf16: return fn(TypeTag<bf16>{});
-    case DType::i32: return fn(TypeTag<int32_t>{});
-    case DType::i64: return fn(TypeTag<int64_t>{});
-    case DType::b8: return fn(TypeTag<bool>{});
+    case DType::f32:
+      return fn(TypeTag<float>{});
+    case DType::f64:
+      return fn(TypeTag<double>{});
+    case DType::bf16:
+      return fn(TypeTag<bf16>{});
+    case DType::i32:
+      return fn(TypeTag<int32_t>{});
+    case DType::i64:
+      return fn(TypeTag<int64_t>{});
+    case DType::b8:
+      return fn(TypeTag<bool>{});
   }
   throw Error("bad dtype");
 }
@@ -28,12 +34,17 @@ decltype(auto) visit_dtype(DType t, Fn&& fn) {
 template <typename Fn>
 decltype(auto) visit_floating(DType t, const char* op, Fn&& fn) {
   switch (t) {
-    case DType::f32: return fn(TypeTag<float>{});
-    case DType::f64: return fn(TypeTag<double>{});
-    case DType::bf16: return fn(TypeTag<bf16>{});
-    default: break;
+    case DType::f32:
+      return fn(TypeTag<float>{});
+    case DType::f64:
+      return fn(TypeTag<double>{});
+    case DType::bf16:
+      return fn(TypeTag<bf16>{});
+    default:
+      break;
   }
-  throw Error(detail::concat(op, ": dtype ", dtype_name(t), " is not supported (expected f32, f64 or bf16)"));
+  throw Error(detail::concat(op, ": dtype ", dtype_name(t),
+                             " is not supported (expected f32, f64 or bf16)"));
 }
 
 /// The type arithmetic runs in: float for bf16, T otherwise.

@@ -14,11 +14,16 @@ inline bool onednn_supports(DType t) { return t == DType::f32 || t == DType::bf1
 
 inline dnnl::memory::data_type onednn_type(DType t) {
   switch (t) {
-    case DType::f32: return dnnl::memory::data_type::f32;
-    case DType::bf16: return dnnl::memory::data_type::bf16;
-    case DType::i32: return dnnl::memory::data_type::s32;
-    case DType::b8: return dnnl::memory::data_type::u8;
-    default: throw Error(std::string("oneDNN has no ") + dtype_name(t));
+    case DType::f32:
+      return dnnl::memory::data_type::f32;
+    case DType::bf16:
+      return dnnl::memory::data_type::bf16;
+    case DType::i32:
+      return dnnl::memory::data_type::s32;
+    case DType::b8:
+      return dnnl::memory::data_type::u8;
+    default:
+      throw Error(std::string("oneDNN has no ") + dtype_name(t));
   }
 }
 

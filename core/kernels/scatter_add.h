@@ -15,7 +15,8 @@ void scatter_add_rows(T* out, int64_t out_stride, const I* index, const T* src, 
   for (int64_t i = 0; i < m; ++i) {
     T* row = out + static_cast<int64_t>(index[i]) * out_stride;
     const T* s = src + i * src_stride;
-    for (int64_t j = 0; j < w; ++j) row[j] = static_cast<T>(static_cast<acc_t<T>>(row[j]) + static_cast<acc_t<T>>(s[j]));
+    for (int64_t j = 0; j < w; ++j)
+      row[j] = static_cast<T>(static_cast<acc_t<T>>(row[j]) + static_cast<acc_t<T>>(s[j]));
   }
 }
 

@@ -158,10 +158,11 @@ const OpDef& upsample_nearest2d_backward_op = register_op({
           const int64_t h = out[0].size(2), w = out[0].size(3);
           const std::vector<int64_t> rows = nearest_offsets(h, in[0].size(2), w);
           const std::vector<int64_t> cols = nearest_offsets(w, in[0].size(3), 1);
-          upsample_adjoint("upsample_nearest2d_backward", in[0], out[0], [&](auto* acc, const auto* g) {
-            for (int64_t row : rows)
-              for (int64_t col : cols) acc[row + col] += *g++;
-          });
+          upsample_adjoint("upsample_nearest2d_backward", in[0], out[0],
+                           [&](auto* acc, const auto* g) {
+                             for (int64_t row : rows)
+                               for (int64_t col : cols) acc[row + col] += *g++;
+                           });
         },
 });
 
@@ -174,19 +175,20 @@ const OpDef& upsample_bilinear2d_backward_op = register_op({
           const bool corners = a.b("align_corners");
           const std::vector<Taps> rows = bilinear_taps(h, in[0].size(2), w, corners);
           const std::vector<Taps> cols = bilinear_taps(w, in[0].size(3), 1, corners);
-          upsample_adjoint("upsample_bilinear2d_backward", in[0], out[0], [&](auto* acc, const auto* g) {
-            using A = std::remove_pointer_t<decltype(acc)>;
-            for (const Taps& r : rows) {
-              const A wy = static_cast<A>(r.weight);
-              for (const Taps& c : cols) {
-                const A wx = static_cast<A>(c.weight), v = static_cast<A>(*g++);
-                acc[r.first + c.first] += (1 - wy) * (1 - wx) * v;
-                acc[r.first + c.second] += (1 - wy) * wx * v;
-                acc[r.second + c.first] += wy * (1 - wx) * v;
-                acc[r.second + c.second] += wy * wx * v;
-              }
-            }
-          });
+          upsample_adjoint("upsample_bilinear2d_backward", in[0], out[0],
+                           [&](auto* acc, const auto* g) {
+                             using A = std::remove_pointer_t<decltype(acc)>;
+                             for (const Taps& r : rows) {
+                               const A wy = static_cast<A>(r.weight);
+                               for (const Taps& c : cols) {
+                                 const A wx = static_cast<A>(c.weight), v = static_cast<A>(*g++);
+                                 acc[r.first + c.first] += (1 - wy) * (1 - wx) * v;
+                                 acc[r.first + c.second] += (1 - wy) * wx * v;
+                                 acc[r.second + c.first] += wy * (1 - wx) * v;
+                                 acc[r.second + c.second] += wy * wx * v;
+                               }
+                             }
+                           });
         },
 });
 

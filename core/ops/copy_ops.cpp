@@ -10,8 +10,8 @@ const OpDef& copy_op = register_op({
     .name = "copy",
     .infer = [](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
       DLF_CHECK(in[0].device().has_data() || !a.device("device").has_data(),
-                "cannot copy a meta tensor (shape ", shape_str(in[0].shape()),
-                ") to ", a.device("device").str(), ": it has no data");
+                "cannot copy a meta tensor (shape ", shape_str(in[0].shape()), ") to ",
+                a.device("device").str(), ": it has no data");
       return {{in[0].shape(), a.dtype("dtype")}};
     },
     .kernel = [](Inputs in, const Attrs&, Outputs out) { kernels::strided_copy(out[0], in[0]); },
@@ -20,9 +20,9 @@ const OpDef& copy_op = register_op({
 const OpDef& copy_into_op = register_op({
     .name = "copy_",
     .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
-      DLF_CHECK(broadcast_shapes(in[0].shape(), in[1].shape()) == in[0].shape(), "copy_: source of shape ",
-                shape_str(in[1].shape()), " does not broadcast to destination shape ",
-                shape_str(in[0].shape()));
+      DLF_CHECK(broadcast_shapes(in[0].shape(), in[1].shape()) == in[0].shape(),
+                "copy_: source of shape ", shape_str(in[1].shape()),
+                " does not broadcast to destination shape ", shape_str(in[0].shape()));
       return {{in[0].shape(), in[0].dtype()}};
     },
     .kernel = [](Inputs in, const Attrs&, Outputs out) { kernels::strided_copy(out[0], in[1]); },
@@ -37,8 +37,12 @@ Tensor copy_to(const Tensor& t, DType dtype, Device device) {
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 Tensor Tensor::clone() const { return copy_to(*this, dtype(), device()); }
-Tensor Tensor::to(DType dtype) const { return dtype == this->dtype() ? *this : copy_to(*this, dtype, device()); }
-Tensor Tensor::to(Device device) const { return device == this->device() ? *this : copy_to(*this, dtype(), device); }
+Tensor Tensor::to(DType dtype) const {
+  return dtype == this->dtype() ? *this : copy_to(*this, dtype, device());
+}
+Tensor Tensor::to(Device device) const {
+  return device == this->device() ? *this : copy_to(*this, dtype(), device);
+}
 
 Tensor& Tensor::copy_(const Tensor& src) {
   dispatch(copy_into_op, {*this, src});

@@ -33,20 +33,22 @@ Cost write_only(Inputs, const Attrs&, std::span<const Tensor> out) {
 const OpDef& full_op = register_op({
     .name = "full",
     .infer = meta_from_attrs,
-    .kernel = [](Inputs, const Attrs& a, Outputs out) {
-      const double v = a.f("value");
-      fill_indexed(out[0], [v](int64_t) { return v; });
-    },
+    .kernel =
+        [](Inputs, const Attrs& a, Outputs out) {
+          const double v = a.f("value");
+          fill_indexed(out[0], [v](int64_t) { return v; });
+        },
     .cost = write_only,
 });
 
 const OpDef& arange_op = register_op({
     .name = "arange",
     .infer = meta_from_attrs,
-    .kernel = [](Inputs, const Attrs& a, Outputs out) {
-      const double start = a.f("start"), step = a.f("step");
-      fill_indexed(out[0], [=](int64_t i) { return start + static_cast<double>(i) * step; });
-    },
+    .kernel =
+        [](Inputs, const Attrs& a, Outputs out) {
+          const double start = a.f("start"), step = a.f("step");
+          fill_indexed(out[0], [=](int64_t i) { return start + static_cast<double>(i) * step; });
+        },
     .cost = write_only,
 });
 
@@ -57,28 +59,30 @@ double uniform01(const std::array<uint32_t, 4>& w) {
 const OpDef& rand_op = register_op({
     .name = "rand",
     .infer = meta_from_attrs,
-    .kernel = [](Inputs, const Attrs& a, Outputs out) {
-      const uint64_t seed = static_cast<uint64_t>(a.i("seed"));
-      const uint64_t offset = static_cast<uint64_t>(a.i("offset"));
-      const std::string& dist = a.s("distribution");
-      if (dist == "uniform") {
-        fill_indexed(out[0], [=](int64_t i) { return uniform01(philox(seed, offset + i)); });
-      } else if (dist == "normal") {
-        fill_indexed(out[0], [=](int64_t i) {
-          auto w = philox(seed, offset + i);
-          double u1 = (static_cast<double>(w[2]) + 1.0) * 0x1.0p-32;  // (0, 1]
-          double u2 = uniform01(w);
-          return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-        });
-      } else {
-        const int64_t low = a.i("low"), span = a.i("high") - low;
-        fill_indexed(out[0], [=](int64_t i) {
-          auto w = philox(seed, offset + i);
-          uint64_t r = (static_cast<uint64_t>(w[0]) << 32) | w[1];
-          return static_cast<double>(low + static_cast<int64_t>(r % static_cast<uint64_t>(span)));
-        });
-      }
-    },
+    .kernel =
+        [](Inputs, const Attrs& a, Outputs out) {
+          const uint64_t seed = static_cast<uint64_t>(a.i("seed"));
+          const uint64_t offset = static_cast<uint64_t>(a.i("offset"));
+          const std::string& dist = a.s("distribution");
+          if (dist == "uniform") {
+            fill_indexed(out[0], [=](int64_t i) { return uniform01(philox(seed, offset + i)); });
+          } else if (dist == "normal") {
+            fill_indexed(out[0], [=](int64_t i) {
+              auto w = philox(seed, offset + i);
+              double u1 = (static_cast<double>(w[2]) + 1.0) * 0x1.0p-32;  // (0, 1]
+              double u2 = uniform01(w);
+              return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+            });
+          } else {
+            const int64_t low = a.i("low"), span = a.i("high") - low;
+            fill_indexed(out[0], [=](int64_t i) {
+              auto w = philox(seed, offset + i);
+              uint64_t r = (static_cast<uint64_t>(w[0]) << 32) | w[1];
+              return static_cast<double>(low +
+                                         static_cast<int64_t>(r % static_cast<uint64_t>(span)));
+            });
+          }
+        },
     .cost = write_only,
 });
 

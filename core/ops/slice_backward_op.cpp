@@ -14,16 +14,18 @@ namespace {
     .infer = [](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
       return {{a.ints("input_shape"), in[0].dtype()}};
     },
-    .kernel = [](Inputs in, const Attrs& a, Outputs out) {
-      Tensor& full = out[0];
-      std::memset(full.raw_data(), 0, full.nbytes());
-      const int64_t d = a.i("dim");
-      Shape sizes = full.shape(), strides = full.strides();
-      sizes[d] = in[0].shape()[d];
-      const int64_t offset = a.i("start") * strides[d];
-      strides[d] *= a.i("step");
-      kernels::strided_copy(Tensor(full.storage(), sizes, strides, offset, full.dtype()), in[0]);
-    },
+    .kernel =
+        [](Inputs in, const Attrs& a, Outputs out) {
+          Tensor& full = out[0];
+          std::memset(full.raw_data(), 0, full.nbytes());
+          const int64_t d = a.i("dim");
+          Shape sizes = full.shape(), strides = full.strides();
+          sizes[d] = in[0].shape()[d];
+          const int64_t offset = a.i("start") * strides[d];
+          strides[d] *= a.i("step");
+          kernels::strided_copy(Tensor(full.storage(), sizes, strides, offset, full.dtype()),
+                                in[0]);
+        },
 });
 
 }  // namespace

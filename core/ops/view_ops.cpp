@@ -24,8 +24,8 @@ std::optional<Shape> view_strides(const Tensor& x, const Shape& shape) {
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_shape[d];
-    bool chunk_ends = d == 0 || (old_shape[d - 1] != 1 &&
-                                 old_strides[d - 1] != tensor_numel * chunk_stride);
+    bool chunk_ends =
+        d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_stride);
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
       strides[view_d] = view_numel * chunk_stride;
@@ -47,13 +47,12 @@ const OpDef& view_op = register_op({
     .view = [](Inputs in, const Attrs& a) -> std::vector<Tensor> {
       const Tensor& x = in[0];
       const Shape& shape = a.ints("shape");
-      DLF_CHECK(numel(shape) == x.numel(), "view: shape ", shape_str(shape), " has ",
-                numel(shape), " elements, the tensor of shape ", shape_str(x.shape()), " has ",
-                x.numel());
+      DLF_CHECK(numel(shape) == x.numel(), "view: shape ", shape_str(shape), " has ", numel(shape),
+                " elements, the tensor of shape ", shape_str(x.shape()), " has ", x.numel());
       auto strides = view_strides(x, shape);
       DLF_CHECK(strides.has_value(), "view: a tensor of shape ", shape_str(x.shape()),
-                " and strides ", shape_str(x.strides()), " cannot be viewed as ",
-                shape_str(shape), " without a copy; use reshape()");
+                " and strides ", shape_str(x.strides()), " cannot be viewed as ", shape_str(shape),
+                " without a copy; use reshape()");
       return {alias(x, shape, *strides, x.offset())};
     },
 });
@@ -145,7 +144,9 @@ Tensor Tensor::reshape(const Shape& shape) const {
   return (viewable ? *this : contiguous()).view(target);
 }
 
-Tensor Tensor::permute(const Shape& dims) const { return dispatch1(permute_op, {*this}, {{"dims", dims}}); }
+Tensor Tensor::permute(const Shape& dims) const {
+  return dispatch1(permute_op, {*this}, {{"dims", dims}});
+}
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   Shape dims(dim());

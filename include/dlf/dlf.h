@@ -1,10 +1,10 @@
 // The dlf public API in one include.
 #pragma once
 
-#include <dlf/error.h>
-#include <dlf/device/allocator.h>
-#include <dlf/device/device.h>
-#include <dlf/device/threads.h>
+#include <dlf/autograd/backward.h>
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/autograd/gradcheck.h>
+#include <dlf/autograd/node.h>
 #include <dlf/core/dtype.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/op.h>
@@ -18,8 +18,8 @@
 #include <dlf/core/random.h>
 #include <dlf/core/shape.h>
 #include <dlf/core/tensor.h>
-#include <dlf/autograd/backward.h>
-#include <dlf/autograd/grad_mode.h>
-#include <dlf/autograd/gradcheck.h>
-#include <dlf/autograd/node.h>
+#include <dlf/device/allocator.h>
+#include <dlf/device/device.h>
+#include <dlf/device/threads.h>
+#include <dlf/error.h>
 #include <dlf/nn/module.h>

@@ -24,7 +24,8 @@ std::string concat(const Args&... args) {
 }  // namespace dlf
 
 /// Throws dlf::Error with the streamed message when `cond` is false.
-#define DLF_CHECK(cond, ...) \
-  do {                       \
-    if (!(cond)) [[unlikely]] throw ::dlf::Error(::dlf::detail::concat(__VA_ARGS__)); \
+#define DLF_CHECK(cond, ...)                                  \
+  do {                                                        \
+    if (!(cond)) [[unlikely]]                                 \
+      throw ::dlf::Error(::dlf::detail::concat(__VA_ARGS__)); \
   } while (0)

@@ -15,57 +15,122 @@ V positive(const Shape& s) {
 }
 V away_from_zero(const Shape& s) {
   Tensor r = randn(s, {.dtype = DType::f64});
-  Tensor t = (r + where(ge(r, zeros({}, {.dtype = DType::f64})), full({}, 0.3, {.dtype = DType::f64}),
-                        full({}, -0.3, {.dtype = DType::f64}))).detach();
+  Tensor t =
+      (r + where(ge(r, zeros({}, {.dtype = DType::f64})), full({}, 0.3, {.dtype = DType::f64}),
+                 full({}, -0.3, {.dtype = DType::f64})))
+          .detach();
   t.requires_grad_();
   return {t};
 }
 V one(const Shape& s) { return leaves({s}); }
 
-GradCase unary(const std::string& op, Tensor (*f)(const Tensor&), std::function<V()> in = [] { return one({2, 3}); }) {
+GradCase unary(
+    const std::string& op, Tensor (*f)(const Tensor&), std::function<V()> in = [] {
+      return one({2, 3});
+    }) {
   return GradCase{op, "on [2, 3]", std::move(in), [f](const V& x) { return f(x[0]); }};
 }
 
-[[maybe_unused]] const bool cases = test::add_grad_cases("elementwise", {
-    unary("neg", [](const Tensor& x) { return neg(x); }),
-    unary("exp", [](const Tensor& x) { return exp(x); }),
-    unary("log", [](const Tensor& x) { return log(x); }, [] { return positive({2, 3}); }),
-    unary("sqrt", [](const Tensor& x) { return sqrt(x); }, [] { return positive({2, 3}); }),
-    unary("rsqrt", [](const Tensor& x) { return rsqrt(x); }, [] { return positive({2, 3}); }),
-    unary("abs", [](const Tensor& x) { return abs(x); }, [] { return away_from_zero({2, 3}); }),
-    unary("tanh", [](const Tensor& x) { return tanh(x); }),
-    unary("sigmoid", [](const Tensor& x) { return sigmoid(x); }),
-    unary("relu", [](const Tensor& x) { return relu(x); }, [] { return away_from_zero({2, 3}); }),
-    unary("erf", [](const Tensor& x) { return erf(x); }),
-    unary("gelu", [](const Tensor& x) { return gelu(x); }),
-    GradCase{"gelu", "tanh form, transposed", [] { return V{test::transposed_leaf({3, 2})}; },
-             [](const V& x) { return gelu(x[0], GeluApproximation::tanh); }},
-    unary("add_scalar", [](const Tensor& x) { return x + 2.5; }),
-    unary("mul_scalar", [](const Tensor& x) { return 3.0 * x; }),
-    unary("pow_scalar", [](const Tensor& x) { return pow(x, 2.5); }, [] { return positive({2, 3}); }),
-    GradCase{"pow_scalar", "negative exponent, one element", [] { return positive({}); },
-             [](const V& x) { return pow(x[0], -1.5); }},
-    GradCase{"add", "broadcast [2, 3] + [3]", [] { return leaves({{2, 3}, {3}}); },
-             [](const V& x) { return x[0] + x[1]; }},
-    GradCase{"sub", "broadcast [2, 1] - [1, 3]", [] { return leaves({{2, 1}, {1, 3}}); },
-             [](const V& x) { return x[0] - x[1]; }},
-    GradCase{"mul", "transposed times row", [] { return V{test::transposed_leaf({3, 4}), leaves({{4}})[0]}; },
-             [](const V& x) { return x[0] * x[1]; }},
-    GradCase{"mul", "same tensor twice", [] { return one({3}); }, [](const V& x) { return x[0] * x[0]; }},
-    GradCase{"div", "broadcast, scalar-shaped divisor",
-             [] { return V{leaves({{2, 2}})[0], positive({})[0]}; }, [](const V& x) { return x[0] / x[1]; }},
-    GradCase{"pow", "positive base, broadcast exponent",
-             [] { return V{positive({2, 3})[0], leaves({{3}})[0]}; }, [](const V& x) { return pow(x[0], x[1]); }},
-    GradCase{"maximum", "distinct values, broadcast", [] { return leaves({{2, 3}, {3}}); },
-             [](const V& x) { return maximum(x[0], x[1]); }},
-    GradCase{"minimum", "distinct values", [] { return leaves({{4}, {4}}); },
-             [](const V& x) { return minimum(x[0], x[1]); }},
-    GradCase{"where", "broadcast condition and operands",
-             [] { return leaves({{2, 3}, {3}}); },
-             [](const V& x) { return where(from_vector<bool>({true, false}, {2, 1}), x[0], x[1]); }},
-    GradCase{"masked_fill", "row mask", [] { return one({2, 3}); },
-             [](const V& x) { return masked_fill(x[0], from_vector<bool>({false, true, false}), -1); }},
-});
+[[maybe_unused]] const bool cases = test::add_grad_cases(
+    "elementwise",
+    {
+        unary("neg", [](const Tensor& x) { return neg(x); }),
+        unary("exp", [](const Tensor& x) { return exp(x); }),
+        unary(
+            "log", [](const Tensor& x) { return log(x); },
+            [] {
+              return positive({2, 3});
+            }),
+        unary(
+            "sqrt", [](const Tensor& x) { return sqrt(x); },
+            [] {
+              return positive({2, 3});
+            }),
+        unary(
+            "rsqrt", [](const Tensor& x) { return rsqrt(x); },
+            [] {
+              return positive({2, 3});
+            }),
+        unary(
+            "abs", [](const Tensor& x) { return abs(x); },
+            [] {
+              return away_from_zero({2, 3});
+            }),
+        unary("tanh", [](const Tensor& x) { return tanh(x); }),
+        unary("sigmoid", [](const Tensor& x) { return sigmoid(x); }),
+        unary(
+            "relu", [](const Tensor& x) { return relu(x); },
+            [] {
+              return away_from_zero({2, 3});
+            }),
+        unary("erf", [](const Tensor& x) { return erf(x); }),
+        unary("gelu", [](const Tensor& x) { return gelu(x); }),
+        GradCase{"gelu", "tanh form, transposed",
+                 [] {
+                   return V{test::transposed_leaf({3, 2})};
+                 },
+                 [](const V& x) { return gelu(x[0], GeluApproximation::tanh); }},
+        unary("add_scalar", [](const Tensor& x) { return x + 2.5; }),
+        unary("mul_scalar", [](const Tensor& x) { return 3.0 * x; }),
+        unary(
+            "pow_scalar", [](const Tensor& x) { return pow(x, 2.5); },
+            [] {
+              return positive({2, 3});
+            }),
+        GradCase{"pow_scalar", "negative exponent, one element", [] { return positive({}); },
+                 [](const V& x) { return pow(x[0], -1.5); }},
+        GradCase{"add", "broadcast [2, 3] + [3]",
+                 [] {
+                   return leaves({{2, 3}, {3}});
+                 },
+                 [](const V& x) { return x[0] + x[1]; }},
+        GradCase{"sub", "broadcast [2, 1] - [1, 3]",
+                 [] {
+                   return leaves({{2, 1}, {1, 3}});
+                 },
+                 [](const V& x) { return x[0] - x[1]; }},
+        GradCase{"mul", "transposed times row",
+                 [] {
+                   return V{test::transposed_leaf({3, 4}), leaves({{4}})[0]};
+                 },
+                 [](const V& x) { return x[0] * x[1]; }},
+        GradCase{"mul", "same tensor twice", [] { return one({3}); },
+                 [](const V& x) { return x[0] * x[0]; }},
+        GradCase{"div", "broadcast, scalar-shaped divisor",
+                 [] {
+                   return V{leaves({{2, 2}})[0], positive({})[0]};
+                 },
+                 [](const V& x) { return x[0] / x[1]; }},
+        GradCase{"pow", "positive base, broadcast exponent",
+                 [] {
+                   return V{positive({2, 3})[0], leaves({{3}})[0]};
+                 },
+                 [](const V& x) { return pow(x[0], x[1]); }},
+        GradCase{"maximum", "distinct values, broadcast",
+                 [] {
+                   return leaves({{2, 3}, {3}});
+                 },
+                 [](const V& x) { return maximum(x[0], x[1]); }},
+        GradCase{"minimum", "distinct values",
+                 [] {
+                   return leaves({{4}, {4}});
+                 },
+                 [](const V& x) { return minimum(x[0], x[1]); }},
+        GradCase{"where", "broadcast condition and operands",
+                 [] {
+                   return leaves({{2, 3}, {3}});
+                 },
+                 [](const V& x) {
+                   return where(from_vector<bool>({true, false}, {2, 1}), x[0], x[1]);
+                 }},
+        GradCase{"masked_fill", "row mask",
+                 [] {
+                   return one({2, 3});
+                 },
+                 [](const V& x) {
+                   return masked_fill(x[0], from_vector<bool>({false, true, false}), -1);
+                 }},
+    });
 }  // namespace
 
 TEST_CASE("gradcheck: element-wise ops") { test::run_grad_cases("elementwise"); }
@@ -85,7 +150,8 @@ TEST_CASE("element-wise ops and matmul can be differentiated twice") {
   const std::vector<Case> cases = {
       {"tanh", [](const V& x) { return tanh(x[0]); }, leaves({{2, 3}})},
       {"mul", [](const V& x) { return x[0] * x[1] * x[0]; }, leaves({{2, 3}, {3}})},
-      {"matmul", [](const V& x) { return matmul(x[0], x[1]) * matmul(x[0], x[1]); }, leaves({{2, 4}, {4, 3}})},
+      {"matmul", [](const V& x) { return matmul(x[0], x[1]) * matmul(x[0], x[1]); },
+       leaves({{2, 4}, {4, 3}})},
       {"gelu", [](const V& x) { return gelu(x[0]); }, leaves({{2, 3}})},
       {"sigmoid / exp", [](const V& x) { return sigmoid(x[0]) / exp(x[0]); }, leaves({{2, 3}})},
   };

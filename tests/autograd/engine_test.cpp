@@ -60,8 +60,8 @@ TEST_CASE("tensor hooks rewrite gradients; grad-ready hooks see the final sum on
   Tensor a = x.view({1, 2});
   a.register_hook([](const Tensor& g) { return full(g.shape(), 5.0, {.dtype = DType::f64}); });
   // x reaches the output along two paths: the hooked view and a plain expand.
-  Tensor y = autograd::grad({x.view({1, 2}).expand({3, 2})}, {x}, {ones({3, 2}, {.dtype = DType::f64})},
-                            true)[0];
+  Tensor y = autograd::grad({x.view({1, 2}).expand({3, 2})}, {x},
+                            {ones({3, 2}, {.dtype = DType::f64})}, true)[0];
   check_close(y, {3, 3}, {2}, 0);
   CHECK(ready_calls == 0);  // grad() does not accumulate into leaves
   a.backward(ones({1, 2}, {.dtype = DType::f64}));
@@ -74,7 +74,7 @@ TEST_CASE("saved tensors go when their node has run") {
   Allocator& cpu = allocator_for(kCPU);
   Tensor x = randn({1}, {.dtype = DType::f64}).requires_grad_();
   Tensor y = mul(x, randn({256, 256}, {.dtype = DType::f64}));  // the [256, 256] factor lives
-  const int64_t saved = 256 * 256 * 8;                         // only as mul's saved input
+  const int64_t saved = 256 * 256 * 8;                          // only as mul's saved input
   const int64_t before = cpu.stats().live_bytes;
   y.backward(ones_like(y));
   CHECK(cpu.stats().live_bytes <= before - saved + 64);

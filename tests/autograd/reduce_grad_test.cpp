@@ -10,37 +10,105 @@ using V = std::vector<Tensor>;
 V one(const Shape& s) { return leaves({s}); }
 V transposed(const Shape& s) { return V{test::transposed_leaf(s)}; }
 
-[[maybe_unused]] const bool cases = test::add_grad_cases("reduce", {
-    GradCase{"sum", "all dims", [] { return one({2, 3}); }, [](const V& x) { return sum(x[0]); }},
-    GradCase{"sum", "dims {0, 2}", [] { return one({2, 3, 4}); }, [](const V& x) { return sum(x[0], {0, 2}); }},
-    GradCase{"sum", "keepdim, negative dim, transposed", [] { return transposed({3, 4}); },
-             [](const V& x) { return sum(x[0], {-1}, true); }},
-    GradCase{"sum", "one element", [] { return one({1}); }, [](const V& x) { return sum(x[0]); }},
-    GradCase{"mean", "dim 1", [] { return one({2, 3, 2}); }, [](const V& x) { return mean(x[0], {1}); }},
-    GradCase{"mean", "all, keepdim", [] { return one({3, 1}); }, [](const V& x) { return mean(x[0], {}, true); }},
-    GradCase{"max", "dim 1 (distinct values)", [] { return one({3, 5}); },
-             [](const V& x) { return max(x[0], {1}); }},
-    GradCase{"max", "all dims of a transposed leaf", [] { return transposed({2, 3}); },
-             [](const V& x) { return max(x[0]); }},
-    GradCase{"var", "dim 1, unbiased", [] { return one({2, 4}); }, [](const V& x) { return var(x[0], {1}); }},
-    GradCase{"var", "all, biased, keepdim", [] { return one({3, 2}); },
-             [](const V& x) { return var(x[0], {}, 0, true); }},
-    GradCase{"softmax", "last dim", [] { return one({2, 5}); }, [](const V& x) { return softmax(x[0], -1); }},
-    GradCase{"softmax", "dim 0 of a transposed leaf", [] { return transposed({3, 4}); },
-             [](const V& x) { return softmax(x[0], 0); }},
-    GradCase{"log_softmax", "last dim", [] { return one({3, 4}); }, [](const V& x) { return log_softmax(x[0], 1); }},
-    GradCase{"log_softmax", "size-1 dim", [] { return one({3, 1}); }, [](const V& x) { return log_softmax(x[0], 1); }},
-    GradCase{"layer_norm", "weight and bias", [] { return leaves({{3, 4}, {4}, {4}}); },
-             [](const V& x) { return layer_norm(x[0], {4}, x[1], x[2]); }},
-    GradCase{"layer_norm", "two normalised dims, transposed input, no affine",
-             [] { return transposed({2, 3, 4}); }, [](const V& x) { return layer_norm(x[0], {3, 4}); }},
-    GradCase{"layer_norm", "weight only", [] { return leaves({{2, 5}, {5}}); },
-             [](const V& x) { return layer_norm(x[0], {5}, x[1], {}, 1e-3); }},
-    GradCase{"group_norm", "2 groups, affine", [] { return leaves({{2, 4, 3, 3}, {4}, {4}}); },
-             [](const V& x) { return group_norm(x[0], 2, x[1], x[2]); }},
-    GradCase{"group_norm", "one channel per group, 1-d spatial, no affine",
-             [] { return one({2, 3, 5}); }, [](const V& x) { return group_norm(x[0], 3); }},
-});
+[[maybe_unused]] const bool cases = test::add_grad_cases(
+    "reduce", {
+                  GradCase{"sum", "all dims",
+                           [] {
+                             return one({2, 3});
+                           },
+                           [](const V& x) { return sum(x[0]); }},
+                  GradCase{"sum", "dims {0, 2}",
+                           [] {
+                             return one({2, 3, 4});
+                           },
+                           [](const V& x) {
+                             return sum(x[0], {0, 2});
+                           }},
+                  GradCase{"sum", "keepdim, negative dim, transposed",
+                           [] {
+                             return transposed({3, 4});
+                           },
+                           [](const V& x) { return sum(x[0], {-1}, true); }},
+                  GradCase{"sum", "one element", [] { return one({1}); },
+                           [](const V& x) { return sum(x[0]); }},
+                  GradCase{"mean", "dim 1",
+                           [] {
+                             return one({2, 3, 2});
+                           },
+                           [](const V& x) { return mean(x[0], {1}); }},
+                  GradCase{"mean", "all, keepdim",
+                           [] {
+                             return one({3, 1});
+                           },
+                           [](const V& x) { return mean(x[0], {}, true); }},
+                  GradCase{"max", "dim 1 (distinct values)",
+                           [] {
+                             return one({3, 5});
+                           },
+                           [](const V& x) { return max(x[0], {1}); }},
+                  GradCase{"max", "all dims of a transposed leaf",
+                           [] {
+                             return transposed({2, 3});
+                           },
+                           [](const V& x) { return max(x[0]); }},
+                  GradCase{"var", "dim 1, unbiased",
+                           [] {
+                             return one({2, 4});
+                           },
+                           [](const V& x) { return var(x[0], {1}); }},
+                  GradCase{"var", "all, biased, keepdim",
+                           [] {
+                             return one({3, 2});
+                           },
+                           [](const V& x) { return var(x[0], {}, 0, true); }},
+                  GradCase{"softmax", "last dim",
+                           [] {
+                             return one({2, 5});
+                           },
+                           [](const V& x) { return softmax(x[0], -1); }},
+                  GradCase{"softmax", "dim 0 of a transposed leaf",
+                           [] {
+                             return transposed({3, 4});
+                           },
+                           [](const V& x) { return softmax(x[0], 0); }},
+                  GradCase{"log_softmax", "last dim",
+                           [] {
+                             return one({3, 4});
+                           },
+                           [](const V& x) { return log_softmax(x[0], 1); }},
+                  GradCase{"log_softmax", "size-1 dim",
+                           [] {
+                             return one({3, 1});
+                           },
+                           [](const V& x) { return log_softmax(x[0], 1); }},
+                  GradCase{"layer_norm", "weight and bias",
+                           [] {
+                             return leaves({{3, 4}, {4}, {4}});
+                           },
+                           [](const V& x) { return layer_norm(x[0], {4}, x[1], x[2]); }},
+                  GradCase{"layer_norm", "two normalised dims, transposed input, no affine",
+                           [] {
+                             return transposed({2, 3, 4});
+                           },
+                           [](const V& x) {
+                             return layer_norm(x[0], {3, 4});
+                           }},
+                  GradCase{"layer_norm", "weight only",
+                           [] {
+                             return leaves({{2, 5}, {5}});
+                           },
+                           [](const V& x) { return layer_norm(x[0], {5}, x[1], {}, 1e-3); }},
+                  GradCase{"group_norm", "2 groups, affine",
+                           [] {
+                             return leaves({{2, 4, 3, 3}, {4}, {4}});
+                           },
+                           [](const V& x) { return group_norm(x[0], 2, x[1], x[2]); }},
+                  GradCase{"group_norm", "one channel per group, 1-d spatial, no affine",
+                           [] {
+                             return one({2, 3, 5});
+                           },
+                           [](const V& x) { return group_norm(x[0], 3); }},
+              });
 }  // namespace
 
 TEST_CASE("gradcheck: reductions and normalisation") { test::run_grad_cases("reduce"); }
@@ -57,8 +125,9 @@ TEST_CASE("layer_norm and softmax can be differentiated twice") {
   auto grad_of = [v](auto f) {
     return [v, f](const V& x) { return autograd::grad({f(x[0])}, {x[0]}, {v}, false, true)[0]; };
   };
-  for (auto f : {std::function<Tensor(const Tensor&)>([](const Tensor& x) { return layer_norm(x, {4}); }),
-                 std::function<Tensor(const Tensor&)>([](const Tensor& x) { return softmax(x, 1); })}) {
+  for (auto f :
+       {std::function<Tensor(const Tensor&)>([](const Tensor& x) { return layer_norm(x, {4}); }),
+        std::function<Tensor(const Tensor&)>([](const Tensor& x) { return softmax(x, 1); })}) {
     autograd::GradcheckResult r = autograd::gradcheck(grad_of(f), leaves({{3, 4}}));
     INFO(r.str());
     CHECK(r.ok);

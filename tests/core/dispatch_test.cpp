@@ -35,7 +35,8 @@ TEST_CASE("every op passes the observers with its cost") {
 TEST_CASE("the registry knows ops by name and refuses duplicates") {
   CHECK(find_op("copy").name == "copy");
   check_error([] { find_op("no_such_op"); }, {"no_such_op"});
-  OpDef dup{.name = "copy", .view = [](Inputs in, const Attrs&) { return std::vector<Tensor>{in[0]}; }};
+  OpDef dup{.name = "copy",
+            .view = [](Inputs in, const Attrs&) { return std::vector<Tensor>{in[0]}; }};
   check_error([&] { register_op(dup); }, {"copy", "twice"});
   CHECK(registered_ops().size() >= 8);
 }
@@ -64,7 +65,7 @@ TEST_CASE("one thread setting reaches the OpenMP pool of every thread that runs 
   set_num_threads(1);
   CHECK(num_threads() == 1);
   CHECK(omp_get_max_threads() == 1);  // oneDNN, Eigen and dlf's loops all size from this
-  omp_set_num_threads(3);  // a stray setting that dlf's must win over in new threads
+  omp_set_num_threads(3);             // a stray setting that dlf's must win over in new threads
   int seen = 0;
   std::thread rank([&] {  // a thread started later (a rank) picks it up at its first op
     zeros({1});

@@ -8,7 +8,8 @@ TEST_CASE("factories make the values they say") {
   check_close(zeros({2, 2}), {0, 0, 0, 0}, {2, 2});
   check_close(full({3}, 2.5, {.dtype = DType::f64}), {2.5, 2.5, 2.5}, {3});
   check_close(arange(1, 2, 0.25), {1, 1.25, 1.5, 1.75}, {4});
-  CHECK(arange(5, {.dtype = DType::i64}).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4});
+  CHECK(arange(5, {.dtype = DType::i64}).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 1, 2, 3, 4});
   Tensor b = from_vector<bool>({true, false});
   CHECK(b.dtype() == DType::b8);
   CHECK(b.to_vector<bool>() == std::vector<bool>{true, false});

@@ -32,9 +32,11 @@ std::vector<std::string> names(const nn::NamedTensors& list) {
 TEST_CASE("parameters and state_dict use dotted names; tied tensors count once") {
   Net net;
   CHECK(names(net.named_parameters()) ==
-        std::vector<std::string>{"head", "h.0.bias", "h.1.weight", "h.1.bias"});  // own first, as PyTorch
-  CHECK(names(net.state_dict()) == std::vector<std::string>{"head", "h.0.weight", "h.0.bias", "h.0.steps",
-                                                            "h.1.weight", "h.1.bias", "h.1.steps"});
+        std::vector<std::string>{"head", "h.0.bias", "h.1.weight",
+                                 "h.1.bias"});  // own first, as PyTorch
+  CHECK(names(net.state_dict()) == std::vector<std::string>{"head", "h.0.weight", "h.0.bias",
+                                                            "h.0.steps", "h.1.weight", "h.1.bias",
+                                                            "h.1.steps"});
   CHECK(names(net.named_buffers()) == std::vector<std::string>{"h.0.steps", "h.1.steps"});
   CHECK(net.num_parameters() == 16);
   for (const Tensor& p : net.parameters()) CHECK(p.requires_grad());

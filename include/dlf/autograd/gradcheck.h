@@ -12,13 +12,13 @@ struct GradcheckOptions {
   double eps = 1e-6;   ///< finite-difference step
   double atol = 1e-6;  ///< an element passes when |analytic - numeric| <= atol + rtol*|numeric|
   double rtol = 1e-4;
-  uint64_t seed = 0;   ///< for the random output projection
+  uint64_t seed = 0;  ///< for the random output projection
 };
 
 struct GradcheckResult {
   bool ok = true;
-  int input = -1;   ///< where the worst element is: which input,
-  Shape index;      ///< and which element of it
+  int input = -1;  ///< where the worst element is: which input,
+  Shape index;     ///< and which element of it
   double analytic = 0, numeric = 0;
   double worst_ratio = 0;  ///< worst |analytic - numeric| / tolerance (<= 1 passes)
   int64_t elements = 0;    ///< elements checked

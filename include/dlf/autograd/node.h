@@ -58,11 +58,11 @@ namespace dlf {
 /// The autograd state of one tensor.
 struct AutogradMeta {
   bool requires_grad = false;
-  Tensor grad;                                    ///< accumulated here, for leaves
-  std::shared_ptr<autograd::Node> grad_fn;        ///< null for leaves
-  int output_nr = 0;                              ///< which output of grad_fn this is
-  std::weak_ptr<autograd::Node> grad_accumulator; ///< a leaf's accumulation node
-  std::vector<autograd::TensorHook> hooks;        ///< for leaves, run before accumulation
+  Tensor grad;                                     ///< accumulated here, for leaves
+  std::shared_ptr<autograd::Node> grad_fn;         ///< null for leaves
+  int output_nr = 0;                               ///< which output of grad_fn this is
+  std::weak_ptr<autograd::Node> grad_accumulator;  ///< a leaf's accumulation node
+  std::vector<autograd::TensorHook> hooks;         ///< for leaves, run before accumulation
   std::vector<std::function<void(const Tensor&)>> grad_ready_hooks;  ///< leaves: grad final
 };
 

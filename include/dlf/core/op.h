@@ -16,8 +16,8 @@
 
 namespace dlf {
 
-using AttrValue = std::variant<int64_t, double, bool, std::vector<int64_t>, std::string, DType,
-                               Device>;
+using AttrValue =
+    std::variant<int64_t, double, bool, std::vector<int64_t>, std::string, DType, Device>;
 
 /// Named op attributes (dims, eps, strides, ...), in insertion order.
 class Attrs {

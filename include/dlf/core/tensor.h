@@ -50,8 +50,7 @@ struct TensorImpl {
 class Tensor {
  public:
   Tensor() = default;  ///< an undefined tensor (e.g. an absent bias)
-  Tensor(std::shared_ptr<Storage> storage, Shape sizes, Shape strides, int64_t offset,
-         DType dtype);
+  Tensor(std::shared_ptr<Storage> storage, Shape sizes, Shape strides, int64_t offset, DType dtype);
   /// A fresh contiguous tensor with uninitialised contents.
   static Tensor empty(const Shape& shape, DType dtype, Device device = kCPU);
 
@@ -91,7 +90,7 @@ class Tensor {
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor select(int64_t dim, int64_t index) const;  ///< removes `dim`
-  Tensor expand(const Shape& shape) const;           ///< broadcast; -1 keeps a dim
+  Tensor expand(const Shape& shape) const;          ///< broadcast; -1 keeps a dim
   Tensor squeeze(int64_t dim) const;
   Tensor squeeze() const;  ///< drops every size-1 dim
   Tensor unsqueeze(int64_t dim) const;
