@@ -23,3 +23,5 @@
 #include <dlf/device/threads.h>
 #include <dlf/error.h>
 #include <dlf/nn/module.h>
+#include <dlf/nn/optim/optimizer.h>
+#include <dlf/nn/optim/schedule.h>

@@ -1,0 +1,99 @@
+// Optimizers over parameter groups: SGD (momentum, Nesterov), Adam and AdamW.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <dlf/nn/module.h>
+
+namespace dlf::nn::optim {
+
+/// Parameters that share a learning-rate scale and a weight decay.
+struct ParamGroup {
+  std::vector<Tensor> params = {};
+  double weight_decay = 0;
+};
+
+/// Two groups in the nanoGPT way: weight_decay on matrices and embeddings (dim >= 2), none on
+/// biases and norm gains (dim < 2).
+std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_decay);
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<ParamGroup> groups, double lr);
+  virtual ~Optimizer() = default;
+  /// Updates every parameter that has a gradient (under no_grad) and counts the step.
+  void step();
+  /// Drops every parameter's gradient.
+  void zero_grad();
+  double lr() const { return lr_; }
+  void set_lr(double lr) { lr_ = lr; }
+  int64_t steps() const { return steps_; }
+  /// Step count and per-parameter state, named "<group>.<index>.<slot>" ("0.3.exp_avg").
+  NamedTensors state_dict() const;
+  /// Restores what state_dict() gave; a dlf::Error names a missing or mis-shaped entry.
+  void load_state_dict(const NamedTensors& state);
+
+ protected:
+  /// Updates one parameter in place; `state` holds its slots (created on first use).
+  virtual void update(Tensor& param, const Tensor& grad, double weight_decay,
+                      std::vector<Tensor>& state) = 0;
+  virtual std::vector<std::string> slot_names() const = 0;
+
+ private:
+  std::vector<ParamGroup> groups_;
+  std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]
+  double lr_;
+  int64_t steps_ = 0;
+};
+
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  bool nesterov = false;
+  double weight_decay = 0;  ///< L2, added to the gradient
+};
+/// PyTorch's SGD: buf = momentum·buf + g (buf = g on the first step); p -= lr·(g + momentum·buf)
+/// with Nesterov, else p -= lr·buf.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<ParamGroup> groups, SGDOptions options);
+
+ protected:
+  void update(Tensor& p, const Tensor& g, double wd, std::vector<Tensor>& state) override;
+  std::vector<std::string> slot_names() const override { return {"momentum_buffer"}; }
+
+ private:
+  SGDOptions o_;
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  bool decoupled = false;  ///< AdamW: p -= lr·wd·p instead of adding wd·p to the gradient
+};
+/// Adam with bias correction; AdamW when decoupled (its groups' weight_decay then decays
+/// the weights directly).
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<ParamGroup> groups, AdamOptions options);
+
+ protected:
+  void update(Tensor& p, const Tensor& g, double wd, std::vector<Tensor>& state) override;
+  std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+
+ private:
+  AdamOptions o_;
+};
+
+/// AdamW with decoupled weight decay.
+inline Adam AdamW(std::vector<ParamGroup> groups, AdamOptions options) {
+  options.decoupled = true;
+  return Adam(std::move(groups), options);
+}
+
+/// Scales the gradients of `params` so their global L2 norm is at most max_norm; returns the
+/// norm before clipping.
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
+}  // namespace dlf::nn::optim

@@ -1,0 +1,147 @@
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/core/factory.h>
+#include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/reduce.h>
+#include <dlf/nn/optim/optimizer.h>
+
+#include <cmath>
+#include <map>
+
+namespace dlf::nn::optim {
+
+std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_decay) {
+  ParamGroup decay{.weight_decay = weight_decay}, no_decay{.weight_decay = 0};
+  for (const auto& [name, p] : params) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  return {decay, no_decay};
+}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr)
+    : groups_(std::move(groups)), lr_(lr) {
+  for (const ParamGroup& g : groups_) {
+    for (const Tensor& p : g.params) {
+      DLF_CHECK(p.requires_grad() && p.is_leaf(), "optimizer: a parameter of shape ",
+                shape_str(p.shape()), " is not a leaf that requires grad");
+    }
+    state_.emplace_back(g.params.size());
+  }
+}
+
+void Optimizer::step() {
+  autograd::NoGradGuard no_grad;
+  ++steps_;
+  const size_t slots = slot_names().size();
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      Tensor& p = groups_[gi].params[pi];
+      const Tensor g = p.grad();
+      if (!g.defined()) continue;
+      std::vector<Tensor>& state = state_[gi][pi];
+      state.resize(slots);
+      update(p, g, groups_[gi].weight_decay, state);
+    }
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (ParamGroup& g : groups_) {
+    for (Tensor& p : g.params) p.set_grad(Tensor());
+  }
+}
+
+NamedTensors Optimizer::state_dict() const {
+  NamedTensors out;
+  out.emplace_back("step", from_vector<int64_t>({steps_}, {}));
+  const std::vector<std::string> names = slot_names();
+  for (size_t gi = 0; gi < state_.size(); ++gi) {
+    for (size_t pi = 0; pi < state_[gi].size(); ++pi) {
+      for (size_t s = 0; s < state_[gi][pi].size(); ++s) {
+        if (!state_[gi][pi][s].defined()) continue;
+        out.emplace_back(std::to_string(gi) + "." + std::to_string(pi) + "." + names[s],
+                         state_[gi][pi][s]);
+      }
+    }
+  }
+  return out;
+}
+
+void Optimizer::load_state_dict(const NamedTensors& state) {
+  std::map<std::string, Tensor> given(state.begin(), state.end());
+  DLF_CHECK(given.contains("step"), "optimizer state: missing 'step'");
+  const int64_t step = given.at("step").item<int64_t>();
+  const std::vector<std::string> names = slot_names();
+  auto restored = state_;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      restored[gi][pi].assign(names.size(), Tensor());
+      for (size_t s = 0; s < names.size(); ++s) {
+        const std::string key = std::to_string(gi) + "." + std::to_string(pi) + "." + names[s];
+        auto it = given.find(key);
+        if (it == given.end()) continue;
+        const Tensor& p = groups_[gi].params[pi];
+        DLF_CHECK(it->second.shape() == p.shape(), "optimizer state '", key, "' has shape ",
+                  shape_str(it->second.shape()), ", its parameter has ", shape_str(p.shape()));
+        restored[gi][pi][s] = it->second.to(p.dtype()).to(p.device()).clone();
+        given.erase(it);
+      }
+    }
+  }
+  given.erase("step");
+  DLF_CHECK(given.empty(), "optimizer state: unexpected entry '", given.begin()->first, "'");
+  state_ = std::move(restored);
+  steps_ = step;
+}
+
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
+    : Optimizer(std::move(groups), options.lr), o_(options) {
+  DLF_CHECK(!o_.nesterov || o_.momentum > 0, "SGD: Nesterov needs momentum > 0");
+}
+
+void SGD::update(Tensor& p, const Tensor& grad, double, std::vector<Tensor>& state) {
+  Tensor g = o_.weight_decay != 0 ? grad + p * o_.weight_decay : grad;
+  if (o_.momentum != 0) {
+    Tensor& buf = state[0];
+    buf = buf.defined() ? buf * o_.momentum + g : g.clone();
+    g = o_.nesterov ? g + buf * o_.momentum : buf;
+  }
+  p.copy_(p - g * lr());
+}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
+    : Optimizer(std::move(groups), options.lr), o_(options) {}
+
+void Adam::update(Tensor& p, const Tensor& grad, double weight_decay, std::vector<Tensor>& state) {
+  Tensor g = grad;
+  if (weight_decay != 0) {
+    if (o_.decoupled) {
+      p.copy_(p * (1 - lr() * weight_decay));
+    } else {
+      g = g + p * weight_decay;
+    }
+  }
+  Tensor& m = state[0];
+  Tensor& v = state[1];
+  m = m.defined() ? m * o_.beta1 + g * (1 - o_.beta1) : g * (1 - o_.beta1);
+  v = v.defined() ? v * o_.beta2 + g * g * (1 - o_.beta2) : g * g * (1 - o_.beta2);
+  const double t = static_cast<double>(steps());
+  const double c1 = 1 - std::pow(o_.beta1, t), c2 = 1 - std::pow(o_.beta2, t);
+  p.copy_(p - (m / c1) / (sqrt(v / c2) + o_.eps) * lr());
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  autograd::NoGradGuard no_grad;
+  double total = 0;
+  for (const Tensor& p : params) {
+    if (p.grad().defined())
+      total += sum(p.grad().to(DType::f64) * p.grad().to(DType::f64)).item<double>();
+  }
+  total = std::sqrt(total);
+  if (total > max_norm) {
+    const double scale = max_norm / (total + 1e-6);
+    for (const Tensor& p : params) {
+      if (p.grad().defined()) p.set_grad(p.grad() * scale);
+    }
+  }
+  return total;
+}
+
+}  // namespace dlf::nn::optim

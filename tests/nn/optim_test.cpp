@@ -1,0 +1,147 @@
+#include "test_util.h"
+
+#include <dlf/nn/optim/optimizer.h>
+#include <dlf/nn/optim/schedule.h>
+
+using namespace dlf;
+using namespace dlf::nn::optim;
+using dlf::test::check_close;
+using dlf::test::check_error;
+
+namespace {
+
+Tensor param(std::vector<double> values) {
+  Tensor p = from_vector(values);
+  p.requires_grad_();
+  return p;
+}
+
+// Gives p the gradient g (as backward would) and runs one step.
+void step_with(Optimizer& opt, Tensor& p, std::vector<double> g) {
+  p.set_grad(from_vector(g));
+  opt.step();
+}
+
+}  // namespace
+
+TEST_CASE("SGD, with momentum and Nesterov, against hand-computed steps") {
+  Tensor p = param({1.0});
+  SGD plain({{{p}}}, {.lr = 0.1});
+  step_with(plain, p, {0.5});
+  check_close(p, {0.95}, {1}, 1e-12);
+
+  // Constant gradient 1 from 0, lr 0.1, momentum 0.9: buf 1 then 1.9.
+  Tensor q = param({0.0});
+  SGD momentum({{{q}}}, {.lr = 0.1, .momentum = 0.9});
+  step_with(momentum, q, {1});
+  check_close(q, {-0.1}, {1}, 1e-12);
+  step_with(momentum, q, {1});
+  check_close(q, {-0.29}, {1}, 1e-12);
+
+  // Nesterov steps along g + momentum·buf: 1.9, then 1 + 0.9·1.9 = 2.71.
+  Tensor r = param({0.0});
+  SGD nesterov({{{r}}}, {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  step_with(nesterov, r, {1});
+  check_close(r, {-0.19}, {1}, 1e-12);
+  step_with(nesterov, r, {1});
+  check_close(r, {-0.461}, {1}, 1e-12);
+
+  // L2 weight decay adds wd·p to the gradient: 0.5 + 0.1·2 = 0.7.
+  Tensor s = param({2.0});
+  SGD decay({{{s}}}, {.lr = 0.1, .weight_decay = 0.1});
+  step_with(decay, s, {0.5});
+  check_close(s, {1.93}, {1}, 1e-12);
+  check_error([&] { SGD({{{s}}}, {.nesterov = true}); }, {"Nesterov", "momentum"});
+}
+
+TEST_CASE("Adam and AdamW against hand-computed steps") {
+  // A constant gradient 0.5: bias-corrected m = 0.5 and v = 0.25, so each step moves by lr.
+  Tensor p = param({1.0});
+  Adam adam({{{p}}}, {.lr = 0.1});
+  step_with(adam, p, {0.5});
+  check_close(p, {0.9}, {1}, 1e-7);
+  step_with(adam, p, {0.5});
+  check_close(p, {0.8}, {1}, 1e-7);
+  nn::NamedTensors state = adam.state_dict();
+  REQUIRE(state.size() == 3);
+  check_close(state[1].second, {0.095}, {1}, 1e-12);                       // exp_avg after 2 steps
+  check_close(state[2].second, {0.25 * (1 - 0.999 * 0.999)}, {1}, 1e-12);  // exp_avg_sq
+
+  // AdamW decays the weight first: 1·(1 - 0.1·0.1) = 0.99, then the Adam step of 0.1.
+  Tensor w = param({1.0});
+  Adam adamw = AdamW({{{w}, 0.1}}, {.lr = 0.1});
+  step_with(adamw, w, {0.5});
+  check_close(w, {0.89}, {1}, 1e-7);
+
+  // Plain Adam folds the decay into the gradient: 0.5 + 0.1·1 = 0.6, so v = 0.001·0.36.
+  Tensor l2 = param({1.0});
+  Adam coupled({{{l2}, 0.1}}, {.lr = 0.1});
+  step_with(coupled, l2, {0.5});
+  check_close(coupled.state_dict()[2].second, {0.00036}, {1}, 1e-12);
+}
+
+TEST_CASE("decay groups leave biases and norm gains undecayed") {
+  nn::NamedTensors named = {{"fc.weight", param({1, 2}).view({1, 2})},
+                            {"fc.bias", param({0})},
+                            {"ln.weight", param({1})}};
+  std::vector<ParamGroup> groups = decay_groups(named, 0.1);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].params.size() == 1);
+  CHECK(groups[0].weight_decay == 0.1);
+  CHECK(groups[1].params.size() == 2);
+  CHECK(groups[1].weight_decay == 0);
+}
+
+TEST_CASE("optimizer state round-trips: a resumed run matches an unbroken one bit for bit") {
+  // Runs steps [first, last) with gradients that depend on the global step.
+  auto run = [](int first, int last, const nn::NamedTensors* resume_from, nn::NamedTensors* save) {
+    Tensor p = param({1.0, -2.0});
+    Adam opt = AdamW({{{p}, 0.01}}, {.lr = 0.05});
+    if (resume_from) {
+      nn::NamedTensors state(resume_from->begin(), resume_from->end() - 1);
+      opt.load_state_dict(state);
+      autograd::NoGradGuard no_grad;
+      p.copy_(resume_from->back().second);  // the parameter, saved last
+    }
+    for (int k = first; k < last; ++k) step_with(opt, p, {0.3 * (k + 1), -0.2 * k});
+    if (save) {
+      *save = opt.state_dict();
+      save->emplace_back("param", p.clone());
+    }
+    return p;
+  };
+  nn::NamedTensors saved;
+  run(0, 2, nullptr, &saved);
+  CHECK(saved.front().second.item<int64_t>() == 2);
+  check_close(run(2, 4, &saved, nullptr), run(0, 4, nullptr, nullptr), 0, 0);
+
+  Tensor p = param({0, 0});
+  Adam fresh({{{p}}}, {});
+  nn::NamedTensors bad(saved.begin(), saved.end() - 1);
+  bad[1].second = zeros({3});
+  check_error([&] { fresh.load_state_dict(bad); }, {"0.0.exp_avg", "[3]", "[2]"});
+  nn::NamedTensors extra = {{"step", from_vector<int64_t>({1}, {})}, {"5.0.exp_avg", zeros({2})}};
+  check_error([&] { fresh.load_state_dict(extra); }, {"unexpected", "5.0.exp_avg"});
+  check_error([&] { fresh.load_state_dict({}); }, {"missing", "step"});
+}
+
+TEST_CASE("clip_grad_norm scales gradients to the bound and reports the norm before") {
+  Tensor a = param({0, 0}), b = param({0});
+  a.set_grad(from_vector<double>({3, 0}));
+  b.set_grad(from_vector<double>({4}));
+  CHECK(clip_grad_norm({a, b}, 1.0) == doctest::Approx(5.0));
+  check_close(a.grad(), {0.6, 0}, {2}, 1e-6);
+  check_close(b.grad(), {0.8}, {1}, 1e-6);
+  CHECK(clip_grad_norm({a, b}, 10.0) == doctest::Approx(1.0).epsilon(1e-5));  // left alone
+  check_close(b.grad(), {0.8}, {1}, 1e-6);
+}
+
+TEST_CASE("learning-rate schedules") {
+  CHECK(warmup_cosine_lr(0, 1.0, 10, 110, 0.1) == doctest::Approx(0.1));
+  CHECK(warmup_cosine_lr(9, 1.0, 10, 110, 0.1) == doctest::Approx(1.0));
+  CHECK(warmup_cosine_lr(10, 1.0, 10, 110, 0.1) == doctest::Approx(1.0));
+  CHECK(warmup_cosine_lr(60, 1.0, 10, 110, 0.1) == doctest::Approx(0.55));  // half way: mean
+  CHECK(warmup_cosine_lr(500, 1.0, 10, 110, 0.1) == doctest::Approx(0.1));
+  CHECK(step_lr(25, 1.0, 10, 0.5) == doctest::Approx(0.25));
+  check_error([] { warmup_cosine_lr(0, 1, 10, 5, 0); }, {"warmup", "total"});
+}
