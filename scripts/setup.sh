@@ -8,7 +8,9 @@ packages=(
   g++ cmake make pkg-config git ca-certificates
   # libraries
   libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libcereal-dev libcli11-dev
-  libhdf5-dev doctest-dev
+  libhdf5-dev zlib1g-dev doctest-dev
+  # data: the default text corpus and Fashion-MNIST
+  fortunes dataset-fashion-mnist
 )
 [ "${DLF_SETUP_EXTRA:-}" ] && read -r -a extra <<<"$DLF_SETUP_EXTRA" && packages+=("${extra[@]}")
 
