@@ -20,10 +20,14 @@ GradCase attention_case(std::string name, std::vector<Shape> shapes, bool causal
           [causal](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], causal); }};
 }
 
-GradCase cross_entropy_case(std::string name, Tensor logits, Tensor target,
+// Tensors are made inside the lambdas: the table is static and outlives the allocator.
+GradCase cross_entropy_case(std::string name, std::function<V()> logits,
+                            std::vector<int64_t> target, Shape target_shape,
                             CrossEntropyOptions options) {
-  return {"cross_entropy", std::move(name), [logits] { return V{logits}; },
-          [target, options](const V& x) { return cross_entropy(x[0], target, options); }};
+  return {"cross_entropy", std::move(name), std::move(logits),
+          [target, target_shape, options](const V& x) {
+            return cross_entropy(x[0], targets(target, target_shape), options);
+          }};
 }
 
 [[maybe_unused]] const bool cases = test::add_grad_cases(
@@ -71,20 +75,36 @@ GradCase cross_entropy_case(std::string name, Tensor logits, Tensor target,
                  [](const V& x) {
                    return embedding(x[0], targets({3, 3, 0}, {3}).to(DType::i32));
                  }},
-        cross_entropy_case("mean, ignore_index", leaves({{4, 5}})[0], targets({1, -100, 4, 0}, {4}),
-                           {}),
-        cross_entropy_case("label smoothing, sum", leaves({{3, 4}})[0], targets({3, 0, 2}, {3}),
-                           {.label_smoothing = 0.1, .reduction = Reduction::sum}),
-        cross_entropy_case("[N, C, d] form, no reduction", test::transposed_leaf({3, 4, 2}),
-                           targets({0, 3, 1, 2, 2, -100}, {3, 2}), {.reduction = Reduction::none}),
+        cross_entropy_case("mean, ignore_index",
+                           [] {
+                             return leaves({{4, 5}});
+                           },
+                           {1, -100, 4, 0}, {4}, {}),
+        cross_entropy_case("label smoothing, sum",
+                           [] {
+                             return leaves({{3, 4}});
+                           },
+                           {3, 0, 2}, {3}, {.label_smoothing = 0.1, .reduction = Reduction::sum}),
+        cross_entropy_case("[N, C, d] form, no reduction",
+                           [] {
+                             return V{test::transposed_leaf({3, 4, 2})};
+                           },
+                           {0, 3, 1, 2, 2, -100}, {3, 2}, {.reduction = Reduction::none}),
         cross_entropy_case("[N, C, d1, d2], mean, smoothing and a custom ignore_index",
-                           leaves({{2, 3, 2, 1}})[0], targets({2, 1, 0, 2}, {2, 2, 1}),
-                           {.ignore_index = 1, .label_smoothing = 0.2}),
-        cross_entropy_case("[N, C, d], sum, ignore_index", leaves({{2, 3, 2}})[0],
-                           targets({-100, 1, 2, 0}, {2, 2}), {.reduction = Reduction::sum}),
-        cross_entropy_case("one row, smoothing, no reduction", leaves({{1, 3}})[0],
-                           targets({2}, {1}),
-                           {.label_smoothing = 0.5, .reduction = Reduction::none}),
+                           [] {
+                             return leaves({{2, 3, 2, 1}});
+                           },
+                           {2, 1, 0, 2}, {2, 2, 1}, {.ignore_index = 1, .label_smoothing = 0.2}),
+        cross_entropy_case("[N, C, d], sum, ignore_index",
+                           [] {
+                             return leaves({{2, 3, 2}});
+                           },
+                           {-100, 1, 2, 0}, {2, 2}, {.reduction = Reduction::sum}),
+        cross_entropy_case("one row, smoothing, no reduction",
+                           [] {
+                             return leaves({{1, 3}});
+                           },
+                           {2}, {1}, {.label_smoothing = 0.5, .reduction = Reduction::none}),
         GradCase{"dropout", "fixed generator",
                  [] {
                    return leaves({{4, 5}});
