@@ -1,9 +1,6 @@
 // Backward of cat, embedding, cross_entropy, dropout and attention.
 #include <dlf/autograd/backward.h>
-#include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
-#include <dlf/core/ops/linalg.h>
-#include <dlf/core/ops/reduce.h>
 
 #include "autograd/derivatives/sum_to.h"
 
@@ -26,50 +23,22 @@ Grads cat_backward(const BackwardContext& c) {
   return out;
 }
 
-// d loss / d logits = w (softmax - smoothed one-hot), w the weight of each target position.
+// The fused ops of core/ops/nn_backward_ops.cpp; attention's gradients come over the
+// broadcast leading dims and are summed down to each operand's shape.
 Grads cross_entropy_backward(const BackwardContext& c) {
-  const Tensor& logits = c.input(0);
-  const Tensor target = c.input(1).to(DType::i64);
-  const Attrs& a = c.attrs();
-  const int64_t classes = logits.shape()[1];
-  const double smoothing = a.f("label_smoothing");
-  const TensorOptions i64{.dtype = DType::i64, .device = logits.device()};
-  Shape class_shape(logits.dim(), 1);
-  class_shape[1] = classes;
-  const Tensor one_hot =
-      eq(arange(classes, i64).view(class_shape), target.unsqueeze(1)).to(logits.dtype());
-  const Tensor p = exp(logits - c.output(1).to(logits.dtype()).unsqueeze(1));
-  Tensor weight =
-      ne(target, full({}, static_cast<double>(a.i("ignore_index")), i64)).to(logits.dtype());
-  const std::string& reduction = a.s("reduction");
-  weight = reduction == "mean" ? weight * (c.grad() / sum(weight)) : weight * c.grad();
-  return {(p - one_hot * (1 - smoothing) - smoothing / static_cast<double>(classes)) *
-              weight.unsqueeze(1),
+  return {dispatch1(find_op("cross_entropy_backward"),
+                    {c.grad(), c.input(0), c.input(1), c.output(1)}, c.attrs()),
           Tensor()};
 }
 
-// softmax(q kᵀ s + mask) v: the probabilities are recomputed from the saved logsumexp.
 Grads attention_backward(const BackwardContext& c) {
-  const Tensor& q = c.input(0);
-  const Tensor& k = c.input(1);
-  const Tensor& v = c.input(2);
-  const double scale = c.attrs().f("scale");
-  const int64_t tq = q.size(-2), tk = k.size(-2);
-  const Tensor g = c.grad();
-  Tensor p = exp(matmul(q, k.transpose(-1, -2)) * scale - c.output(1).to(q.dtype()).unsqueeze(-1));
-  if (c.attrs().b("causal")) {
-    const TensorOptions i64{.dtype = DType::i64, .device = q.device()};
-    p = masked_fill(p,
-                    gt(arange(tk, i64).view({1, tk}),
-                       arange(tq, i64).view({tq, 1}) + static_cast<double>(tk - tq)),
-                    0);
-  }
-  const Tensor dp = matmul(g, v.transpose(-1, -2));
-  const Tensor ds = p * (dp - sum(g * c.output(0), {-1}, true)) * scale;
+  const std::vector<Tensor> d =
+      dispatch(find_op("scaled_dot_product_attention_backward"),
+               {c.grad(), c.input(0), c.input(1), c.input(2), c.output(0), c.output(1)}, c.attrs());
   Grads out(3);
-  if (c.needs_grad(0)) out[0] = sum_to(matmul(ds, k), q.shape());
-  if (c.needs_grad(1)) out[1] = sum_to(matmul(ds.transpose(-1, -2), q), k.shape());
-  if (c.needs_grad(2)) out[2] = sum_to(matmul(p.transpose(-1, -2), g), v.shape());
+  for (int i = 0; i < 3; ++i) {
+    if (c.needs_grad(i)) out[i] = sum_to(d[i], c.input_meta(i).shape);
+  }
   return out;
 }
 
@@ -91,6 +60,8 @@ Grads attention_backward(const BackwardContext& c) {
   register_backward("scaled_dot_product_attention",
                     {.save_inputs = {0, 1, 2}, .save_outputs = {0, 1}, .fn = attention_backward});
   register_nondifferentiable("embedding_backward");
+  register_nondifferentiable("cross_entropy_backward");
+  register_nondifferentiable("scaled_dot_product_attention_backward");
   return true;
 }();
 

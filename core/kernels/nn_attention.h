@@ -2,6 +2,8 @@
 #pragma once
 #include <dlf/core/tensor.h>
 
+#include <algorithm>
+
 namespace dlf::kernels {
 
 /// Query rows per task: a block's scores (kBlockRows x Tk) stay in the thread's cache.
@@ -14,5 +16,23 @@ inline constexpr int64_t kAttentionBlockRows = 64;
 /// zeros and lse = -inf.
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
                        const Tensor& out, const Tensor& lse);
+
+/// The gradients of attention_forward's out with respect to q, k and v, given grad_out
+/// [..., Tq, dv] (any strides) and the forward's out and lse. dq [..., Tq, d],
+/// dk [..., Tk, d] and dv [..., Tk, dv] are contiguous over the broadcast leading dims of out
+/// (the caller sums them over the dims an operand was broadcast along). Deterministic: no sum
+/// depends on the thread count.
+void attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& out, const Tensor& lse, bool causal, double scale,
+                        const Tensor& dq, const Tensor& dk, const Tensor& dv);
+
+/// (query, key) pairs that one batch entry computes: Tq·Tk, or the causal band.
+inline double attention_visible_pairs(int64_t tq, int64_t tk, bool causal) {
+  if (!causal) return static_cast<double>(tq) * static_cast<double>(tk);
+  double pairs = 0;
+  for (int64_t i = 0; i < tq; ++i)
+    pairs += static_cast<double>(std::clamp(i + tk - tq + 1, int64_t{0}, tk));
+  return pairs;
+}
 
 }  // namespace dlf::kernels

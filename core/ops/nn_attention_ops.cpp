@@ -33,15 +33,6 @@ Shape lead_shape(Inputs in) {
   return lead;
 }
 
-// (query, key) pairs a query row block sees per batch entry: Tq·Tk, or the causal band.
-double visible_pairs(int64_t tq, int64_t tk, bool causal) {
-  if (!causal) return static_cast<double>(tq) * static_cast<double>(tk);
-  double pairs = 0;
-  for (int64_t i = 0; i < tq; ++i)
-    pairs += static_cast<double>(std::clamp(i + tk - tq + 1, int64_t{0}, tk));
-  return pairs;
-}
-
 const OpDef& attention_op = register_op({
     .name = "scaled_dot_product_attention",
     .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
@@ -80,7 +71,7 @@ const OpDef& attention_op = register_op({
       const Tensor &q = in[0], &v = in[2];
       const int64_t tq = q.shape().end()[-2], tk = v.shape().end()[-2];
       const double batches = static_cast<double>(out[1].numel()) / std::max<int64_t>(1, tq);
-      const double pairs = batches * visible_pairs(tq, tk, a.b("causal"));
+      const double pairs = batches * kernels::attention_visible_pairs(tq, tk, a.b("causal"));
       const double flops =
           pairs * static_cast<double>(2 * q.shape().back() + 2 * v.shape().back() + 5);
       double read = 0;

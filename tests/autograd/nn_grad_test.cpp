@@ -1,3 +1,5 @@
+#include <dlf/device/threads.h>
+
 #include "autograd/grad_cases.h"
 
 using namespace dlf;
@@ -8,13 +10,25 @@ namespace {
 using V = std::vector<Tensor>;
 
 // q, k, v as GPT makes them: views of one [B, T, 3, H, d] tensor, transposed to [B, H, T, d].
-V qkv_views(int64_t t) {
-  Tensor all = leaves({{2, t, 3, 2, 3}})[0];
-  return {all};
-}
+V qkv_leaf(int64_t t) { return leaves({{2, t, 3, 2, 3}}); }
 Tensor head(const Tensor& all, int64_t i) { return all.select(2, i).transpose(1, 2); }
 
 Tensor targets(const std::vector<int64_t>& v, const Shape& s) { return from_vector(v, s); }
+
+GradCase attention_case(std::string name, std::vector<Shape> shapes, bool causal) {
+  return {"scaled_dot_product_attention", std::move(name), [shapes] { return leaves(shapes); },
+          [causal](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], causal); }};
+}
+
+// Tensors are made inside the lambdas: the table is static and outlives the allocator.
+GradCase cross_entropy_case(std::string name, std::function<V()> logits,
+                            std::vector<int64_t> target, Shape target_shape,
+                            CrossEntropyOptions options) {
+  return {"cross_entropy", std::move(name), std::move(logits),
+          [target, target_shape, options](const V& x) {
+            return cross_entropy(x[0], targets(target, target_shape), options);
+          }};
+}
 
 [[maybe_unused]] const bool cases = test::add_grad_cases(
     "nn",
@@ -24,11 +38,29 @@ Tensor targets(const std::vector<int64_t>& v, const Shape& s) { return from_vect
                    return leaves({{2, 1}, {2, 3}, {2, 2}});
                  },
                  [](const V& x) { return cat(x, 1); }},
+        GradCase{"cat", "dim 0, a transposed input and one that needs no grad",
+                 [] {
+                   return V{test::transposed_leaf({2, 3}), leaves({{1, 3}})[0].detach()};
+                 },
+                 [](const V& x) { return cat(x, 0); }},
+        GradCase{"cat", "last dim of 3-d inputs",
+                 [] {
+                   return leaves({{2, 1, 2}, {2, 1, 1}});
+                 },
+                 [](const V& x) { return cat(x, -1); }},
         GradCase{"cat", "stack along a new last dim",
                  [] {
                    return leaves({{3}, {3}});
                  },
                  [](const V& x) { return stack(x, -1); }},
+        GradCase{"cat", "split and chunk (views of one input) rejoined",
+                 [] {
+                   return leaves({{4, 3}});
+                 },
+                 [](const V& x) {
+                   V parts = chunk(x[0], 2, 0);
+                   return cat({parts[1], split(parts[0], 1, 1)[2] * 2.0}, 1);
+                 }},
         GradCase{"embedding", "repeated 2-d indices",
                  [] {
                    return leaves({{5, 3}});
@@ -36,29 +68,43 @@ Tensor targets(const std::vector<int64_t>& v, const Shape& s) { return from_vect
                  [](const V& x) {
                    return embedding(x[0], targets({1, 4, 1, 0, 1, 2}, {2, 3}));
                  }},
-        GradCase{"cross_entropy", "mean, ignore_index",
+        GradCase{"embedding", "transposed weight, i32 indices, a row never picked",
                  [] {
-                   return leaves({{4, 5}});
+                   return V{test::transposed_leaf({4, 2})};
                  },
                  [](const V& x) {
-                   return cross_entropy(x[0], targets({1, -100, 4, 0}, {4}));
+                   return embedding(x[0], targets({3, 3, 0}, {3}).to(DType::i32));
                  }},
-        GradCase{"cross_entropy", "label smoothing, sum",
-                 [] {
-                   return leaves({{3, 4}});
-                 },
-                 [](const V& x) {
-                   return cross_entropy(x[0], targets({3, 0, 2}, {3}),
-                                        {.label_smoothing = 0.1, .reduction = Reduction::sum});
-                 }},
-        GradCase{"cross_entropy", "[N, C, d] form, no reduction",
-                 [] {
-                   return V{test::transposed_leaf({3, 4, 2})};
-                 },
-                 [](const V& x) {
-                   return cross_entropy(x[0], targets({0, 3, 1, 2, 2, -100}, {3, 2}),
-                                        {.reduction = Reduction::none});
-                 }},
+        cross_entropy_case("mean, ignore_index",
+                           [] {
+                             return leaves({{4, 5}});
+                           },
+                           {1, -100, 4, 0}, {4}, {}),
+        cross_entropy_case("label smoothing, sum",
+                           [] {
+                             return leaves({{3, 4}});
+                           },
+                           {3, 0, 2}, {3}, {.label_smoothing = 0.1, .reduction = Reduction::sum}),
+        cross_entropy_case("[N, C, d] form, no reduction",
+                           [] {
+                             return V{test::transposed_leaf({3, 4, 2})};
+                           },
+                           {0, 3, 1, 2, 2, -100}, {3, 2}, {.reduction = Reduction::none}),
+        cross_entropy_case("[N, C, d1, d2], mean, smoothing and a custom ignore_index",
+                           [] {
+                             return leaves({{2, 3, 2, 1}});
+                           },
+                           {2, 1, 0, 2}, {2, 2, 1}, {.ignore_index = 1, .label_smoothing = 0.2}),
+        cross_entropy_case("[N, C, d], sum, ignore_index",
+                           [] {
+                             return leaves({{2, 3, 2}});
+                           },
+                           {-100, 1, 2, 0}, {2, 2}, {.reduction = Reduction::sum}),
+        cross_entropy_case("one row, smoothing, no reduction",
+                           [] {
+                             return leaves({{1, 3}});
+                           },
+                           {2}, {1}, {.label_smoothing = 0.5, .reduction = Reduction::none}),
         GradCase{"dropout", "fixed generator",
                  [] {
                    return leaves({{4, 5}});
@@ -67,11 +113,25 @@ Tensor targets(const std::vector<int64_t>& v, const Shape& s) { return from_vect
                    Generator g(5);
                    return dropout(x[0], 0.3, true, &g);
                  }},
+        GradCase{"dropout", "transposed input, p = 0.6",
+                 [] {
+                   return V{test::transposed_leaf({3, 4})};
+                 },
+                 [](const V& x) {
+                   Generator g(7);
+                   return dropout(x[0], 0.6, true, &g);
+                 }},
         GradCase{"scaled_dot_product_attention", "causal, q/k/v as views of one tensor",
-                 [] { return qkv_views(4); },
+                 [] { return qkv_leaf(4); },
                  [](const V& x) {
                    return scaled_dot_product_attention(head(x[0], 0), head(x[0], 1), head(x[0], 2),
                                                        true);
+                 }},
+        GradCase{"scaled_dot_product_attention", "not causal, views of one tensor, q is k",
+                 [] { return qkv_leaf(3); },
+                 [](const V& x) {
+                   return scaled_dot_product_attention(head(x[0], 1), head(x[0], 1), head(x[0], 2),
+                                                       false);
                  }},
         GradCase{
             "scaled_dot_product_attention", "Tq != Tk, broadcast k/v, custom scale",
@@ -79,23 +139,106 @@ Tensor targets(const std::vector<int64_t>& v, const Shape& s) { return from_vect
               return leaves({{2, 3, 4}, {1, 5, 4}, {1, 5, 2}});
             },
             [](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], false, 0.7); }},
-        GradCase{"scaled_dot_product_attention", "causal with more queries than keys",
+        attention_case("causal with more queries than keys (rows that see no key)",
+                       {{1, 4, 2}, {1, 3, 2}, {1, 3, 2}}, true),
+        attention_case("causal with fewer queries than keys, k/v shared by heads",
+                       {{2, 2, 2, 3}, {2, 1, 4, 3}, {2, 1, 4, 2}}, true),
+        // Two blocks of query rows and of keys, the block edges not aligned with the mask's.
+        attention_case("causal, several blocks, Tq = 70, Tk = 67", {{70, 2}, {67, 2}, {67, 1}},
+                       true),
+        attention_case("several blocks, Tq = 66, Tk = 70", {{66, 1}, {70, 1}, {70, 2}}, false),
+        attention_case("one query, q broadcast over the batch", {{1, 2}, {3, 2, 2}, {3, 2, 1}},
+                       false),
+        GradCase{"scaled_dot_product_attention", "an expanded incoming gradient (sum over dv)",
                  [] {
-                   return leaves({{1, 4, 2}, {1, 3, 2}, {1, 3, 2}});
+                   return leaves({{2, 3, 2}, {2, 3, 2}, {2, 3, 3}});
                  },
-                 [](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], true); }},
+                 [](const V& x) {
+                   return sum(scaled_dot_product_attention(x[0], x[1], x[2], true), {-1});
+                 }},
     });
+
+// The gradients of sum(attention(q, k, v)²) with respect to q, k and v.
+V attention_grads(const V& in, bool causal) {
+  Tensor y = scaled_dot_product_attention(in[0], in[1], in[2], causal);
+  return autograd::grad({sum(y * y)}, in);
+}
+
+V converted(const V& in, DType dtype) {
+  V out;
+  for (const Tensor& t : in) out.push_back(t.detach().to(dtype).requires_grad_());
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("gradcheck: join, embedding, losses, dropout, attention") { test::run_grad_cases("nn"); }
 
-TEST_CASE("the f32 attention backward agrees with the f64 one across query blocks") {
+TEST_CASE("the f32 and bf16 attention backward agree with the f64 one across blocks") {
+  // T = 150: three blocks of query rows and of keys, so pass 2 sums over several blocks.
   V in64 = leaves({{1, 2, 150, 8}, {1, 2, 150, 8}, {1, 2, 150, 8}}, 13);
-  V in32;
-  for (const Tensor& t : in64) in32.push_back(t.detach().to(DType::f32).requires_grad_());
-  for (const V* in : {&in64, &in32}) {
-    Tensor y = scaled_dot_product_attention((*in)[0], (*in)[1], (*in)[2], true);
-    sum(y * y).backward();
+  for (bool causal : {true, false}) {
+    const V g64 = attention_grads(in64, causal);
+    const V g32 = attention_grads(converted(in64, DType::f32), causal);
+    for (int i = 0; i < 3; ++i) test::check_close(g32[i], g64[i], 1e-4, 1e-3);
   }
-  for (int i = 0; i < 3; ++i) test::check_close(in32[i].grad(), in64[i].grad(), 1e-4, 1e-3);
+  V small = leaves({{2, 20, 8}, {2, 20, 8}, {2, 20, 8}}, 17);
+  const V g64 = attention_grads(small, true);
+  const V g16 = attention_grads(converted(small, DType::bf16), true);
+  for (int i = 0; i < 3; ++i) test::check_close(g16[i], g64[i], 0.1, 0.05);
+}
+
+TEST_CASE("the attention and embedding gradients do not depend on the thread count") {
+  // Big enough for both kernels to run on several threads: 2 x 3 blocks of query rows, and
+  // 300 x 256 gradient elements for embedding_backward.
+  V in = leaves({{2, 130, 4}, {2, 130, 4}, {2, 130, 4}, {10, 256}}, 21);
+  Generator gen(4);
+  const Tensor index = randint(0, 10, {300}, {.dtype = DType::i64}, &gen);
+  auto grads = [&] {
+    V g = attention_grads({in[0], in[1], in[2]}, true);
+    g.push_back(autograd::grad({sum(embedding(in[3], index) * 1.5)}, {in[3]})[0]);
+    return g;
+  };
+  const int threads = num_threads();
+  set_num_threads(1);
+  const V one = grads();
+  set_num_threads(2);
+  const V two = grads();
+  set_num_threads(threads);
+  for (size_t i = 0; i < one.size(); ++i) test::check_close(two[i], one[i], 0, 0);
+}
+
+TEST_CASE("the cross_entropy logits gradient in f32 matches f64, and is zero where ignored") {
+  const Tensor logits = leaves({{3, 4, 2}}, 29)[0];
+  const Tensor target = targets({0, 3, -100, 2, 1, -100}, {3, 2});
+  const CrossEntropyOptions options{.label_smoothing = 0.1};
+  const Tensor g64 = autograd::grad({cross_entropy(logits, target, options)}, {logits})[0];
+  const Tensor l32 = logits.detach().to(DType::f32).requires_grad_();
+  const Tensor g32 = autograd::grad({cross_entropy(l32, target, options)}, {l32})[0];
+  test::check_close(g32, g64, 1e-6, 1e-5);
+  // target [1, 0] and [2, 1] are ignored: logits[1, :, 0] and logits[2, :, 1].
+  for (int64_t c = 0; c < 4; ++c) {
+    CHECK(g64.select(0, 1).select(1, 0).select(0, c).item<double>() == 0);
+    CHECK(g64.select(0, 2).select(1, 1).select(0, c).item<double>() == 0);
+  }
+}
+
+TEST_CASE("the fused nn backward ops refuse operands that no forward made") {
+  const Tensor q = zeros({2, 3, 4}), v = zeros({2, 3, 5});
+  test::check_error(
+      [&] {
+        dispatch(find_op("scaled_dot_product_attention_backward"),
+                 {zeros({2, 3, 4}), q, q, v, zeros({2, 3, 5}), zeros({2, 3})},
+                 {{"causal", false}, {"scale", 1.0}});
+      },
+      {"scaled_dot_product_attention_backward", "grad [2, 3, 4]", "v [2, 3, 5]"});
+  test::check_error(
+      [&] {
+        dispatch(find_op("cross_entropy_backward"),
+                 {zeros({}), zeros({2, 3}), from_vector<int64_t>({0, 3}, {2}), zeros({2})},
+                 {{"ignore_index", int64_t{-100}},
+                  {"label_smoothing", 0.0},
+                  {"reduction", std::string("mean")}});
+      },
+      {"cross_entropy_backward", "target 3", "3 classes"});
 }

@@ -1,0 +1,212 @@
+// Fused attention backward, flash-attention's on the CPU: the probabilities P are recomputed
+// block by block from q, k and the saved logsumexp, never stored for all of [B, H, Tq, Tk].
+// With dP = dO Vᵀ and dS = P ∘ (dP − rowsum(dO ∘ O)), two passes keep every sum in one fixed
+// order whatever the thread count:
+//  1. one task per (batch·head, block of query rows): dQ = dS K · scale over the keys the
+//     block sees, written to the task's own rows;
+//  2. one task per (batch·head, block of keys): dV = Σ Pᵀ dO and dK = Σ dSᵀ Q · scale over the
+//     blocks of query rows that see those keys, in order.
+// Scores are recomputed twice (q kᵀ and dO vᵀ in each pass) in exchange for no atomics and
+// no per-thread [Tk, d] partial sums.
+#include <cmath>
+#include <vector>
+
+#include "core/kernels/dtype_dispatch.h"
+#include "core/kernels/nn_attention.h"
+#include "core/kernels/nn_attention_rows.h"
+#include "core/kernels/row_major.h"
+
+namespace dlf::kernels {
+namespace {
+
+using namespace attention_rows;
+
+/// Everything both passes read, for one call.
+template <typename T>
+struct Problem {
+  using A = acc_t<T>;
+  using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+  int64_t tq, tk, d, dv, batches;
+  bool causal;
+  A scale;
+  Operand q, k, v, g;  // g: the gradient of out
+  const T *q_base, *k_base, *v_base, *g_base;
+  const L* lse;    // [batches, tq]
+  const A* delta;  // rowsum(dO ∘ O), [batches, tq], summed in double
+
+  /// Keys 0 .. visible(i) - 1 are seen by query row i.
+  int64_t visible(int64_t i) const {
+    return causal ? std::clamp(i + tk - tq + 1, int64_t{0}, tk) : tk;
+  }
+  /// The first query row that sees key j.
+  int64_t first_query(int64_t j) const { return causal ? std::max<int64_t>(0, j - (tk - tq)) : 0; }
+  ConstRows<A> rows(const Operand& op, const T* base, int64_t b, int64_t first, int64_t count,
+                    int64_t cols, std::vector<A>& scratch) const {
+    return rows_of<A>(base + op.batch_offset[b] + first * op.row_stride, count, cols, op.row_stride,
+                      op.col_stride, scratch);
+  }
+};
+
+template <typename A>
+struct Scratch {
+  std::vector<A> q, k, v, g, p, dp;
+  std::vector<A> dqk, dv;  // a block of dq or dk (before the scale), of dv
+};
+
+/// dst = src · factor, converted to T.
+template <typename T, typename A>
+void store(const std::vector<A>& src, T* dst, int64_t n, A factor) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i] * factor);
+}
+
+/// Pass 1: the rows i0 .. i0 + m - 1 of dq for batch entry b.
+template <typename T, typename A = acc_t<T>>
+void query_block(const Problem<T>& pr, int64_t b, int64_t i0, int64_t m, T* dq, Scratch<A>& buf) {
+  const int64_t keys = pr.visible(i0 + m - 1);  // the block's last row sees the most keys
+  if (keys == 0) {
+    std::fill(dq, dq + m * pr.d, T(0));
+    return;
+  }
+  auto qm = pr.rows(pr.q, pr.q_base, b, i0, m, pr.d, buf.q);
+  auto km = pr.rows(pr.k, pr.k_base, b, 0, keys, pr.d, buf.k);
+  auto vm = pr.rows(pr.v, pr.v_base, b, 0, keys, pr.dv, buf.v);
+  auto gm = pr.rows(pr.g, pr.g_base, b, i0, m, pr.dv, buf.g);
+  buf.p.resize(static_cast<size_t>(m * keys));
+  buf.dp.resize(static_cast<size_t>(m * keys));
+  Rows<A> p(buf.p.data(), m, keys, Eigen::OuterStride<>(keys));
+  Rows<A> ds(buf.dp.data(), m, keys, Eigen::OuterStride<>(keys));
+  p.noalias() = qm * km.transpose();
+  ds.noalias() = gm * vm.transpose();
+  for (int64_t r = 0; r < m; ++r) {
+    const int64_t i = b * pr.tq + i0 + r, seen = pr.visible(i0 + r);
+    const A lse = static_cast<A>(pr.lse[i]), delta = pr.delta[i];
+    A* pr_row = buf.p.data() + r * keys;
+    A* ds_row = buf.dp.data() + r * keys;
+    for (int64_t j = 0; j < seen; ++j)
+      ds_row[j] = std::exp(pr_row[j] * pr.scale - lse) * (ds_row[j] - delta);
+    std::fill(ds_row + seen, ds_row + keys, A(0));
+  }
+  buf.dqk.resize(static_cast<size_t>(m * pr.d));
+  Rows<A>(buf.dqk.data(), m, pr.d, Eigen::OuterStride<>(pr.d)).noalias() = ds * km;
+  store(buf.dqk, dq, m * pr.d, pr.scale);
+}
+
+/// Pass 2: the rows j0 .. j0 + n - 1 of dk and dv for batch entry b.
+template <typename T, typename A = acc_t<T>>
+void key_block(const Problem<T>& pr, int64_t b, int64_t j0, int64_t n, T* dk, T* dv,
+               Scratch<A>& buf) {
+  buf.dqk.assign(static_cast<size_t>(n * pr.d), A(0));
+  buf.dv.assign(static_cast<size_t>(n * pr.dv), A(0));
+  Rows<A> dk_acc(buf.dqk.data(), n, pr.d, Eigen::OuterStride<>(pr.d));
+  Rows<A> dv_acc(buf.dv.data(), n, pr.dv, Eigen::OuterStride<>(pr.dv));
+  const int64_t first = pr.first_query(j0);
+  if (first < pr.tq) {
+    auto km = pr.rows(pr.k, pr.k_base, b, j0, n, pr.d, buf.k);
+    auto vm = pr.rows(pr.v, pr.v_base, b, j0, n, pr.dv, buf.v);
+    for (int64_t i0 = first; i0 < pr.tq; i0 += kAttentionBlockRows) {
+      const int64_t m = std::min(kAttentionBlockRows, pr.tq - i0);
+      auto qm = pr.rows(pr.q, pr.q_base, b, i0, m, pr.d, buf.q);
+      auto gm = pr.rows(pr.g, pr.g_base, b, i0, m, pr.dv, buf.g);
+      buf.p.resize(static_cast<size_t>(n * m));
+      buf.dp.resize(static_cast<size_t>(n * m));
+      Rows<A> pt(buf.p.data(), n, m, Eigen::OuterStride<>(m));    // Pᵀ
+      Rows<A> dst(buf.dp.data(), n, m, Eigen::OuterStride<>(m));  // dSᵀ
+      pt.noalias() = km * qm.transpose();
+      dst.noalias() = vm * gm.transpose();
+      for (int64_t j = 0; j < n; ++j) {
+        A* p_row = buf.p.data() + j * m;
+        A* ds_row = buf.dp.data() + j * m;
+        // Query rows r >= r_min see key j0 + j; rows before it are masked.
+        const int64_t r_min = std::clamp(pr.first_query(j0 + j) - i0, int64_t{0}, m);
+        std::fill(p_row, p_row + r_min, A(0));
+        std::fill(ds_row, ds_row + r_min, A(0));
+        for (int64_t r = r_min; r < m; ++r) {
+          const int64_t i = b * pr.tq + i0 + r;
+          const A p = std::exp(p_row[r] * pr.scale - static_cast<A>(pr.lse[i]));
+          p_row[r] = p;
+          ds_row[r] = p * (ds_row[r] - pr.delta[i]);
+        }
+      }
+      dv_acc.noalias() += pt * gm;
+      dk_acc.noalias() += dst * qm;
+    }
+  }
+  store(buf.dqk, dk, n * pr.d, pr.scale);
+  store(buf.dv, dv, n * pr.dv, A(1));
+}
+
+template <typename T>
+void backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+              const Tensor& out, const Tensor& lse, bool causal, double scale, const Tensor& dq,
+              const Tensor& dk, const Tensor& dv) {
+  using A = acc_t<T>;
+  using L = typename Problem<T>::L;
+  const Shape lead(out.shape().begin(), out.shape().end() - 2);
+  Problem<T> pr{.tq = q.shape().end()[-2],
+                .tk = k.shape().end()[-2],
+                .d = q.shape().back(),
+                .dv = v.shape().back(),
+                .batches = numel(lead),
+                .causal = causal,
+                .scale = static_cast<A>(scale),
+                .q = layout(q, lead),
+                .k = layout(k, lead),
+                .v = layout(v, lead),
+                .g = layout(grad_out, lead),
+                .q_base = storage_base<T>(q),
+                .k_base = storage_base<T>(k),
+                .v_base = storage_base<T>(v),
+                .g_base = storage_base<T>(grad_out),
+                .lse = nullptr,
+                .delta = nullptr};
+  const RowMajorData<L> lse_rows(lse);
+  pr.lse = lse_rows.data();
+
+  // delta_i = rowsum(dO ∘ O)_i, accumulated in double.
+  const int64_t rows = pr.batches * pr.tq;
+  std::vector<A> delta(static_cast<size_t>(rows));
+  const RowMajorData<T> o(out);
+  const T* o_data = o.data();
+#pragma omp parallel for if (rows * pr.dv > 32768)
+  for (int64_t row = 0; row < rows; ++row) {
+    const T* g = pr.g_base + pr.g.batch_offset[row / pr.tq] + (row % pr.tq) * pr.g.row_stride;
+    double sum = 0;
+    for (int64_t c = 0; c < pr.dv; ++c)
+      sum += double(A(g[c * pr.g.col_stride])) * double(A(o_data[row * pr.dv + c]));
+    delta[row] = static_cast<A>(sum);
+  }
+  pr.delta = delta.data();
+
+  auto blocks = [](int64_t t) { return (t + kAttentionBlockRows - 1) / kAttentionBlockRows; };
+  const int64_t q_blocks = blocks(pr.tq), k_blocks = blocks(pr.tk);
+#pragma omp parallel
+  {
+    Scratch<A> buf;
+#pragma omp for schedule(dynamic) nowait
+    for (int64_t task = 0; task < pr.batches * q_blocks; ++task) {
+      const int64_t b = task / q_blocks, i0 = (task % q_blocks) * kAttentionBlockRows;
+      query_block(pr, b, i0, std::min(kAttentionBlockRows, pr.tq - i0),
+                  dq.data<T>() + (b * pr.tq + i0) * pr.d, buf);
+    }
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < pr.batches * k_blocks; ++task) {
+      const int64_t b = task / k_blocks, j0 = (task % k_blocks) * kAttentionBlockRows;
+      key_block(pr, b, j0, std::min(kAttentionBlockRows, pr.tk - j0),
+                dk.data<T>() + (b * pr.tk + j0) * pr.d, dv.data<T>() + (b * pr.tk + j0) * pr.dv,
+                buf);
+    }
+  }
+}
+
+}  // namespace
+
+void attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& out, const Tensor& lse, bool causal, double scale,
+                        const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+  visit_floating(q.dtype(), "scaled_dot_product_attention_backward", [&](auto tag) {
+    backward<typename decltype(tag)::type>(grad_out, q, k, v, out, lse, causal, scale, dq, dk, dv);
+  });
+}
+
+}  // namespace dlf::kernels

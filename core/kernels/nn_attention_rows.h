@@ -1,0 +1,72 @@
+// What the attention kernels share: Eigen maps of (strided) q/k/v rows and each operand's
+// layout over the broadcast leading dims.
+#pragma once
+#include <dlf/core/tensor.h>
+
+// GCC 12 reports false (maybe-)uninitialized values inside Eigen's inlined AVX-512
+// intrinsics (the intrinsics' own undefined-on-purpose source operands).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+namespace dlf::kernels::attention_rows {
+
+template <typename A>
+using RowMatrix = Eigen::Matrix<A, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename A>
+using ConstRows = Eigen::Map<const RowMatrix<A>, 0, Eigen::OuterStride<>>;
+template <typename A>
+using Rows = Eigen::Map<RowMatrix<A>, 0, Eigen::OuterStride<>>;
+
+/// One operand's layout: element offset of each batch entry, row and column strides.
+struct Operand {
+  std::vector<int64_t> batch_offset;
+  int64_t row_stride, col_stride;
+};
+
+/// t [..., rows, cols] whose leading dims broadcast to `lead`.
+inline Operand layout(const Tensor& t, const Shape& lead) {
+  const int64_t r = t.dim(), lead_rank = static_cast<int64_t>(lead.size());
+  Operand op{std::vector<int64_t>(static_cast<size_t>(numel(lead)), t.offset()), t.strides()[r - 2],
+             t.strides()[r - 1]};
+  for (int64_t b = 0; b < numel(lead); ++b) {
+    int64_t rem = b;
+    for (int64_t d = lead_rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % lead[d];
+      rem /= lead[d];
+      const int64_t td = d - (lead_rank - (r - 2));  // the matching dim of t, if any
+      if (td >= 0 && t.shape()[td] != 1) op.batch_offset[b] += idx * t.strides()[td];
+    }
+  }
+  return op;
+}
+
+/// rows x cols elements from p (row stride rs, column stride cs) as a row-major map of A:
+/// in place when T is A and the rows are laid out like a matrix's (adjacent columns, rows
+/// apart by at least a row), else packed into `scratch`.
+template <typename A, typename T>
+ConstRows<A> rows_of(const T* p, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                     std::vector<A>& scratch) {
+  if constexpr (std::is_same_v<A, T>) {
+    if (cs == 1 && (rs >= cols || rows == 1)) {
+      return ConstRows<A>(p, rows, cols, Eigen::OuterStride<>(std::max(rs, cols)));
+    }
+  }
+  scratch.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) scratch[i * cols + j] = static_cast<A>(p[i * rs + j * cs]);
+  }
+  return ConstRows<A>(scratch.data(), rows, cols, Eigen::OuterStride<>(cols));
+}
+
+/// The base pointer of a tensor's storage (offsets in Operand are from it).
+template <typename T>
+const T* storage_base(const Tensor& t) {
+  return static_cast<const T*>(t.storage()->data());
+}
+
+}  // namespace dlf::kernels::attention_rows
