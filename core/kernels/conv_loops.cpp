@@ -115,7 +115,7 @@ void weight_grad_loops(const ConvGeometry& g, const Tensor& x, const Tensor& gra
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     Matrix<T> col = Matrix<T>::Zero(taps, g.batch * out_plane);
     Matrix<T> dy(out_group, g.batch * out_plane);
-#pragma omp parallel for if (g.batch > 1)
+#pragma omp parallel for if (g.batch * taps * out_plane > 32768)
     for (int64_t n = 0; n < g.batch; ++n) {
       for_each_tap(g, in_group, g.out_h, g.out_w, g.in_h, g.in_w,
                    [&](int64_t c, int64_t row, int64_t p, int64_t iy, int64_t ix) {
