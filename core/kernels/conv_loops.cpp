@@ -103,7 +103,43 @@ void conv_loops(const ConvGeometry& g, const Tensor& x, const Tensor& weight, co
   }
 }
 
+// One GEMM per group over the whole batch: grad [O/G, N*Ho*Wo] times the columns of x
+// [C/G*kH*kW, N*Ho*Wo] transposed. The order of the sums does not depend on the thread count.
+template <typename T>
+void weight_grad_loops(const ConvGeometry& g, const Tensor& x, const Tensor& grad,
+                       const Tensor& grad_weight) {
+  const Reader4d<T> read_x(x), read_grad(grad);
+  const int64_t in_group = g.in_channels / g.groups, out_group = g.out_channels / g.groups;
+  const int64_t out_plane = g.out_h * g.out_w, taps = in_group * g.kernel_h * g.kernel_w;
+  T* dw = grad_weight.data<T>();
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    Matrix<T> col = Matrix<T>::Zero(taps, g.batch * out_plane);
+    Matrix<T> dy(out_group, g.batch * out_plane);
+#pragma omp parallel for if (g.batch * taps * out_plane > 32768)
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for_each_tap(g, in_group, g.out_h, g.out_w, g.in_h, g.in_w,
+                   [&](int64_t c, int64_t row, int64_t p, int64_t iy, int64_t ix) {
+                     col(row, n * out_plane + p) = read_x(n, grp * in_group + c, iy, ix);
+                   });
+      for (int64_t o = 0; o < out_group; ++o)
+        for (int64_t y = 0; y < g.out_h; ++y)
+          for (int64_t xi = 0; xi < g.out_w; ++xi)
+            dy(o, n * out_plane + y * g.out_w + xi) = read_grad(n, grp * out_group + o, y, xi);
+    }
+    const Matrix<T> result = dy * col.transpose();
+    T* dst = dw + grp * out_group * taps;
+    for (int64_t i = 0; i < out_group * taps; ++i) dst[i] = convert<T>(result.data()[i]);
+  }
+}
+
 }  // namespace
+
+void conv2d_weight_grad_loops(const ConvGeometry& g, const Tensor& x, const Tensor& grad,
+                              const Tensor& grad_weight) {
+  visit_floating(x.dtype(), "conv2d_weight_grad", [&](auto tag) {
+    weight_grad_loops<typename decltype(tag)::type>(g, x, grad, grad_weight);
+  });
+}
 
 void conv2d_loops(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Tensor& out) {

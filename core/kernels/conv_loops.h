@@ -11,4 +11,9 @@ namespace dlf::kernels {
 void conv2d_loops(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Tensor& out);
 
+/// The weight gradient of conv2d (g not transposed): x [N, C, H, W], grad [N, O, Ho, Wo] ->
+/// grad_weight [O, C/groups, kH, kW] (contiguous). im2col and one GEMM per group, in acc_t.
+void conv2d_weight_grad_loops(const ConvGeometry& g, const Tensor& x, const Tensor& grad,
+                              const Tensor& grad_weight);
+
 }  // namespace dlf::kernels

@@ -50,6 +50,16 @@ memory::desc user_weights_desc(const ConvGeometry& g, const Tensor& w) {
   return memory::desc(dims, onednn_type(w.dtype()), strides);
 }
 
+// Stride, dilation and padding of a convolution as oneDNN takes them.
+struct ConvDims {
+  explicit ConvDims(const ConvGeometry& g)
+      : strides{g.stride[0], g.stride[1]},
+        dilates{g.dilation[0] - 1, g.dilation[1] - 1},  // oneDNN counts the gaps
+        pad_l{g.padding[0], g.padding[1]},
+        pad_r(spatial_right_padding(g)) {}
+  memory::dims strides, dilates, pad_l, pad_r;
+};
+
 memory::desc plain_desc(const memory::dims& dims, memory::data_type type) {
   return memory::desc(dims, type, memory::format_tag::nchw);
 }
@@ -86,31 +96,87 @@ ConvPlan make_conv_plan(const ConvGeometry& g, const Tensor& x, const Tensor& w,
   const memory::desc weights = any(user_weights.dims());
   const memory::desc bias_desc = bias.defined() ? any({g.out_channels}) : memory::desc();
   const memory::desc dst = any(user_dst.dims());
-  const memory::dims strides{g.stride[0], g.stride[1]};
-  const memory::dims dilates{g.dilation[0] - 1, g.dilation[1] - 1};  // oneDNN counts the gaps
-  const memory::dims pad_l{g.padding[0], g.padding[1]};
-  const memory::dims pad_r = spatial_right_padding(g);
+  const ConvDims d(g);
   constexpr auto prop = dnnl::prop_kind::forward_inference;
   if (g.transposed) {
     return build_conv_plan<dnnl::deconvolution_forward>(
-        {prop, dnnl::algorithm::deconvolution_direct, src, weights, bias_desc, dst, strides,
-         dilates, pad_l, pad_r},
+        {prop, dnnl::algorithm::deconvolution_direct, src, weights, bias_desc, dst, d.strides,
+         d.dilates, d.pad_l, d.pad_r},
         x, user_weights, bias, user_dst);
   }
   return build_conv_plan<dnnl::convolution_forward>(
-      {prop, dnnl::algorithm::convolution_direct, src, weights, bias_desc, dst, strides, dilates,
-       pad_l, pad_r},
+      {prop, dnnl::algorithm::convolution_direct, src, weights, bias_desc, dst, d.strides,
+       d.dilates, d.pad_l, d.pad_r},
       x, user_weights, bias, user_dst);
 }
 
 struct PoolPlan {
   dnnl::primitive primitive;
-  OnednnOperand src, dst;
+  OnednnOperand src, dst;  // backward: diff_dst and diff_src
 };
+
+// A pooling window as oneDNN's dims; the right padding is what the last window reaches past
+// the input (never negative: oneDNN's pooling rejects that).
+struct PoolDims {
+  PoolDims(const PoolWindow& w, const Shape& out, const Shape& in)
+      : strides(w.stride.begin(), w.stride.end()),
+        kernel(w.kernel.begin(), w.kernel.end()),
+        pad_l(w.padding.begin(), w.padding.end()),
+        pad_r(2) {
+    for (size_t d = 0; d < 2; ++d) {
+      pad_r[d] = std::max<int64_t>(
+          0, right_padding(out[2 + d], in[2 + d], w.kernel[d], w.stride[d], w.padding[d]));
+    }
+  }
+  memory::dims strides, kernel, pad_l, pad_r;
+};
+
+// Average pooling with the padding counted, over plain NCHW buffers of `type`.
+dnnl::pooling_forward::primitive_desc avg_pool_forward_pd(dnnl::prop_kind prop, DType type,
+                                                          const Shape& in, const Shape& out,
+                                                          const PoolWindow& window) {
+  const PoolDims dims(window, out, in);
+  return {{prop, dnnl::algorithm::pooling_avg_include_padding,
+           plain_desc(memory::dims(in.begin(), in.end()), onednn_type(type)),
+           plain_desc(memory::dims(out.begin(), out.end()), onednn_type(type)), dims.strides,
+           dims.kernel, dims.pad_l, dims.pad_r},
+          cpu::engine()};
+}
+
+struct WeightGradPlan {
+  dnnl::primitive primitive;
+  OnednnOperand src, diff_dst, diff_weights;
+};
+
+// convolution_backward_weights, with the forward-training primitive as the layout hint.
+WeightGradPlan make_weight_grad_plan(const ConvGeometry& g, const Tensor& x, const Tensor& grad,
+                                     const Tensor& grad_weight) {
+  const memory::data_type type = onednn_type(x.dtype());
+  const memory::desc user_weights = user_weights_desc(g, grad_weight);
+  auto any = [type](const memory::dims& dims) {
+    return memory::desc(dims, type, memory::format_tag::any);
+  };
+  const memory::desc src = any({g.batch, g.in_channels, g.in_h, g.in_w});
+  const memory::desc weights = any(user_weights.dims());
+  const memory::desc dst = any({g.batch, g.out_channels, g.out_h, g.out_w});
+  const ConvDims dims(g);
+  const dnnl::convolution_forward::primitive_desc hint(
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights, dst,
+       dims.strides, dims.dilates, dims.pad_l, dims.pad_r},
+      cpu::engine());
+  const dnnl::convolution_backward_weights::primitive_desc pd(
+      {dnnl::algorithm::convolution_direct, src, weights, dst, dims.strides, dims.dilates,
+       dims.pad_l, dims.pad_r},
+      cpu::engine(), hint);
+  return {dnnl::convolution_backward_weights(pd),
+          {onednn_desc(x), pd.src_desc(), Role::input},
+          {onednn_desc(grad), pd.diff_dst_desc(), Role::input},
+          {user_weights, pd.diff_weights_desc(), Role::output}};
+}
 
 }  // namespace
 
-bool onednn_takes_conv_transpose(const ConvGeometry& g) {
+bool onednn_takes_geometry(const ConvGeometry& g) {
   const memory::dims pad_r = spatial_right_padding(g);
   return pad_r[0] > -g.stride[0] && pad_r[1] > -g.stride[1];
 }
@@ -135,28 +201,52 @@ void conv2d_onednn(const ConvGeometry& g, const Tensor& x, const Tensor& weight,
 void avg_pool2d_onednn(const Tensor& x, const PoolWindow& window, const Tensor& out,
                        const std::string& key) {
   const PoolPlan& plan = cpu::cached<PoolPlan>(key + "|" + layout_key(x), [&] {
-    const memory::data_type type = onednn_type(x.dtype());
-    const memory::desc src = plain_desc(memory::dims(x.shape().begin(), x.shape().end()), type);
-    const memory::desc dst = plain_desc(memory::dims(out.shape().begin(), out.shape().end()), type);
-    memory::dims pad_r(2);
-    for (size_t d = 0; d < 2; ++d) {
-      pad_r[d] =
-          std::max<int64_t>(0, right_padding(out.size(2 + d), x.size(2 + d), window.kernel[d],
-                                             window.stride[d], window.padding[d]));
-    }
-    dnnl::pooling_forward::primitive_desc pd(
-        {dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_avg_include_padding, src, dst,
-         memory::dims(window.stride.begin(), window.stride.end()),
-         memory::dims(window.kernel.begin(), window.kernel.end()),
-         memory::dims(window.padding.begin(), window.padding.end()), pad_r},
-        cpu::engine());
-    return PoolPlan{
-        dnnl::pooling_forward(pd), {onednn_desc(x), src, Role::input}, {dst, dst, Role::output}};
+    const auto pd = avg_pool_forward_pd(dnnl::prop_kind::forward_inference, x.dtype(), x.shape(),
+                                        out.shape(), window);
+    return PoolPlan{dnnl::pooling_forward(pd),
+                    {onednn_desc(x), pd.src_desc(), Role::input},
+                    {pd.dst_desc(), pd.dst_desc(), Role::output}};
   });
   dnnl::stream& stream = cpu::stream();
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, plan.src.input(x.raw_data(), stream)},
                                        {DNNL_ARG_DST, plan.dst.output(out.raw_data())}};
   plan.primitive.execute(stream, args);
+  stream.wait();
+}
+
+void avg_pool2d_backward_onednn(const Tensor& grad, const PoolWindow& window,
+                                const Tensor& grad_input, const std::string& key) {
+  const PoolPlan& plan = cpu::cached<PoolPlan>(key + "|" + layout_key(grad), [&] {
+    const auto hint = avg_pool_forward_pd(dnnl::prop_kind::forward_training, grad.dtype(),
+                                          grad_input.shape(), grad.shape(), window);
+    const PoolDims dims(window, grad.shape(), grad_input.shape());
+    dnnl::pooling_backward::primitive_desc pd(
+        {dnnl::algorithm::pooling_avg_include_padding, hint.src_desc(), hint.dst_desc(),
+         dims.strides, dims.kernel, dims.pad_l, dims.pad_r},
+        cpu::engine(), hint);
+    return PoolPlan{dnnl::pooling_backward(pd),
+                    {onednn_desc(grad), pd.diff_dst_desc(), Role::input},
+                    {pd.diff_src_desc(), pd.diff_src_desc(), Role::output}};
+  });
+  dnnl::stream& stream = cpu::stream();
+  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, plan.src.input(grad.raw_data(), stream)},
+                                       {DNNL_ARG_DIFF_SRC, plan.dst.output(grad_input.raw_data())}};
+  plan.primitive.execute(stream, args);
+  stream.wait();
+}
+
+void conv2d_weight_grad_onednn(const ConvGeometry& g, const Tensor& x, const Tensor& grad,
+                               const Tensor& grad_weight, const std::string& key) {
+  const std::string full_key = key + "|" + layout_key(x) + layout_key(grad);
+  const WeightGradPlan& plan = cpu::cached<WeightGradPlan>(
+      full_key, [&] { return make_weight_grad_plan(g, x, grad, grad_weight); });
+  dnnl::stream& stream = cpu::stream();
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, plan.src.input(x.raw_data(), stream)},
+      {DNNL_ARG_DIFF_DST, plan.diff_dst.input(grad.raw_data(), stream)},
+      {DNNL_ARG_DIFF_WEIGHTS, plan.diff_weights.output(grad_weight.raw_data())}};
+  plan.primitive.execute(stream, args);
+  plan.diff_weights.finish_output(args[DNNL_ARG_DIFF_WEIGHTS], grad_weight.raw_data(), stream);
   stream.wait();
 }
 

@@ -93,7 +93,7 @@ std::vector<TensorMeta> infer_conv_transpose2d(Inputs in, const Attrs& a) {
 void run_conv(const char* op, Inputs in, const Attrs& a, const Tensor& out, bool transposed) {
   const ConvGeometry g = kernels::conv_geometry(in[0], in[1], a, transposed);
   if (kernels::onednn_supports(in[0].dtype()) &&
-      (!transposed || kernels::onednn_takes_conv_transpose(g))) {
+      (!transposed || kernels::onednn_takes_geometry(g))) {
     kernels::conv2d_onednn(g, in[0], in[1], in[2], out, std::string(op) + "|" + a.str());
   } else {
     kernels::conv2d_loops(g, in[0], in[1], in[2], out);

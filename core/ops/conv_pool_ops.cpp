@@ -10,11 +10,13 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/kernels/conv_geometry.h"
 #include "core/kernels/conv_onednn.h"
 #include "core/kernels/convert.h"
 #include "core/kernels/onednn_util.h"
+#include "core/kernels/row_major.h"
 
 namespace dlf {
 namespace {
@@ -32,9 +34,9 @@ PoolWindow pool_window(const Attrs& a) {
   return w;
 }
 
-Shape pooled_shape(const Tensor& x, const PoolWindow& w) {
-  return {x.size(0), x.size(1), (x.size(2) + 2 * w.padding[0] - w.kernel[0]) / w.stride[0] + 1,
-          (x.size(3) + 2 * w.padding[1] - w.kernel[1]) / w.stride[1] + 1};
+Shape pooled_shape(const Shape& x, const PoolWindow& w) {
+  return {x[0], x[1], (x[2] + 2 * w.padding[0] - w.kernel[0]) / w.stride[0] + 1,
+          (x[3] + 2 * w.padding[1] - w.kernel[1]) / w.stride[1] + 1};
 }
 
 Shape infer_pooled_shape(const char* op, Inputs in, const Attrs& a) {
@@ -53,28 +55,28 @@ Shape infer_pooled_shape(const char* op, Inputs in, const Attrs& a) {
               shape_str(a.ints("kernel")), " is larger than the padded input (input shape ",
               shape_str(x.shape()), ", padding ", shape_str(a.ints("padding")), ")");
   }
-  return pooled_shape(x, w);
+  return pooled_shape(x.shape(), w);
 }
 
-// Calls visit(in, out_index, y_begin, y_end, x_begin, x_end) for every output element: `in`
-// is its plane of x, the range is its window clipped to the input. Parallel over planes.
-template <typename T, typename Visit>
-void for_each_window(const Tensor& x, const PoolWindow& w, const Shape& out_shape, Visit&& visit) {
-  const Shape& s = x.strides();
-  const int64_t channels = x.size(1), height = x.size(2), width = x.size(3);
+// Calls visit(plane, out_index, y_begin, y_end, x_begin, x_end) for every output element:
+// `plane` is the element offset of its plane in a tensor of `in_shape` and `in_strides`, the
+// range is its window clipped to the input. Parallel over planes, in order within a plane.
+template <typename Visit>
+void for_each_window(const Shape& in_shape, const Shape& in_strides, const PoolWindow& w,
+                     const Shape& out_shape, Visit&& visit) {
+  const int64_t channels = in_shape[1], height = in_shape[2], width = in_shape[3];
   const int64_t out_h = out_shape[2], out_w = out_shape[3];
-  const int64_t planes = x.size(0) * channels;
-  const T* base = x.data<T>();
+  const int64_t planes = in_shape[0] * channels;
 #pragma omp parallel for if (numel(out_shape) * w.kernel[0] * w.kernel[1] > 32768)
   for (int64_t plane = 0; plane < planes; ++plane) {
-    const T* in = base + (plane / channels) * s[0] + (plane % channels) * s[1];
+    const int64_t offset = (plane / channels) * in_strides[0] + (plane % channels) * in_strides[1];
     for (int64_t oy = 0; oy < out_h; ++oy) {
       const int64_t y0 = oy * w.stride[0] - w.padding[0];
       const int64_t y_begin = std::max<int64_t>(y0, 0);
       const int64_t y_end = std::min(y0 + w.kernel[0], height);
       for (int64_t ox = 0; ox < out_w; ++ox) {
         const int64_t x0 = ox * w.stride[1] - w.padding[1];
-        visit(in, (plane * out_h + oy) * out_w + ox, y_begin, y_end, std::max<int64_t>(x0, 0),
+        visit(offset, (plane * out_h + oy) * out_w + ox, y_begin, y_end, std::max<int64_t>(x0, 0),
               std::min(x0 + w.kernel[1], width));
       }
     }
@@ -87,23 +89,24 @@ void max_pool_loops(const Tensor& x, const PoolWindow& w, const Tensor& out,
   const int64_t sy = x.strides()[2], sx = x.strides()[3], width = x.size(3);
   T* values = out.data<T>();
   int64_t* where = indices.data<int64_t>();
-  for_each_window<T>(
-      x, w, out.shape(),
-      [&](const T* in, int64_t o, int64_t y_begin, int64_t y_end, int64_t x_begin, int64_t x_end) {
-        acc_t<T> best = -std::numeric_limits<acc_t<T>>::infinity();
-        int64_t best_index = y_begin * width + x_begin;
-        for (int64_t y = y_begin; y < y_end; ++y) {
-          for (int64_t xi = x_begin; xi < x_end; ++xi) {
-            const acc_t<T> v = static_cast<acc_t<T>>(in[y * sy + xi * sx]);
-            if (v > best || std::isnan(v)) {
-              best = v;
-              best_index = y * width + xi;
-            }
-          }
-        }
-        values[o] = kernels::convert<T>(best);
-        where[o] = best_index;
-      });
+  for_each_window(x.shape(), x.strides(), w, out.shape(),
+                  [&](int64_t plane, int64_t o, int64_t y_begin, int64_t y_end, int64_t x_begin,
+                      int64_t x_end) {
+                    const T* in = x.data<T>() + plane;
+                    acc_t<T> best = -std::numeric_limits<acc_t<T>>::infinity();
+                    int64_t best_index = y_begin * width + x_begin;
+                    for (int64_t y = y_begin; y < y_end; ++y) {
+                      for (int64_t xi = x_begin; xi < x_end; ++xi) {
+                        const acc_t<T> v = static_cast<acc_t<T>>(in[y * sy + xi * sx]);
+                        if (v > best || std::isnan(v)) {
+                          best = v;
+                          best_index = y * width + xi;
+                        }
+                      }
+                    }
+                    values[o] = kernels::convert<T>(best);
+                    where[o] = best_index;
+                  });
 }
 
 template <typename T>
@@ -111,15 +114,36 @@ void avg_pool_loops(const Tensor& x, const PoolWindow& w, const Tensor& out) {
   const int64_t sy = x.strides()[2], sx = x.strides()[3];
   const double area = static_cast<double>(w.kernel[0] * w.kernel[1]);
   T* values = out.data<T>();
-  for_each_window<T>(
-      x, w, out.shape(),
-      [&](const T* in, int64_t o, int64_t y_begin, int64_t y_end, int64_t x_begin, int64_t x_end) {
-        double sum = 0;
-        for (int64_t y = y_begin; y < y_end; ++y)
-          for (int64_t xi = x_begin; xi < x_end; ++xi)
-            sum += static_cast<double>(in[y * sy + xi * sx]);
-        values[o] = kernels::convert<T>(sum / area);
-      });
+  for_each_window(x.shape(), x.strides(), w, out.shape(),
+                  [&](int64_t plane, int64_t o, int64_t y_begin, int64_t y_end, int64_t x_begin,
+                      int64_t x_end) {
+                    const T* in = x.data<T>() + plane;
+                    double sum = 0;
+                    for (int64_t y = y_begin; y < y_end; ++y)
+                      for (int64_t xi = x_begin; xi < x_end; ++xi)
+                        sum += static_cast<double>(in[y * sy + xi * sx]);
+                    values[o] = kernels::convert<T>(sum / area);
+                  });
+}
+
+// Each output's gradient, divided by the window area, goes to every input of its window.
+template <typename T>
+void avg_pool_backward_loops(const Tensor& grad, const PoolWindow& w, const Tensor& grad_input) {
+  const Tensor& dx = grad_input;
+  const int64_t width = dx.size(3);
+  const double area = static_cast<double>(w.kernel[0] * w.kernel[1]);
+  const kernels::RowMajorData<T> g(grad);
+  std::vector<double> acc(static_cast<size_t>(dx.numel()), 0.0);
+  for_each_window(dx.shape(), dx.strides(), w, grad.shape(),
+                  [&](int64_t plane, int64_t o, int64_t y_begin, int64_t y_end, int64_t x_begin,
+                      int64_t x_end) {
+                    const double share = static_cast<double>(g[o]) / area;
+                    for (int64_t y = y_begin; y < y_end; ++y)
+                      for (int64_t xi = x_begin; xi < x_end; ++xi)
+                        acc[plane + y * width + xi] += share;
+                  });
+  T* out = dx.data<T>();
+  for (size_t i = 0; i < acc.size(); ++i) out[i] = kernels::convert<T>(acc[i]);
 }
 
 // One comparison or add per window element; all bytes in and out.
@@ -161,6 +185,48 @@ const OpDef& avg_pool2d_op = register_op({
           }
         },
     .cost = pool_cost,
+});
+
+// grad [N, C, Ho, Wo] -> the gradient of avg_pool2d's input, of shape attr input_shape.
+const OpDef& avg_pool2d_backward_op = register_op({
+    .name = "avg_pool2d_backward",
+    .infer = [](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
+      const Shape input_shape = a.ints("input_shape");
+      const Tensor& grad = in[0];
+      DLF_CHECK(input_shape.size() == 4 && grad.dim() == 4 && is_floating(grad.dtype()),
+                "avg_pool2d_backward: gradient ", shape_str(grad.shape()), " of dtype ",
+                dtype_name(grad.dtype()), " and input shape ", shape_str(input_shape),
+                " must be 4-D and floating");
+      const PoolWindow w = pool_window(a);
+      for (size_t d = 0; d < 2; ++d) {
+        DLF_CHECK(w.kernel[d] >= 1 && w.stride[d] >= 1, "avg_pool2d_backward: kernel ",
+                  shape_str(a.ints("kernel")), " and stride ", shape_str(a.ints("stride")),
+                  " must be positive");
+      }
+      const Shape pooled = pooled_shape(input_shape, w);
+      DLF_CHECK(grad.shape() == pooled, "avg_pool2d_backward: gradient ", shape_str(grad.shape()),
+                " does not match the pooled input shape ", shape_str(pooled));
+      return {{input_shape, grad.dtype()}};
+    },
+    .kernel =
+        [](Inputs in, const Attrs& a, Outputs out) {
+          if (kernels::onednn_supports(in[0].dtype())) {
+            kernels::avg_pool2d_backward_onednn(in[0], pool_window(a), out[0],
+                                                "avg_pool2d_backward|" + a.str());
+          } else {
+            avg_pool_backward_loops<double>(in[0], pool_window(a), out[0]);
+          }
+        },
+    // One add per window element; all bytes in and out.
+    .cost =
+        [](Inputs in, const Attrs& a, std::span<const Tensor> out) {
+          const PoolWindow w = pool_window(a);
+          Cost c;
+          c.flops = static_cast<double>(in[0].numel() * w.kernel[0] * w.kernel[1]);
+          c.bytes_read = static_cast<double>(in[0].nbytes());
+          c.bytes_written = static_cast<double>(out[0].nbytes());
+          return c;
+        },
 });
 
 Attrs pool_attrs(const Pool2dOptions& o) {
