@@ -22,6 +22,16 @@
 #include <dlf/device/device.h>
 #include <dlf/device/threads.h>
 #include <dlf/error.h>
+#include <dlf/models/gpt.h>
+#include <dlf/models/registry.h>
+#include <dlf/nn/activation.h>
+#include <dlf/nn/containers.h>
+#include <dlf/nn/conv.h>
+#include <dlf/nn/functional.h>
+#include <dlf/nn/init.h>
+#include <dlf/nn/linear.h>
 #include <dlf/nn/module.h>
+#include <dlf/nn/normalization.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
+#include <dlf/nn/transformer.h>

@@ -1,0 +1,31 @@
+#include <dlf/core/factory.h>
+#include <dlf/core/ops/normalization.h>
+#include <dlf/nn/normalization.h>
+
+namespace dlf::nn {
+
+LayerNorm::LayerNorm(int64_t dim, double eps, bool affine, DType dtype) : eps(eps) {
+  DLF_CHECK(dim > 0, "LayerNorm: dim must be positive, got ", dim);
+  if (affine) {
+    weight = register_parameter("weight", ones({dim}, {.dtype = dtype}));
+    bias = register_parameter("bias", zeros({dim}, {.dtype = dtype}));
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) const {
+  return layer_norm(x, {x.size(-1)}, weight, bias, eps);
+}
+
+GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps, DType dtype)
+    : groups(groups), eps(eps) {
+  DLF_CHECK(groups > 0 && channels % groups == 0, "GroupNorm: ", channels,
+            " channels do not split into ", groups, " groups");
+  weight = register_parameter("weight", ones({channels}, {.dtype = dtype}));
+  bias = register_parameter("bias", zeros({channels}, {.dtype = dtype}));
+}
+
+Tensor GroupNorm::forward(const Tensor& x) const {
+  return group_norm(x, groups, weight, bias, eps);
+}
+
+}  // namespace dlf::nn

@@ -1,0 +1,54 @@
+#include <dlf/core/ops/nn_ops.h>
+#include <dlf/nn/transformer.h>
+
+namespace dlf::nn {
+
+MLP::MLP(const TransformerOptions& o)
+    : c_fc(register_module("c_fc",
+                           std::make_shared<Linear>(o.dim, o.mlp_hidden ? o.mlp_hidden : 4 * o.dim,
+                                                    LinearOptions{.dtype = o.dtype}))),
+      c_proj(register_module("c_proj", std::make_shared<Linear>(c_fc->weight.size(0), o.dim,
+                                                                LinearOptions{.dtype = o.dtype}))),
+      dropout(register_module("dropout", std::make_shared<Dropout>(o.dropout))),
+      activation(o.activation) {}
+
+Tensor MLP::forward(const Tensor& x) const {
+  return dropout->forward(c_proj->forward(c_fc->forward(x, activation)));
+}
+
+CausalSelfAttention::CausalSelfAttention(const TransformerOptions& o)
+    : c_attn(register_module(
+          "c_attn", std::make_shared<Linear>(o.dim, 3 * o.dim, LinearOptions{.dtype = o.dtype}))),
+      c_proj(register_module(
+          "c_proj", std::make_shared<Linear>(o.dim, o.dim, LinearOptions{.dtype = o.dtype}))),
+      dropout(register_module("dropout", std::make_shared<Dropout>(o.dropout))),
+      heads(o.heads),
+      causal(o.causal) {
+  DLF_CHECK(o.heads > 0 && o.dim % o.heads == 0, "CausalSelfAttention: dim ", o.dim,
+            " does not split into ", o.heads, " heads");
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) const {
+  DLF_CHECK(x.dim() == 3 && x.size(2) == c_proj->weight.size(0),
+            "CausalSelfAttention: expected x [B, T, ", c_proj->weight.size(0), "], got ",
+            shape_str(x.shape()));
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / heads;
+  // [B, T, 3, H, hd] -> q, k, v as strided [B, H, T, hd] views: the kernel reads them in place.
+  const Tensor qkv = c_attn->forward(x).view({B, T, 3, heads, hd});
+  auto head_view = [&](int64_t i) { return qkv.select(2, i).transpose(1, 2); };
+  const Tensor y = scaled_dot_product_attention(head_view(0), head_view(1), head_view(2), causal);
+  return dropout->forward(c_proj->forward(y.transpose(1, 2).reshape({B, T, C})));
+}
+
+TransformerBlock::TransformerBlock(const TransformerOptions& o)
+    : ln_1(register_module("ln_1", std::make_shared<LayerNorm>(o.dim, o.ln_eps, true, o.dtype))),
+      attn(register_module("attn", std::make_shared<CausalSelfAttention>(o))),
+      ln_2(register_module("ln_2", std::make_shared<LayerNorm>(o.dim, o.ln_eps, true, o.dtype))),
+      mlp(register_module("mlp", std::make_shared<MLP>(o))) {}
+
+Tensor TransformerBlock::forward(const Tensor& x) const {
+  const Tensor h = x + attn->forward(ln_1->forward(x));
+  return h + mlp->forward(ln_2->forward(h));
+}
+
+}  // namespace dlf::nn

@@ -1,0 +1,128 @@
+#include "test_util.h"
+
+using namespace dlf;
+using dlf::test::check_close;
+using dlf::test::check_error;
+
+namespace {
+
+Tensor tokens_of(const std::string& text) {
+  std::vector<int64_t> ids(text.begin(), text.end());
+  return from_vector<int64_t>(ids, {1, int64_t(ids.size())});
+}
+
+std::string text_of(const Tensor& ids) {
+  std::string s;
+  for (int64_t id : ids.to_vector<int64_t>()) s += char(id);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("GPT: nanoGPT's parameter names, shapes and counts") {
+  models::GPT nano(models::gpt_config("gpt-nano"));
+  const nn::NamedTensors state = nano.state_dict();
+  std::vector<std::string> expected = {"transformer.wte.weight [256, 64]",
+                                       "transformer.wpe.weight [64, 64]"};
+  for (int i = 0; i < 2; ++i) {
+    const std::string h = "transformer.h." + std::to_string(i) + ".";
+    for (const char* name :
+         {"ln_1.weight [64]", "ln_1.bias [64]", "attn.c_attn.weight [192, 64]",
+          "attn.c_attn.bias [192]", "attn.c_proj.weight [64, 64]", "attn.c_proj.bias [64]",
+          "ln_2.weight [64]", "ln_2.bias [64]", "mlp.c_fc.weight [256, 64]", "mlp.c_fc.bias [256]",
+          "mlp.c_proj.weight [64, 256]", "mlp.c_proj.bias [64]"})
+      expected.push_back(h + name);
+  }
+  expected.push_back("transformer.ln_f.weight [64]");
+  expected.push_back("transformer.ln_f.bias [64]");
+  expected.push_back("lm_head.weight [256, 64]");
+  std::vector<std::string> got;
+  for (const auto& [name, t] : state) got.push_back(name + " " + shape_str(t.shape()));
+  CHECK(got == expected);
+  CHECK(state.back().second.impl() == nano.transformer->wte->weight.impl());  // tied
+  CHECK(nano.num_parameters() == 120576);  // the peer's count (shared/peer/param_names)
+  CHECK(models::GPT(models::gpt_config("gpt-mini")).num_parameters() == 10844160);
+
+  // nanoGPT's init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2 layers)), zero biases.
+  models::GPT mini(models::gpt_config("gpt-mini"));
+  auto std_of = [](const Tensor& t) { return std::sqrt(mean(t * t).item<double>()); };
+  CHECK(std_of((*mini.transformer->h)[0].mlp->c_fc->weight) == doctest::Approx(0.02).epsilon(0.02));
+  CHECK(std_of((*mini.transformer->h)[5].attn->c_proj->weight) ==
+        doctest::Approx(0.02 / std::sqrt(12.0)).epsilon(0.02));
+  CHECK(std_of((*mini.transformer->h)[2].attn->c_attn->bias) == 0);
+  CHECK(mini.transformer->ln_f->weight.to_vector<double>() == std::vector<double>(384, 1.0));
+}
+
+TEST_CASE("GPT: registry errors, forward shapes, loss at init, causality") {
+  check_error([] { models::gpt_config("gpt-huge"); },
+              {"unknown model 'gpt-huge'", "gpt-nano", "gpt-small"});
+  manual_seed(5);
+  models::GPT gpt(models::gpt_config("gpt-nano"));
+  const Tensor idx = randint(0, 256, {3, 64});
+  const Tensor logits = gpt.forward(idx);
+  CHECK(logits.shape() == Shape{3, 64, 256});
+  // Small init: the logits are near zero, so the loss is near ln(256).
+  CHECK(gpt.loss(idx, randint(0, 256, {3, 64})).item<double>() ==
+        doctest::Approx(std::log(256.0)).epsilon(0.02));
+  check_error([&] { gpt.forward(randint(0, 256, {1, 65})); }, {"sequence length 65", "1..64"});
+  check_error([&] { gpt.forward(randint(0, 256, {65})); }, {"[B, T]", "[65]"});
+  check_error([&] { gpt.loss(idx, randint(0, 256, {3, 63})); }, {"targets", "[3, 63]"});
+
+  // Changing token 10 leaves the logits of positions 0..9 exactly as they were.
+  Tensor changed = idx.clone();
+  changed.data<int64_t>()[10] = (changed.data<int64_t>()[10] + 1) % 256;
+  const Tensor after = gpt.forward(changed);
+  check_close(after.slice(1, 0, 10), logits.slice(1, 0, 10), 0, 0);
+  CHECK(max(abs(after.slice(1, 10, 11) - logits.slice(1, 10, 11))).item<double>() > 0);
+}
+
+TEST_CASE("GPT: gradients of every parameter match finite differences (tiny f64 model)") {
+  manual_seed(6);
+  models::GPT gpt({.name = "tiny",
+                   .vocab = 7,
+                   .context = 4,
+                   .layers = 1,
+                   .heads = 2,
+                   .dim = 4,
+                   .dtype = DType::f64});
+  const Tensor idx = from_vector<int64_t>({1, 5, 2, 6, 0, 3}, {2, 3});
+  const Tensor targets = from_vector<int64_t>({5, 2, 6, 3, 3, 1}, {2, 3});
+  const auto result = autograd::gradcheck(
+      [&](const std::vector<Tensor>&) { return gpt.loss(idx, targets); }, gpt.parameters());
+  INFO(result.str());
+  CHECK(result.ok);
+}
+
+TEST_CASE("GPT: gpt-nano overfits a short text and then recites it greedily") {
+  manual_seed(0);
+  models::GPT gpt(models::gpt_config("gpt-nano"));
+  const std::string text =
+      "It is a truth universally acknowledged, that a single man in possession of a good "
+      "fortune, must be in want of a wife.";
+  const Tensor all = tokens_of(text);
+  const int64_t T = all.size(1) - 1;
+  const Tensor x = all.slice(1, 0, T), y = all.slice(1, 1, T + 1);
+  nn::optim::Adam opt = nn::optim::AdamW(nn::optim::decay_groups(gpt.named_parameters(), 0.0),
+                                         {.lr = 1e-2, .beta2 = 0.99});
+  // One 64-token window per step, all windows of the text in the batch.
+  const Tensor xb = cat({x.slice(1, 0, 64), x.slice(1, T - 64, T)}, 0);
+  const Tensor yb = cat({y.slice(1, 0, 64), y.slice(1, T - 64, T)}, 0);
+  double first = 0, last = 0;
+  for (int step = 0; step < 150; ++step) {
+    opt.zero_grad();
+    Tensor loss = gpt.loss(xb, yb);
+    loss.backward();
+    opt.step();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  INFO("loss ", first, " -> ", last);
+  CHECK(first > 5);
+  CHECK(last < 0.05);
+  const Tensor prompt = all.slice(1, 0, 20);
+  const Tensor out = gpt.generate(prompt, 40, 0);
+  CHECK(text_of(out) == text.substr(0, 60));
+  CHECK(gpt.is_training());
+  // Sampling at a low temperature with top-k picks the same memorised continuation.
+  Generator gen(1);
+  CHECK(text_of(gpt.generate(prompt, 40, 0.01, 5, &gen)) == text.substr(0, 60));
+}
