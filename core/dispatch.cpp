@@ -140,6 +140,7 @@ Device output_device(const OpDef& op, const std::vector<Tensor>& inputs, const A
 }  // namespace
 
 std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs) {
+  for (DispatchObserver* o : observers) o->on_op_start(op);
   std::vector<Tensor> outputs;
   if (op.view) {
     outputs = op.view(inputs, attrs);

@@ -7,7 +7,7 @@
 
 #include <dlf/dlf.h>
 
-#include "op_counter.h"
+#include <dlf/core/op_profile.h>
 
 namespace dlf::app {
 namespace {
@@ -45,7 +45,7 @@ double run_demo(const DemoOptions& o) {
       static_cast<long long>(h), static_cast<long long>(h), o.lr, num_threads());
   std::printf("loss of predicting the mean: %.4f\n", baseline);
 
-  OpCounter counter;
+  OpProfile counter;
   double loss_value = 0;
   auto start = std::chrono::steady_clock::now();
   for (int step = 1; step <= o.steps; ++step) {

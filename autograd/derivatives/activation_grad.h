@@ -1,6 +1,8 @@
 // Derivatives of activations, shared by the element-wise ops and linear's fused epilogue.
 #pragma once
+#include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/op.h>
 #include <dlf/core/ops/elementwise.h>
 
 #include <numbers>
@@ -24,6 +26,14 @@ inline Tensor gelu_derivative(const Tensor& x, bool tanh_form) {
   // gelu = x Phi(x): gelu' = Phi(x) + x phi(x)
   const double inv_sqrt_2pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;
   return (erf(x * (1 / std::numbers::sqrt2)) + 1.0) * 0.5 + x * exp(x * x * -0.5) * inv_sqrt_2pi;
+}
+
+/// g · gelu'(x): one fused op for a first derivative, differentiable ops when a second one is
+/// being built (grad mode on inside backward).
+inline Tensor gelu_grad(const Tensor& g, const Tensor& x, bool tanh_form) {
+  if (grad_enabled()) return g * gelu_derivative(x, tanh_form);
+  static const OpDef& op = find_op("gelu_backward");
+  return dispatch1(op, {g, x}, {{"approximation", std::string(tanh_form ? "tanh" : "erf")}});
 }
 
 }  // namespace dlf::autograd

@@ -75,7 +75,7 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
     return g * exp(-(x * x)) * (2 * std::numbers::inv_sqrtpi);
   });
   unary("gelu", {0}, {}, [](C c, const Tensor& g) {
-    return g * gelu_derivative(c.input(0), c.attrs().s("approximation") == "tanh");
+    return gelu_grad(g, c.input(0), c.attrs().s("approximation") == "tanh");
   });
   unary("add_scalar", {}, {}, [](C, const Tensor& g) { return g; });
   unary("mul_scalar", {}, {}, [](C c, const Tensor& g) { return g * c.attrs().f("scalar"); });
@@ -137,7 +137,8 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
   register_backward("masked_fill", {.save_inputs = {1}, .fn = [](C c) -> Grads {
                                       return {masked_fill(c.grad(), c.input(1), 0), Tensor()};
                                     }});
-  for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) register_nondifferentiable(op);
+  for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge", "gelu_backward"})
+    register_nondifferentiable(op);
   return true;
 }();
 

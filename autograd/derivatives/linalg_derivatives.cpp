@@ -30,7 +30,7 @@ Grads matmul_backward(const BackwardContext& c) {
 }
 
 // y = act(z), z = x Wᵀ + b. gelu needs z, which is recomputed (one more matmul): layers that
-// train call linear and gelu separately instead of fusing.
+// train call linear and gelu separately instead of fusing (nn::MLP does).
 Grads linear_backward(const BackwardContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& w = c.input(1);
@@ -40,7 +40,7 @@ Grads linear_backward(const BackwardContext& c) {
     gz = relu_grad(gz, c.output(0));
   } else if (act != "none") {
     const Tensor bias = c.has_input(2) ? c.input(2) : Tensor();
-    gz = gz * gelu_derivative(linear(x, w, bias), act == "gelu_tanh");
+    gz = gelu_grad(gz, linear(x, w, bias), act == "gelu_tanh");
   }
   const int64_t out_features = w.shape()[0];
   const Tensor gz2 = gz.reshape({-1, out_features});

@@ -66,6 +66,14 @@ std::pair<Tensor, Tensor> statistics(const Tensor& xr, const BackwardContext& c,
 Grads layer_norm_backward(const BackwardContext& c) {
   const Tensor& x = c.input(0);
   const Shape& normalized = c.attrs().ints("normalized_shape");
+  if (!grad_enabled()) {  // first order: one fused pass
+    static const OpDef& fused = find_op("layer_norm_backward");
+    std::vector<Tensor> g = dispatch(
+        fused, {c.grad(0), x, c.has_input(1) ? c.input(1) : Tensor(), c.output(1), c.output(2)},
+        {{"normalized_shape", normalized}});
+    return {c.needs_grad(0) ? g[0] : Tensor(), c.needs_grad(1) ? g[1] : Tensor(),
+            c.needs_grad(2) ? g[2] : Tensor()};
+  }
   const int64_t n = numel(normalized);
   const Shape lead(x.shape().begin(), x.shape().end() - static_cast<int64_t>(normalized.size()));
   Shape rows = lead;
@@ -151,6 +159,7 @@ Grads group_norm_backward(const BackwardContext& c) {
                        const Tensor g = c.grad();
                        return {g - exp(c.output(0)) * sum(g, {dim}, true)};
                      }});
+  register_nondifferentiable("layer_norm_backward");
   register_backward("layer_norm",
                     {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = layer_norm_backward});
   register_backward("group_norm",

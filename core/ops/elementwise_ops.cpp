@@ -125,6 +125,47 @@ const OpDef& gelu_op = register_unary<DTypeSet::floating>(
       return [tanh = tanh_form(a)](auto x) { return tanh ? gelu_tanh(x) : gelu_erf(x); };
     });
 
+template <typename X>
+X gelu_erf_derivative(X x) {
+  const X cdf = X(0.5) * (X(1) + std::erf(x * X(std::numbers::sqrt2 / 2)));
+  return cdf + x * std::exp(X(-0.5) * x * x) * X(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+}
+template <typename X>
+X gelu_tanh_derivative(X x) {
+  constexpr double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
+  const X t = std::tanh(X(k) * (x + X(0.044715) * x * x * x));
+  return X(0.5) * (X(1) + t) +
+         X(0.5) * x * (X(1) - t * t) * X(k) * (X(1) + X(3 * 0.044715) * x * x);
+}
+
+// gelu's first-order backward, fused: inputs grad and x (one shape), output grad · gelu'(x).
+const OpDef& gelu_backward_op = register_op({
+    .name = "gelu_backward",
+    .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
+      elementwise::check_dtype("gelu_backward", DTypeSet::floating, in[1]);
+      DLF_CHECK(in[0].shape() == in[1].shape() && in[0].dtype() == in[1].dtype(),
+                "gelu_backward: grad ", dtype_name(in[0].dtype()), shape_str(in[0].shape()),
+                " does not match x ", dtype_name(in[1].dtype()), shape_str(in[1].shape()));
+      return {{in[1].shape(), in[1].dtype()}};
+    },
+    .kernel =
+        [](Inputs in, const Attrs& a, Outputs out) {
+          const bool tanh = tanh_form(a);
+          if (kernels::onednn_eltwise_backward(
+                  tanh ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf, in[0], in[1],
+                  out[0])) {
+            return;
+          }
+          elementwise::visit<DTypeSet::floating>(in[1].dtype(), [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            kernels::map_elements<T, T, T>(out[0], in, [tanh](auto g, auto x) {
+              return g * (tanh ? gelu_tanh_derivative(x) : gelu_erf_derivative(x));
+            });
+          });
+        },
+    .cost = elementwise::cost_per_element(kTranscendental + 10),
+});
+
 const OpDef& add_scalar_op = register_unary<DTypeSet::numeric>(
     "add_scalar", kArithmetic, with_scalar_operand(algorithm::binary_add),
     [](const Attrs& a) {

@@ -8,12 +8,14 @@
 #include <dlf/core/dtype.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/op.h>
+#include <dlf/core/op_profile.h>
 #include <dlf/core/ops/conv.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/join.h>
 #include <dlf/core/ops/linalg.h>
 #include <dlf/core/ops/nn_ops.h>
 #include <dlf/core/ops/normalization.h>
+#include <dlf/core/ops/optim.h>
 #include <dlf/core/ops/reduce.h>
 #include <dlf/core/random.h>
 #include <dlf/core/shape.h>

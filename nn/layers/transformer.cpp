@@ -1,3 +1,5 @@
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/nn_ops.h>
 #include <dlf/nn/transformer.h>
 
@@ -12,8 +14,28 @@ MLP::MLP(const TransformerOptions& o)
       dropout(register_module("dropout", std::make_shared<Dropout>(o.dropout))),
       activation(o.activation) {}
 
+namespace {
+Tensor activate(const Tensor& z, Activation activation) {
+  switch (activation) {
+    case Activation::none:
+      return z;
+    case Activation::relu:
+      return relu(z);
+    case Activation::gelu_tanh:
+      return gelu(z, GeluApproximation::tanh);
+    case Activation::gelu_erf:
+      return gelu(z, GeluApproximation::erf);
+  }
+  return z;
+}
+}  // namespace
+
 Tensor MLP::forward(const Tensor& x) const {
-  return dropout->forward(c_proj->forward(c_fc->forward(x, activation)));
+  // With autograd on, the activation runs as its own op so backward has c_fc's output; fused
+  // into the matmul, backward would have to recompute that matmul.
+  const Tensor h = autograd::grad_enabled() ? activate(c_fc->forward(x), activation)
+                                            : c_fc->forward(x, activation);
+  return dropout->forward(c_proj->forward(h));
 }
 
 CausalSelfAttention::CausalSelfAttention(const TransformerOptions& o)

@@ -1,6 +1,7 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/optim.h>
 #include <dlf/core/ops/reduce.h>
 #include <dlf/nn/optim/optimizer.h>
 
@@ -110,21 +111,17 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
     : Optimizer(std::move(groups), options.lr), o_(options) {}
 
 void Adam::update(Tensor& p, const Tensor& grad, double weight_decay, std::vector<Tensor>& state) {
-  Tensor g = grad;
-  if (weight_decay != 0) {
-    if (o_.decoupled) {
-      p.copy_(p * (1 - lr() * weight_decay));
-    } else {
-      g = g + p * weight_decay;
-    }
+  for (Tensor& moment : state) {
+    if (!moment.defined()) moment = zeros(p.shape(), {.dtype = p.dtype(), .device = p.device()});
   }
-  Tensor& m = state[0];
-  Tensor& v = state[1];
-  m = m.defined() ? m * o_.beta1 + g * (1 - o_.beta1) : g * (1 - o_.beta1);
-  v = v.defined() ? v * o_.beta2 + g * g * (1 - o_.beta2) : g * g * (1 - o_.beta2);
-  const double t = static_cast<double>(steps());
-  const double c1 = 1 - std::pow(o_.beta1, t), c2 = 1 - std::pow(o_.beta2, t);
-  p.copy_(p - (m / c1) / (sqrt(v / c2) + o_.eps) * lr());
+  adam_update_(p, grad, state[0], state[1],
+               {.lr = lr(),
+                .beta1 = o_.beta1,
+                .beta2 = o_.beta2,
+                .eps = o_.eps,
+                .weight_decay = weight_decay,
+                .decoupled = o_.decoupled,
+                .step = steps()});
 }
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {

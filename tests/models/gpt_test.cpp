@@ -103,12 +103,12 @@ TEST_CASE("GPT: gpt-nano overfits a short text and then recites it greedily") {
   const int64_t T = all.size(1) - 1;
   const Tensor x = all.slice(1, 0, T), y = all.slice(1, 1, T + 1);
   nn::optim::Adam opt = nn::optim::AdamW(nn::optim::decay_groups(gpt.named_parameters(), 0.0),
-                                         {.lr = 1e-2, .beta2 = 0.99});
+                                         {.lr = 3e-3, .beta2 = 0.99});
   // One 64-token window per step, all windows of the text in the batch.
   const Tensor xb = cat({x.slice(1, 0, 64), x.slice(1, T - 64, T)}, 0);
   const Tensor yb = cat({y.slice(1, 0, 64), y.slice(1, T - 64, T)}, 0);
   double first = 0, last = 0;
-  for (int step = 0; step < 150; ++step) {
+  for (int step = 0; step < 200; ++step) {
     opt.zero_grad();
     Tensor loss = gpt.loss(xb, yb);
     loss.backward();
@@ -117,7 +117,7 @@ TEST_CASE("GPT: gpt-nano overfits a short text and then recites it greedily") {
   }
   INFO("loss ", first, " -> ", last);
   CHECK(first > 5);
-  CHECK(last < 0.05);
+  CHECK(last < 0.02);
   const Tensor prompt = all.slice(1, 0, 20);
   const Tensor out = gpt.generate(prompt, 40, 0);
   CHECK(text_of(out) == text.substr(0, 60));

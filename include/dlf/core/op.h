@@ -100,6 +100,8 @@ Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const
 class DispatchObserver {
  public:
   virtual ~DispatchObserver() = default;
+  /// Called before the op runs (ops may nest: a composite's inner ops come in between).
+  virtual void on_op_start(const OpDef& /*op*/) {}
   virtual void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                      std::span<const Tensor> outputs) = 0;
 };

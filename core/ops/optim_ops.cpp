@@ -1,0 +1,79 @@
+// adam_update_: Adam/AdamW's whole update in one pass (the composite form reads and writes
+// the parameter and its two moments about twelve times).
+#include <dlf/core/op.h>
+#include <dlf/core/ops/optim.h>
+
+#include <cmath>
+
+#include "core/kernels/dtype_dispatch.h"
+#include "core/kernels/row_major.h"
+
+namespace dlf {
+namespace {
+
+// Inputs: param (updated in place, the op's output), grad, exp_avg, exp_avg_sq (both also
+// updated in place; optimizer state is not seen by autograd).
+const OpDef& adam_update_op = register_op({
+    .name = "adam_update_",
+    .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
+      const Tensor& p = in[0];
+      bool ok = is_floating(p.dtype()) && p.is_contiguous();
+      for (const Tensor& t : in.subspan(1))
+        ok = ok && t.shape() == p.shape() && t.dtype() == p.dtype();
+      ok = ok && in[2].is_contiguous() && in[3].is_contiguous();
+      DLF_CHECK(ok,
+                "adam_update_: param, grad and state must share shape and floating dtype, with "
+                "contiguous param and state (param ",
+                dtype_name(p.dtype()), shape_str(p.shape()), ", grad ", dtype_name(in[1].dtype()),
+                shape_str(in[1].shape()), ")");
+      return {{p.shape(), p.dtype()}};
+    },
+    .kernel =
+        [](Inputs in, const Attrs& a, Outputs) {
+          kernels::visit_floating(in[0].dtype(), "adam_update_", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            using A = kernels::acc_t<T>;
+            const double t = double(a.i("step"));
+            const A lr = A(a.f("lr")), b1 = A(a.f("beta1")), b2 = A(a.f("beta2")),
+                    eps = A(a.f("eps")), wd = A(a.f("weight_decay"));
+            const A c1 = A(1 - std::pow(a.f("beta1"), t)), c2 = A(1 - std::pow(a.f("beta2"), t));
+            const A shrink = a.b("decoupled") ? A(1) - lr * wd : A(1);
+            const A l2 = a.b("decoupled") ? A(0) : wd;
+            const kernels::RowMajorData<T> grad(in[1]);
+            T *p = in[0].data<T>(), *m = in[2].data<T>(), *v = in[3].data<T>();
+            const T* g = grad.data();
+            const int64_t n = in[0].numel();
+#pragma omp parallel for simd if (n > 32768)
+            for (int64_t i = 0; i < n; ++i) {
+              const A pi = A(p[i]) * shrink, gi = A(g[i]) + l2 * A(p[i]);
+              const A mi = b1 * A(m[i]) + (1 - b1) * gi;
+              const A vi = b2 * A(v[i]) + (1 - b2) * gi * gi;
+              m[i] = T(mi);
+              v[i] = T(vi);
+              p[i] = T(pi - lr * (mi / c1) / (std::sqrt(vi / c2) + eps));
+            }
+          });
+        },
+    // Per element: about 16 flops; param, grad and both moments read, three of them written.
+    .cost = [](Inputs in, const Attrs&, std::span<const Tensor>) -> Cost {
+      const double bytes = static_cast<double>(in[0].nbytes());
+      return {16.0 * static_cast<double>(in[0].numel()), 4 * bytes, 3 * bytes};
+    },
+    .inplace = 0,
+});
+
+}  // namespace
+
+void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                  const Tensor& exp_avg_sq, const AdamHyper& h) {
+  dispatch(adam_update_op, {param, grad, exp_avg, exp_avg_sq},
+           {{"lr", h.lr},
+            {"beta1", h.beta1},
+            {"beta2", h.beta2},
+            {"eps", h.eps},
+            {"weight_decay", h.weight_decay},
+            {"decoupled", h.decoupled},
+            {"step", h.step}});
+}
+
+}  // namespace dlf
