@@ -1,7 +1,8 @@
 // Benchmark output and timing shared by every benchmark in bench/.
 //
-// Output: one JSON object per line on stdout, fields in the order added (shared/BENCH.md
-// lists them). Timing: warm-up calls, then timed repetitions summarised as median/min/max.
+// Output: one JSON object per line on stdout (dlf::JsonLine), fields in the order added
+// (shared/BENCH.md lists them). Timing: warm-up calls, then timed repetitions summarised as
+// median/min/max.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -12,52 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include <dlf/json_line.h>
+
 namespace dlf::bench {
 
-/// One JSON object, printed as one line.
-class JsonLine {
- public:
-  JsonLine& add(const std::string& key, const std::string& value) { return raw(key, quote(value)); }
-  JsonLine& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
-  JsonLine& add(const std::string& key, int64_t value) { return raw(key, std::to_string(value)); }
-  JsonLine& add(const std::string& key, int value) { return raw(key, std::to_string(value)); }
-  JsonLine& add(const std::string& key, double value) {
-    if (!std::isfinite(value)) return raw(key, "null");  // JSON has no NaN or infinity
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", value);
-    return raw(key, buf);
-  }
-
-  std::string str() const { return "{" + body_ + "}"; }
-  void print() const {
-    std::printf("%s\n", str().c_str());
-    std::fflush(stdout);
-  }
-
- private:
-  JsonLine& raw(const std::string& key, const std::string& json_value) {
-    if (!body_.empty()) body_ += ",";
-    body_ += quote(key) + ":" + json_value;
-    return *this;
-  }
-  static std::string quote(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-    return out + "\"";
-  }
-  std::string body_;
-};
+using dlf::JsonLine;
 
 struct Timing {
   double median_ms = 0, min_ms = 0, max_ms = 0;

@@ -23,7 +23,7 @@ namespace {
 struct Options {
   std::string model = "gpt-mini";
   int steps = 10, warmup = 2, threads = 2;
-  bool profile = false;  // one more step under an OpProfile, table on stderr
+  bool profile = false;        // one more step under an OpProfile, table on stderr
   int64_t batch = 0, seq = 0;  // 0: the peer's defaults for the model
 };
 
@@ -41,12 +41,18 @@ Options parse(int argc, char** argv) {
     }
     DLF_CHECK(i + 1 < argc, "train_bench: ", flag, " needs a value");
     const int value = std::atoi(argv[++i]);
-    if (flag == "--steps") o.steps = value;
-    else if (flag == "--warmup") o.warmup = value;
-    else if (flag == "--threads") o.threads = value;
-    else if (flag == "--batch") o.batch = value;
-    else if (flag == "--seq") o.seq = value;
-    else throw Error("train_bench: unknown flag " + flag);
+    if (flag == "--steps")
+      o.steps = value;
+    else if (flag == "--warmup")
+      o.warmup = value;
+    else if (flag == "--threads")
+      o.threads = value;
+    else if (flag == "--batch")
+      o.batch = value;
+    else if (flag == "--seq")
+      o.seq = value;
+    else
+      throw Error("train_bench: unknown flag " + flag);
   }
   return o;
 }

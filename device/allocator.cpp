@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <deque>
+#include <map>
 #include <mutex>
 
 namespace dlf {

@@ -7,6 +7,8 @@
 #include <dlf/dlf.h>
 
 #include "demo.h"
+#include "sample.h"
+#include "train.h"
 
 namespace {
 // CLI11's PositiveNumber prints its range as a 300-digit number; this says it plainly.
@@ -19,6 +21,85 @@ const CLI::Validator kPositive(
       return "must be a positive number, got '" + value + "'";
     },
     "POSITIVE");
+
+const CLI::Validator kModelName(
+    [](std::string& value) -> std::string {
+      for (const auto& name : dlf::models::model_names())
+        if (name == value) return "";
+      std::string known;
+      for (const auto& name : dlf::models::model_names()) known += " " + name;
+      return "unknown model '" + value + "' (known:" + known + ")";
+    },
+    "MODEL");
+
+void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
+  cmd = app.add_subcommand("train", "Train a model on text (the fortunes corpus by default)");
+  dlf::app::RunConfig& r = o.run;
+  cmd->add_option("--model", r.model, "model name: gpt-nano, gpt-mini, gpt-small, gpt-medium")
+      ->check(kModelName)
+      ->capture_default_str();
+  cmd->add_option("--data", r.data, "text files or folders (default: /usr/share/games/fortunes)");
+  cmd->add_option("--steps", r.steps, "optimizer steps in total (the schedule's length)")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--until", o.until, "stop after this step and checkpoint, as if interrupted")
+      ->check(kPositive);
+  cmd->add_option("--batch", r.batch, "sequences per step")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--seq", r.seq, "tokens per sequence (default: the model's context)")
+      ->check(kPositive);
+  cmd->add_option("--lr", r.lr, "peak learning rate (AdamW, warmup then cosine)")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--min-lr", r.min_lr, "learning rate at the end of the cosine")
+      ->capture_default_str();
+  cmd->add_option("--warmup", r.warmup, "warmup steps (default: 5 % of --steps)");
+  cmd->add_option("--weight-decay", r.weight_decay, "AdamW decay of matrices and embeddings")
+      ->capture_default_str();
+  cmd->add_option("--clip", r.grad_clip, "clip gradients to this global norm")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--seed", r.seed, "seed of the initialisation and the batches")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint", o.checkpoint, "directory for checkpoint.h5");
+  cmd->add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint");
+  cmd->add_option("--save-every", o.save_every, "steps between checkpoints (default: at the end)");
+  cmd->add_option("--eval-every", o.eval_every,
+                  "steps between validation losses (default: at the end)");
+  cmd->add_option("--eval-batches", o.eval_batches, "validation batches per evaluation")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--metrics", o.metrics, "write per-step metrics to this file as JSON lines");
+  cmd->add_option("--log-every", o.log_every, "steps between progress lines when not on a terminal")
+      ->check(kPositive)
+      ->capture_default_str();
+}
+
+void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
+  cmd = app.add_subcommand("generate", "Continue a prompt with a trained model");
+  cmd->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5")->required();
+  cmd->add_option("--prompt", o.prompt, "text to continue")->capture_default_str();
+  cmd->add_option("--tokens", o.tokens, "bytes to generate")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "sampling seed")->capture_default_str();
+}
+
+void add_eval(CLI::App& app, dlf::app::EvalOptions& o, CLI::App*& cmd) {
+  cmd = app.add_subcommand("eval", "Validation loss of a trained model");
+  cmd->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5")->required();
+  cmd->add_option("--data", o.data, "text to evaluate on (default: the run's own data)");
+  cmd->add_option("--batches", o.batches, "validation batches")
+      ->check(kPositive)
+      ->capture_default_str();
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -37,6 +118,14 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--lr", demo.lr, "learning rate")->check(kPositive);
   demo_cmd->add_option("--seed", demo.seed, "initialisation seed");
 
+  dlf::app::TrainOptions train;
+  dlf::app::GenerateOptions generate;
+  dlf::app::EvalOptions eval;
+  CLI::App *train_cmd = nullptr, *generate_cmd = nullptr, *eval_cmd = nullptr;
+  add_train(app, train, train_cmd);
+  add_generate(app, generate, generate_cmd);
+  add_eval(app, eval, eval_cmd);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -47,6 +136,12 @@ int main(int argc, char** argv) {
   try {
     if (threads > 0) dlf::set_num_threads(threads);
     if (*demo_cmd) dlf::app::run_demo(demo);
+    if (*train_cmd) {
+      train.steps_given = train_cmd->count("--steps") > 0;
+      dlf::app::run_train(train);
+    }
+    if (*generate_cmd) dlf::app::run_generate(generate);
+    if (*eval_cmd) dlf::app::run_eval(eval);
   } catch (const dlf::Error& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 1;

@@ -1,0 +1,56 @@
+#include "progress.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace dlf::app {
+
+Progress::Progress(int64_t first, int64_t total, int64_t every)
+    : first_(first),
+      total_(total),
+      every_(every < 1 ? 1 : every),
+      terminal_(isatty(STDERR_FILENO) != 0),
+      start_(std::chrono::steady_clock::now()) {}
+
+std::string Progress::eta(int64_t step) const {
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const int64_t done = step + 1 - first_, left = total_ - step - 1;
+  const auto seconds = static_cast<int64_t>(done > 0 ? elapsed / double(done) * double(left) : 0);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%ld:%02ld", static_cast<long>(seconds / 60),
+                static_cast<long>(seconds % 60));
+  return buf;
+}
+
+void Progress::update(int64_t step, double loss, double tokens_per_s) {
+  const bool last = step + 1 == total_;
+  if (terminal_) {
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(kWidth * (step + 1) / total_);
+    std::fprintf(stderr, "\r[%s%s] step %ld/%ld  loss %.4f  %.0f tok/s  ETA %s \x1b[K",
+                 std::string(filled, '#').c_str(), std::string(kWidth - filled, '.').c_str(),
+                 static_cast<long>(step + 1), static_cast<long>(total_), loss, tokens_per_s,
+                 eta(step).c_str());
+    bar_drawn_ = true;
+  } else if ((step + 1) % every_ == 0 || step == first_ || last) {
+    std::fprintf(stderr, "step %ld/%ld  loss %.4f  %.0f tok/s  ETA %s\n",
+                 static_cast<long>(step + 1), static_cast<long>(total_), loss, tokens_per_s,
+                 eta(step).c_str());
+  }
+  std::fflush(stderr);
+}
+
+void Progress::note(const std::string& line) {
+  if (bar_drawn_) std::fputc('\n', stderr);
+  bar_drawn_ = false;
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+void Progress::finish() {
+  if (bar_drawn_) std::fputc('\n', stderr);
+  bar_drawn_ = false;
+}
+
+}  // namespace dlf::app

@@ -1,0 +1,27 @@
+// Training progress on stderr: a bar redrawn in place on a terminal, plain lines otherwise.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace dlf::app {
+
+class Progress {
+ public:
+  /// Steps first..total-1 will be reported; `every` spaces the plain lines.
+  Progress(int64_t first, int64_t total, int64_t every);
+  /// After step `step` (0-based) finished with this loss and tokens/s.
+  void update(int64_t step, double loss, double tokens_per_s);
+  /// A line of its own (an evaluation, a checkpoint), not overwritten by the bar.
+  void note(const std::string& line);
+  void finish();
+
+ private:
+  std::string eta(int64_t step) const;
+  int64_t first_, total_, every_;
+  bool terminal_;
+  bool bar_drawn_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace dlf::app

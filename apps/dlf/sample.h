@@ -1,0 +1,28 @@
+// `dlf generate` and `dlf eval`: use a trained checkpoint.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlf::app {
+
+struct GenerateOptions {
+  std::string checkpoint;
+  std::string prompt = "\n";
+  int64_t tokens = 200;
+  double temperature = 0.8;
+  int64_t top_k = 40;
+  uint64_t seed = 0;
+};
+/// Prints the prompt and its continuation on stdout.
+void run_generate(const GenerateOptions& options);
+
+struct EvalOptions {
+  std::string checkpoint;
+  std::vector<std::string> data;  ///< empty: the run's own data
+  int64_t batches = 16;
+};
+/// Prints the validation loss, perplexity and bits per byte; returns the loss.
+double run_eval(const EvalOptions& options);
+
+}  // namespace dlf::app

@@ -1,0 +1,25 @@
+// `dlf train`: trains a registered model on text, with checkpoints, resume and metrics.
+#pragma once
+#include <string>
+
+#include "run_config.h"
+
+namespace dlf::app {
+
+struct TrainOptions {
+  RunConfig run;
+  std::string checkpoint;   ///< directory; empty: no checkpoints
+  bool resume = false;      ///< continue from the checkpoint (its run config wins)
+  bool steps_given = true;  ///< on resume, whether run.steps replaces the checkpoint's
+  int64_t until = 0;        ///< stop (and checkpoint) after this step, as if interrupted
+  std::string metrics;      ///< JSON-lines file; empty: none
+  int64_t save_every = 0;   ///< steps between checkpoints (0: only at the end)
+  int64_t eval_every = 0;   ///< steps between validation losses (0: only at the end)
+  int64_t eval_batches = 4;
+  int64_t log_every = 10;
+};
+
+/// Returns the last training loss.
+double run_train(TrainOptions options);
+
+}  // namespace dlf::app
