@@ -30,4 +30,39 @@ expect_error 2 frobnicate
 "$dlf" --help | grep -q demo || fail "--help does not list demo"
 DLF_NUM_THREADS=1 "$dlf" demo --steps 1 | grep -q ", 1 threads" || fail "DLF_NUM_THREADS=1 not applied"
 DLF_NUM_THREADS=1 "$dlf" --threads 2 demo --steps 1 | grep -q ", 2 threads" || fail "--threads does not override DLF_NUM_THREADS"
+# train, checkpoint, resume (bit for bit), generate, eval
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+train() { "$dlf" --threads 1 train --model gpt-nano --batch 4 --seq 32 "$@"; }
+losses() { grep '"loss"' "$1" | sed 's/.*"loss":\([^,]*\).*/\1/'; }
+train --steps 4 --checkpoint "$tmp/straight" --metrics "$tmp/straight.jsonl" 2>"$tmp/log" ||
+  fail "train: $(cat "$tmp/log")"
+grep -q "checkpoint saved" "$tmp/log" || fail "no checkpoint message: $(cat "$tmp/log")"
+[ "$(losses "$tmp/straight.jsonl" | wc -l)" -eq 4 ] || fail "expected 4 metrics lines"
+train --steps 4 --until 2 --checkpoint "$tmp/stopped" --metrics "$tmp/resumed.jsonl" 2>/dev/null ||
+  fail "train --until"
+[ -f "$tmp/stopped/checkpoint.h5" ] || fail "no checkpoint after --until"
+"$dlf" --threads 1 train --model gpt-nano --checkpoint "$tmp/stopped" --resume \
+  --metrics "$tmp/resumed.jsonl" 2>"$tmp/log" || fail "resume: $(cat "$tmp/log")"
+grep -q "resuming from step 2" "$tmp/log" || fail "resume did not start at step 2: $(cat "$tmp/log")"
+[ "$(losses "$tmp/straight.jsonl")" = "$(losses "$tmp/resumed.jsonl")" ] ||
+  fail "resumed losses differ: $(losses "$tmp/straight.jsonl" | tr '\n' ' ') vs $(losses "$tmp/resumed.jsonl" | tr '\n' ' ')"
+text=$("$dlf" generate --checkpoint "$tmp/straight" --prompt "Hello" --tokens 20) || fail "generate"
+case "$text" in Hello*) ;; *) fail "generate does not start with the prompt: $text" ;; esac
+[ "${#text}" -ge 25 ] || fail "generate made fewer than 20 bytes: $text"
+"$dlf" eval --checkpoint "$tmp/straight" --batches 2 | grep -q "validation loss" || fail "eval"
+
+expect_error 2 train --model gpt-huge
+expect_error 2 train --steps 0
+expect_error 2 train --model gpt-nano --lr -1
+expect_error 1 train --model gpt-nano --resume
+expect_error 1 train --model gpt-nano --seq 65 --steps 1
+expect_error 1 train --model gpt-nano --data "$tmp/no-such-file" --steps 1
+expect_error 1 train --model gpt-mini --checkpoint "$tmp/straight" --resume
+expect_error 2 generate --prompt hi
+expect_error 1 generate --checkpoint "$tmp/nothing-here"
+cp "$tmp/straight/checkpoint.h5" "$tmp/whole.h5"
+truncate -s 20000 "$tmp/straight/checkpoint.h5"
+expect_error 1 generate --checkpoint "$tmp/straight"
+expect_error 1 train --model gpt-nano --checkpoint "$tmp/straight" --resume
+"$dlf" train --help | grep -q -- "--resume" || fail "train --help"
 echo "cli: all checks passed"

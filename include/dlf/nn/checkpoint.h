@@ -8,11 +8,11 @@
 namespace dlf::nn {
 
 struct Checkpoint {
-  NamedTensors model;      ///< Module::state_dict()
-  NamedTensors optimizer;  ///< Optimizer::state_dict() (may be empty)
+  NamedTensors model = {};      ///< Module::state_dict()
+  NamedTensors optimizer = {};  ///< Optimizer::state_dict() (may be empty)
   int64_t step = 0;
   uint64_t rng_seed = 0, rng_offset = 0;  ///< the default generator's state
-  std::string config;                     ///< the run config, as JSON text
+  std::string config = {};                ///< the run config, as JSON text
 };
 
 /// Writes DIR/checkpoint.h5 (creating DIR) through a temporary file that is flushed and then
