@@ -24,11 +24,16 @@
 #include <dlf/device/device.h>
 #include <dlf/device/threads.h>
 #include <dlf/error.h>
+#include <dlf/json_line.h>
 #include <dlf/models/gpt.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/activation.h>
+#include <dlf/nn/checkpoint.h>
 #include <dlf/nn/containers.h>
 #include <dlf/nn/conv.h>
+#include <dlf/nn/data/idx.h>
+#include <dlf/nn/data/prefetch.h>
+#include <dlf/nn/data/text_dataset.h>
 #include <dlf/nn/functional.h>
 #include <dlf/nn/init.h>
 #include <dlf/nn/linear.h>
