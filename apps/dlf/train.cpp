@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -66,6 +67,9 @@ double run_train(TrainOptions o) {
   }
   std::ofstream metrics;
   if (!o.metrics.empty()) {
+    const std::filesystem::path parent = std::filesystem::path(o.metrics).parent_path();
+    std::error_code ignored;  // a failure shows as the open's error below
+    if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
     metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
     DLF_CHECK(metrics.good(), "cannot write the metrics file ", o.metrics);
   }

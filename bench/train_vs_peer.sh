@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# dlf's GPT training throughput beside the peer's (PyTorch's C++ API, ../shared/peer), measured
+# in the same session: ROUNDS alternating runs of each (one process per run, each holding
+# /tmp/bench.lock), then one JSON line with the medians, the ratio and peak RSS of both.
+#
+#   bash bench/train_vs_peer.sh gpt-mini [ROUNDS] [STEPS]
+#
+# Env: PEER_DIR (default ../shared/peer beside this repository), DLF_BUILD (default
+# build/release). The peer's fp32 GEMMs need OpenBLAS (libopenblas0-pthread): with Debian's
+# reference BLAS behind libblas.so.3 it runs ~30x slower, which would flatter dlf.
+set -euo pipefail
+model=${1:?usage: train_vs_peer.sh MODEL [ROUNDS] [STEPS]}
+rounds=${2:-3}
+steps=${3:-5}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+peer=${PEER_DIR:-$root/../shared/peer}
+build=${DLF_BUILD:-$root/build/release}
+[ -x "$peer/run.sh" ] || { echo "train_vs_peer: no peer at $peer (set PEER_DIR)" >&2; exit 2; }
+if ! readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; then
+  echo "train_vs_peer: libblas.so.3 is not OpenBLAS; installing libopenblas0-pthread" >&2
+  apt-get install -y -qq libopenblas0-pthread >&2
+fi
+
+field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p"; }
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+dlf_lines=() peer_lines=()
+for ((r = 1; r <= rounds; ++r)); do
+  dlf_lines+=("$(flock /tmp/bench.lock "$build/bench/train_bench" "$model" --steps "$steps" 2>/dev/null)")
+  peer_lines+=("$(flock /tmp/bench.lock "$peer/run.sh" "$model" --steps "$steps" --json 2>/dev/null)")
+  echo "round $r: dlf ${dlf_lines[-1]}" >&2
+  echo "round $r: peer ${peer_lines[-1]}" >&2
+done
+of() {  # of LINES FIELD -> median over the rounds
+  local -n lines=$1
+  printf '%s\n' "${lines[@]}" | field "$2" | median
+}
+dlf_tps=$(of dlf_lines value) peer_tps=$(of peer_lines throughput)
+printf '{"bench":"train","case":"%s","impl":"dlf","threads":2,"metric":"throughput","value":%s,"unit":"tok/s","median_ms":%s,"peak_rss_mib":%s,"mfu":%s,"baseline_impl":"libtorch","baseline":%s,"ratio":%.3f,"baseline_peak_rss_mib":%s,"rss_ratio":%.3f,"rounds":%d,"steps":%d}\n' \
+  "$model" "$dlf_tps" "$(of dlf_lines median_ms)" "$(of dlf_lines peak_rss_mib)" \
+  "$(of dlf_lines mfu)" "$peer_tps" "$(echo "$dlf_tps $peer_tps" | awk '{print $1 / $2}')" \
+  "$(of peer_lines peak_rss_mib)" \
+  "$(echo "$(of dlf_lines peak_rss_mib) $(of peer_lines peak_rss_mib)" | awk '{print $1 / $2}')" \
+  "$rounds" "$steps"
