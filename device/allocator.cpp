@@ -33,6 +33,7 @@ constexpr size_t kAlignment = 64;
 // at most kCacheLimit bytes (the oldest blocks go first) and is dropped when malloc fails.
 class HostAllocator final : public Allocator {
  public:
+  ~HostAllocator() override { release_cache(); }
   void* allocate(size_t bytes) override {
     const size_t size = rounded(bytes);
     void* ptr = size >= kCachedFrom ? take_cached(size) : nullptr;
