@@ -57,7 +57,7 @@ GPT::GPT(GPTConfig config, Generator* gen) : config_(std::move(config)) {
   }
 }
 
-Tensor GPT::forward(const Tensor& idx) const {
+Tensor GPT::trunk(const Tensor& idx) const {
   DLF_CHECK(idx.dim() == 2, "GPT: expected token ids [B, T], got ", shape_str(idx.shape()));
   const int64_t T = idx.size(1);
   DLF_CHECK(T >= 1 && T <= config_.context, "GPT '", config_.name, "': sequence length ", T,
@@ -66,7 +66,11 @@ Tensor GPT::forward(const Tensor& idx) const {
   Tensor x =
       transformer->drop->forward(transformer->wte->forward(idx) + transformer->wpe->forward(pos));
   for (const auto& block : *transformer->h) x = block->forward(x);
-  return linear(transformer->ln_f->forward(x), transformer->wte->weight);
+  return transformer->ln_f->forward(x);
+}
+
+Tensor GPT::forward(const Tensor& idx) const {
+  return linear(trunk(idx), transformer->wte->weight);
 }
 
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets) const {
@@ -88,8 +92,11 @@ Tensor GPT::generate(const Tensor& idx, int64_t tokens, double temperature, int6
   Tensor out = idx.to(DType::i64);
   for (int64_t step = 0; step < tokens; ++step) {
     const int64_t T = out.size(1), start = std::max<int64_t>(0, T - config_.context);
+    // The head only for the last position: [B, V], not [B, T, V].
     const Tensor last =
-        forward(out.slice(1, start, T)).select(1, -1).to(DType::f64).contiguous();  // [B, V]
+        linear(trunk(out.slice(1, start, T)).select(1, -1), transformer->wte->weight)
+            .to(DType::f64)
+            .contiguous();
     Tensor next = Tensor::empty({B, 1}, DType::i64);
     for (int64_t b = 0; b < B; ++b) {
       const double* row = last.data<double>() + b * V;

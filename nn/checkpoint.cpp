@@ -149,7 +149,9 @@ void save_checkpoint(const std::string& dir, const Checkpoint& ckpt) {
       write_tensors(file, "/optimizer", ckpt.optimizer);
     }
     flush_to_disk(temp);
-    fs::rename(temp, target);
+    fs::rename(temp, target, ec);
+    DLF_CHECK(!ec, "checkpoint: cannot move the new checkpoint into place as ", target.string(),
+              " (", ec.message(), "); the previous checkpoint is unchanged");
   } catch (const H5::Exception& e) {
     fs::remove(temp, ec);
     throw Error("checkpoint: writing " + target.string() + " failed (" + e.getDetailMsg() +

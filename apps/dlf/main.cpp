@@ -145,6 +145,12 @@ int main(int argc, char** argv) {
   } catch (const dlf::Error& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "dlf: out of host memory (try a smaller --batch or --seq)\n";
+    return 1;
+  } catch (const std::exception& e) {  // a bug, but still one line and no abort
+    std::cerr << "dlf: internal error: " << e.what() << "\n";
+    return 1;
   }
   return 0;
 }

@@ -137,8 +137,8 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
   register_backward("masked_fill", {.save_inputs = {1}, .fn = [](C c) -> Grads {
                                       return {masked_fill(c.grad(), c.input(1), 0), Tensor()};
                                     }});
-  for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge", "gelu_backward"})
-    register_nondifferentiable(op);
+  for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) register_nondifferentiable(op);
+  register_nondifferentiable("gelu_backward");  // used only for first derivatives
   return true;
 }();
 

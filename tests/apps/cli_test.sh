@@ -38,6 +38,10 @@ train --steps 4 --checkpoint "$tmp/straight" --metrics "$tmp/straight.jsonl" 2>"
   fail "train: $(cat "$tmp/log")"
 grep -q "checkpoint saved" "$tmp/log" || fail "no checkpoint message: $(cat "$tmp/log")"
 [ "$(losses "$tmp/straight.jsonl" | wc -l)" -eq 4 ] || fail "expected 4 metrics lines"
+train --steps 3 --eval-every 2 --save-every 2 --checkpoint "$tmp/every" --metrics "$tmp/every.jsonl" \
+  2>"$tmp/log" || fail "train --eval-every: $(cat "$tmp/log")"
+[ "$(grep -c val_loss "$tmp/every.jsonl")" -eq 2 ] || fail "--eval-every 2 of 3 steps: $(cat "$tmp/every.jsonl")"
+[ "$(grep -c "checkpoint saved" "$tmp/log")" -eq 2 ] || fail "--save-every 2 of 3 steps: $(cat "$tmp/log")"
 train --steps 4 --until 2 --checkpoint "$tmp/stopped" --metrics "$tmp/resumed.jsonl" 2>/dev/null ||
   fail "train --until"
 [ -f "$tmp/stopped/checkpoint.h5" ] || fail "no checkpoint after --until"

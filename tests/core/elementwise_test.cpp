@@ -284,3 +284,23 @@ TEST_CASE("erf matches reference values") {
   dlf::test::check_op([](const std::vector<Tensor>& in) { return erf(in[0]); }, {x});
   check_close(erf(x), {0, 0.8427007929497149, -0.5204998778130465, 0.9999779095030014}, {4}, 1e-12);
 }
+
+TEST_CASE("gelu_backward: grad times gelu'(x), oneDNN f32/bf16 against the f64 loop") {
+  const OpDef& op = find_op("gelu_backward");
+  // gelu_erf'(x) = Phi(x) + x phi(x): 0.5 at 0, 1.0833154706 at 1, -0.0833154706 at -1.
+  const Tensor x64 = from_vector<double>({0, 1, -1}), g64 = from_vector<double>({2, 1, 1});
+  check_close(dispatch1(op, {g64, x64}, {{"approximation", std::string("erf")}}),
+              {1, 1.0833154706, -0.0833154706}, {3}, 1e-9);
+  const Tensor x = randn({7, 53}), g = randn({7, 53});
+  for (const char* approx : {"erf", "tanh"}) {
+    const Attrs a{{"approximation", std::string(approx)}};
+    const Tensor reference = dispatch1(op, {g.to(DType::f64), x.to(DType::f64)}, a);
+    check_close(dispatch1(op, {g, x}, a), reference, 1e-5, 1e-5);
+    check_close(dispatch1(op, {g.to(DType::bf16), x.to(DType::bf16)}, a), reference, 0.05, 0.02);
+  }
+  check_error(
+      [&] {
+        dispatch1(op, {g, randn({7, 52})}, {{"approximation", std::string("erf")}});
+      },
+      {"gelu_backward", "[7, 53]", "[7, 52]"});
+}

@@ -120,6 +120,19 @@ TEST_CASE("meta tensors have shapes but no data") {
   CHECK(allocator_for(kMeta).stats().peak_bytes >= 2 * 4000000);
 }
 
+TEST_CASE("large host blocks are reused after they are freed; the counters see only live bytes") {
+  Allocator& cpu = allocator_for(kCPU);
+  const int64_t live = cpu.stats().live_bytes;
+  const int64_t n = (3 << 20) + 7 * 16384 + 1;              // a size no other test frees
+  void* first = Tensor::empty({n}, DType::f32).raw_data();  // ~12 MiB, freed at once
+  CHECK(cpu.stats().live_bytes == live);
+  Tensor again = Tensor::empty({n}, DType::f32);
+  CHECK(again.raw_data() == first);
+  CHECK(cpu.stats().live_bytes == live + 4 * n);
+  Tensor other = Tensor::empty({n}, DType::f32);  // the cached block is taken: a new one
+  CHECK(other.raw_data() != first);
+}
+
 TEST_CASE("bad input names the shapes") {
   check_error([] { broadcast_shapes({2, 3}, {4, 3}); }, {"[2, 3]", "[4, 3]", "broadcast"});
   check_error([] { zeros({2, 3}).view({4, 2}); }, {"[4, 2]", "[2, 3]"});

@@ -55,6 +55,8 @@ class GPT : public nn::Module {
   std::shared_ptr<GPTTransformer> transformer;
 
  private:
+  /// Everything before the head: ln_f's output [B, T, dim].
+  Tensor trunk(const Tensor& idx) const;
   GPTConfig config_;
 };
 
