@@ -74,6 +74,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor> grads) {
     if (replaced.defined()) g = replaced;
   }
   meta.grad = meta.grad.defined() ? meta.grad + g : g;
+  meta.grad.storage()->set_category(MemoryCategory::gradients);
   for (auto& hook : meta.grad_ready_hooks) hook(meta.grad);
   return {};
 }

@@ -1,7 +1,9 @@
 // The op registry and the dispatch choke point.
 #include <dlf/core/op.h>
 #include <dlf/device/allocator.h>
+#include <dlf/device/sim_device.h>
 #include <dlf/device/threads.h>
+#include <dlf/device/trace.h>
 
 #include <algorithm>
 #include <deque>
@@ -137,6 +139,42 @@ Device output_device(const OpDef& op, const std::vector<Tensor>& inputs, const A
   DLF_CHECK(first != nullptr, op.name, ": needs a 'device' attribute or a defined input");
   return first->device();
 }
+
+MathPrecision precision_of(DType dtype) {
+  if (dtype == DType::f64) return MathPrecision::f64;
+  if (dtype == DType::bf16) return MathPrecision::bf16;
+  return MathPrecision::f32;
+}
+
+// "matmul [8,256,384] [384,1152]": what a trace span is called.
+std::string span_name(const OpDef& op, Inputs inputs) {
+  std::ostringstream name;
+  name << op.name;
+  for (const Tensor& t : inputs) name << ' ' << (t.defined() ? shape_str(t.shape()) : "-");
+  return name.str();
+}
+
+// Advances a sim or meta device's compute stream by the op's roofline time.
+void charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs,
+                      std::span<const Tensor> outputs) {
+  const Cost c = op_cost(op, inputs, attrs, outputs);
+  const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
+  const double bytes = c.bytes_read + c.bytes_written;
+  const double seconds = sim::op_seconds(sim::spec_of(device), c.flops, bytes, precision_of(dtype));
+  const double start = sim::timeline(device).run(sim::Stream::compute, seconds);
+  if (trace::enabled()) {
+    trace::span(device, sim::Stream::compute, span_name(op, inputs), start, seconds,
+                detail::concat("\"flops\":", c.flops, ",\"bytes\":", bytes));
+  }
+}
+
+// Composite ops dispatch inner ops; only the outermost op is charged to the device clock (its
+// cost formula covers the whole op).
+thread_local int dispatch_depth = 0;
+struct DepthGuard {
+  DepthGuard() { ++dispatch_depth; }
+  ~DepthGuard() { --dispatch_depth; }
+};
 }  // namespace
 
 std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs) {
@@ -145,6 +183,7 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
   if (op.view) {
     outputs = op.view(inputs, attrs);
   } else {
+    DepthGuard depth;
     const Device device = output_device(op, inputs, attrs);
     std::vector<TensorMeta> metas = op.infer(inputs, attrs);
     if (op.inplace >= 0) {
@@ -158,6 +197,8 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
       op.kernel(inputs, attrs, outputs);
     }
     if (op.inplace >= 0) outputs[0].storage()->bump_version();
+    if (device.type != DeviceType::cpu && dispatch_depth == 1)
+      charge_simulated(device, op, inputs, attrs, outputs);
   }
   for (DispatchObserver* o : observers) o->on_op(op, inputs, attrs, outputs);
   if (autograd_hook != nullptr) autograd_hook(op, inputs, attrs, outputs);

@@ -8,9 +8,18 @@
 namespace dlf {
 
 Storage::Storage(size_t nbytes, Device device)
-    : data_(allocator_for(device).allocate(nbytes)), nbytes_(nbytes), device_(device) {}
+    : data_(allocator_for(device).allocate(nbytes, MemoryScope::current())),
+      nbytes_(nbytes),
+      device_(device),
+      category_(MemoryScope::current()) {}
 
-Storage::~Storage() { allocator_for(device_).deallocate(data_, nbytes_); }
+Storage::~Storage() { allocator_for(device_).deallocate(data_, nbytes_, category_); }
+
+void Storage::set_category(MemoryCategory category) {
+  if (category == category_) return;
+  allocator_for(device_).recategorize(nbytes_, category_, category);
+  category_ = category;
+}
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape sizes, Shape strides, int64_t offset,
                DType dtype)

@@ -1,26 +1,88 @@
 #include <dlf/device/allocator.h>
+#include <dlf/device/sim_device.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <map>
 #include <mutex>
 
 namespace dlf {
 
-MemoryStats Allocator::stats() const { return {live_.load(), peak_.load(), allocations_.load()}; }
-
-void Allocator::reset_peak() { peak_.store(live_.load()); }
-
-void Allocator::count_alloc(size_t bytes) {
-  int64_t live = live_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
-  int64_t peak = peak_.load();
-  while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
-  }
-  allocations_.fetch_add(1);
+std::string_view memory_category_name(MemoryCategory category) {
+  static constexpr std::string_view names[] = {"parameters", "gradients", "optimizer state",
+                                               "activations", "temporaries"};
+  return names[static_cast<int>(category)];
 }
 
-void Allocator::count_free(size_t bytes) { live_.fetch_sub(static_cast<int64_t>(bytes)); }
+namespace {
+thread_local MemoryCategory current_category = MemoryCategory::temporaries;
+}
+
+MemoryScope::MemoryScope(MemoryCategory category) : saved_(current_category) {
+  current_category = category;
+}
+MemoryScope::~MemoryScope() { current_category = saved_; }
+MemoryCategory MemoryScope::current() { return current_category; }
+
+std::string format_bytes(double bytes) {
+  static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.2f %s", bytes, units[unit]);
+  return text;
+}
+
+std::string format_by_category(const BytesByCategory& bytes) {
+  std::string out;
+  for (int c = 0; c < kMemoryCategories; ++c) {
+    if (bytes[c] == 0) continue;
+    if (!out.empty()) out += ", ";
+    out.append(memory_category_name(static_cast<MemoryCategory>(c)))
+        .append(" ")
+        .append(format_bytes(static_cast<double>(bytes[c])));
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+MemoryStats Allocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void Allocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_bytes = stats_.live_bytes;
+  stats_.at_peak_by = stats_.live_by;
+}
+
+int64_t Allocator::count_alloc(size_t bytes, MemoryCategory category) {
+  std::lock_guard lock(mutex_);
+  stats_.live_bytes += static_cast<int64_t>(bytes);
+  stats_.live_by[static_cast<int>(category)] += static_cast<int64_t>(bytes);
+  ++stats_.allocations;
+  if (stats_.live_bytes > stats_.peak_bytes) {
+    stats_.peak_bytes = stats_.live_bytes;
+    stats_.at_peak_by = stats_.live_by;
+  }
+  return stats_.live_bytes;
+}
+
+void Allocator::count_free(size_t bytes, MemoryCategory category) {
+  std::lock_guard lock(mutex_);
+  stats_.live_bytes -= static_cast<int64_t>(bytes);
+  stats_.live_by[static_cast<int>(category)] -= static_cast<int64_t>(bytes);
+}
+
+void Allocator::recategorize(size_t bytes, MemoryCategory from, MemoryCategory to) {
+  std::lock_guard lock(mutex_);
+  stats_.live_by[static_cast<int>(from)] -= static_cast<int64_t>(bytes);
+  stats_.live_by[static_cast<int>(to)] += static_cast<int64_t>(bytes);
+}
 
 namespace {
 
@@ -34,17 +96,17 @@ constexpr size_t kAlignment = 64;
 class HostAllocator final : public Allocator {
  public:
   ~HostAllocator() override { release_cache(); }
-  void* allocate(size_t bytes) override {
+  void* allocate(size_t bytes, MemoryCategory category) override {
     const size_t size = rounded(bytes);
     void* ptr = size >= kCachedFrom ? take_cached(size) : nullptr;
     if (ptr == nullptr) ptr = std::aligned_alloc(kAlignment, size);
     if (ptr == nullptr && release_cache() > 0) ptr = std::aligned_alloc(kAlignment, size);
     if (ptr == nullptr) throw std::bad_alloc();
-    count_alloc(bytes);
+    count_alloc(bytes, category);
     return ptr;
   }
-  void deallocate(void* ptr, size_t bytes) override {
-    count_free(bytes);
+  void deallocate(void* ptr, size_t bytes, MemoryCategory category) override {
+    count_free(bytes, category);
     const size_t size = rounded(bytes);
     if (size < kCachedFrom || size > kCacheLimit) return std::free(ptr);
     std::lock_guard lock(mutex_);
@@ -97,33 +159,15 @@ class HostAllocator final : public Allocator {
   uint64_t clock_ = 0;
 };
 
-// Counts bytes, holds none: how the meta device plans layouts it never computes.
-class CountingAllocator final : public Allocator {
- public:
-  void* allocate(size_t bytes) override {
-    count_alloc(bytes);
-    return nullptr;
-  }
-  void deallocate(void*, size_t bytes) override { count_free(bytes); }
-};
-
 }  // namespace
 
+Allocator& host_allocator() {
+  static HostAllocator host;
+  return host;
+}
+
 Allocator& allocator_for(Device device) {
-  static HostAllocator cpu;
-  static std::mutex mutex;
-  static std::deque<CountingAllocator> metas;
-  switch (device.type) {
-    case DeviceType::cpu:
-      return cpu;
-    case DeviceType::sim:  // the simulated device's own allocator arrives with its backend
-    case DeviceType::meta: {
-      std::lock_guard lock(mutex);
-      while (metas.size() <= static_cast<size_t>(device.index)) metas.emplace_back();
-      return metas[device.index];
-    }
-  }
-  return cpu;
+  return device.type == DeviceType::cpu ? host_allocator() : sim::device_allocator(device);
 }
 
 }  // namespace dlf

@@ -8,6 +8,7 @@ namespace dlf::nn {
 Tensor Module::register_parameter(std::string name, Tensor value) {
   DLF_CHECK(value.defined(), "register_parameter('", name, "'): undefined tensor");
   if (value.is_leaf() && !value.requires_grad()) value.requires_grad_();
+  value.storage()->set_category(MemoryCategory::parameters);
   parameters_.emplace_back(std::move(name), value);
   return value;
 }
@@ -98,13 +99,19 @@ void Module::train(bool on) {
 
 void Module::to(Device device) {
   autograd::NoGradGuard no_grad;
-  for (auto& [name, t] : named_parameters()) t.set_data(t.to(device));
+  for (auto& [name, t] : named_parameters()) {
+    MemoryScope scope(MemoryCategory::parameters);
+    t.set_data(t.to(device));
+  }
   for (auto& [name, t] : named_buffers()) t.set_data(t.to(device));
 }
 
 void Module::to(DType dtype) {
   autograd::NoGradGuard no_grad;
-  for (auto& [name, t] : named_parameters()) t.set_data(t.to(dtype));
+  for (auto& [name, t] : named_parameters()) {
+    MemoryScope scope(MemoryCategory::parameters);
+    t.set_data(t.to(dtype));
+  }
   for (auto& [name, t] : named_buffers()) {
     if (is_floating(t.dtype())) t.set_data(t.to(dtype));
   }

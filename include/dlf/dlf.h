@@ -22,7 +22,10 @@
 #include <dlf/core/tensor.h>
 #include <dlf/device/allocator.h>
 #include <dlf/device/device.h>
+#include <dlf/device/sim_device.h>
+#include <dlf/device/sim_spec.h>
 #include <dlf/device/threads.h>
+#include <dlf/device/trace.h>
 #include <dlf/error.h>
 #include <dlf/json_line.h>
 #include <dlf/models/gpt.h>

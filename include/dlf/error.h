@@ -12,6 +12,12 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A device has no room for an allocation; the message lists what is live there by category.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <typename... Args>
 std::string concat(const Args&... args) {

@@ -39,6 +39,9 @@ void Optimizer::step() {
       std::vector<Tensor>& state = state_[gi][pi];
       state.resize(slots);
       update(p, g, groups_[gi].weight_decay, state);
+      for (Tensor& slot : state) {
+        if (slot.defined()) slot.storage()->set_category(MemoryCategory::optimizer_state);
+      }
     }
   }
 }

@@ -9,6 +9,7 @@
 
 #include <dlf/core/dtype.h>
 #include <dlf/core/shape.h>
+#include <dlf/device/allocator.h>
 #include <dlf/device/device.h>
 #include <dlf/error.h>
 
@@ -18,6 +19,7 @@ namespace dlf {
 /// (autograd refuses to use a saved tensor whose storage changed after it was saved).
 class Storage {
  public:
+  /// Allocates on `device`, counted under the calling thread's MemoryScope category.
   Storage(size_t nbytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -28,11 +30,15 @@ class Storage {
   Device device() const { return device_; }
   uint64_t version() const { return version_; }
   void bump_version() { ++version_; }
+  MemoryCategory category() const { return category_; }
+  /// Counts these bytes under another category from now on (a tensor becoming a parameter).
+  void set_category(MemoryCategory category);
 
  private:
   void* data_;
   size_t nbytes_;
   Device device_;
+  MemoryCategory category_;
   uint64_t version_ = 0;
 };
 

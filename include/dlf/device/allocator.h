@@ -1,39 +1,82 @@
 // Device memory: one allocator per device, with live/peak byte counters.
 #pragma once
-#include <atomic>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
 
 #include <dlf/device/device.h>
 
 namespace dlf {
 
+/// What memory holds, for out-of-memory reports and per-device memory tables.
+enum class MemoryCategory : uint8_t {
+  parameters,
+  gradients,
+  optimizer_state,
+  activations,  ///< allocated during a forward pass (held for backward)
+  temporaries,  ///< everything else
+};
+inline constexpr int kMemoryCategories = 5;
+std::string_view memory_category_name(MemoryCategory category);
+
+/// Allocations made on this thread while it lives are counted under `category`.
+class MemoryScope {
+ public:
+  explicit MemoryScope(MemoryCategory category);
+  ~MemoryScope();
+  MemoryScope(const MemoryScope&) = delete;
+  MemoryScope& operator=(const MemoryScope&) = delete;
+  static MemoryCategory current();
+
+ private:
+  MemoryCategory saved_;
+};
+
+using BytesByCategory = std::array<int64_t, kMemoryCategories>;
+
 struct MemoryStats {
   int64_t live_bytes = 0;
   int64_t peak_bytes = 0;
-  int64_t allocations = 0;  ///< number of allocate() calls so far
+  int64_t allocations = 0;       ///< number of allocate() calls so far
+  BytesByCategory live_by{};     ///< live bytes per category
+  BytesByCategory at_peak_by{};  ///< live bytes per category when the peak was reached
 };
+
+/// "1.50 GiB", "312.0 MiB", "12 B".
+std::string format_bytes(double bytes);
+/// "parameters 1.2 GiB, gradients 1.2 GiB, ..." (categories with bytes only).
+std::string format_by_category(const BytesByCategory& bytes);
 
 class Allocator {
  public:
   virtual ~Allocator() = default;
   /// Returns memory for `bytes` bytes (64-byte aligned), or nullptr on a device without data.
-  virtual void* allocate(size_t bytes) = 0;
-  virtual void deallocate(void* ptr, size_t bytes) = 0;
+  /// Throws dlf::OutOfMemory when the device's capacity would be exceeded.
+  virtual void* allocate(size_t bytes, MemoryCategory category) = 0;
+  virtual void deallocate(void* ptr, size_t bytes, MemoryCategory category) = 0;
+  /// Moves live bytes from one category to another (a gradient becoming a parameter's .grad).
+  void recategorize(size_t bytes, MemoryCategory from, MemoryCategory to);
 
   MemoryStats stats() const;
   /// Starts a new peak measurement at the current live bytes.
   void reset_peak();
 
  protected:
-  void count_alloc(size_t bytes);
-  void count_free(size_t bytes);
+  /// Counts an allocation; returns the live bytes after it.
+  int64_t count_alloc(size_t bytes, MemoryCategory category);
+  void count_free(size_t bytes, MemoryCategory category);
 
  private:
-  std::atomic<int64_t> live_{0}, peak_{0}, allocations_{0};
+  mutable std::mutex mutex_;
+  MemoryStats stats_;
 };
 
 /// The allocator behind a device. Stable for the life of the process.
 Allocator& allocator_for(Device device);
+/// Host memory: the cpu device's allocator, and where sim devices keep their data.
+Allocator& host_allocator();
 
 }  // namespace dlf

@@ -1,0 +1,167 @@
+#include <dlf/device/sim_device.h>
+#include <dlf/device/trace.h>
+#include <dlf/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+namespace dlf::sim {
+
+std::string_view stream_name(Stream stream) {
+  return stream == Stream::compute ? "compute" : "comm";
+}
+
+double Timeline::run(Stream stream, double seconds, double not_before) {
+  double& now = now_[static_cast<int>(stream)];
+  const double start = std::max(now, not_before);
+  now = start + seconds;
+  return start;
+}
+
+void Timeline::wait(Stream stream, Event event) {
+  double& now = now_[static_cast<int>(stream)];
+  now = std::max(now, event.time);
+}
+
+namespace {
+
+// The device's memory: capacity from its spec, data in host memory (sim) or nowhere (meta).
+class SimAllocator final : public Allocator {
+ public:
+  SimAllocator(Device device, const SimSpec* spec, const Timeline* clock)
+      : device_(device), spec_(spec), clock_(clock) {}
+
+  void* allocate(size_t bytes, MemoryCategory category) override {
+    const MemoryStats before = stats();
+    const int64_t capacity = spec_->memory_bytes;
+    if (capacity > 0 && before.live_bytes + static_cast<int64_t>(bytes) > capacity) {
+      throw OutOfMemory(detail::concat(
+          device_.str(), " (", spec_->name, ") is out of memory: allocating ",
+          format_bytes(static_cast<double>(bytes)), " for ", memory_category_name(category),
+          " with ", format_bytes(static_cast<double>(before.live_bytes)), " of ",
+          format_bytes(static_cast<double>(capacity)),
+          " in use (live: ", format_by_category(before.live_by),
+          "). Use a smaller batch, more devices (--dp, --tp, --pp) or activation recompute"));
+    }
+    void* ptr = device_.has_data() ? host_allocator().allocate(bytes, category) : nullptr;
+    const int64_t live = count_alloc(bytes, category);
+    if (trace::enabled()) trace::counter(device_, "memory", clock_->now(Stream::compute), live);
+    return ptr;
+  }
+
+  void deallocate(void* ptr, size_t bytes, MemoryCategory category) override {
+    if (ptr != nullptr) host_allocator().deallocate(ptr, bytes, category);
+    count_free(bytes, category);
+    if (trace::enabled())
+      trace::counter(device_, "memory", clock_->now(Stream::compute), stats().live_bytes);
+  }
+
+ private:
+  Device device_;
+  const SimSpec* spec_;
+  const Timeline* clock_;
+};
+
+struct DeviceState {
+  explicit DeviceState(Device device, SimSpec s)
+      : spec(std::move(s)), allocator(device, &spec, &clock) {}
+  SimSpec spec;
+  Timeline clock;
+  SimAllocator allocator;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::deque<std::unique_ptr<DeviceState>> sim, meta;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+SimSpec default_spec(DeviceType type) {
+  SimSpec spec = sim_preset("a100-40gb");
+  if (type == DeviceType::meta) spec.memory_bytes = 0;
+  return spec;
+}
+
+DeviceState& state(Device device) {
+  DLF_CHECK(device.type != DeviceType::cpu, "the cpu device has no simulated state");
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto& states = device.type == DeviceType::sim ? r.sim : r.meta;
+  while (states.size() <= static_cast<size_t>(device.index)) {
+    Device d{device.type, static_cast<int>(states.size())};
+    states.push_back(std::make_unique<DeviceState>(d, default_spec(device.type)));
+  }
+  return *states[device.index];
+}
+
+}  // namespace
+
+void configure(Device device, const SimSpec& spec) {
+  spec.validate();
+  state(device).spec = spec;
+}
+
+const SimSpec& spec_of(Device device) { return state(device).spec; }
+Timeline& timeline(Device device) { return state(device).clock; }
+Allocator& device_allocator(Device device) { return state(device).allocator; }
+
+void reset(Device device) {
+  DeviceState& s = state(device);
+  s.clock = Timeline{};
+  s.allocator.reset_peak();
+}
+
+double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision) {
+  return std::max(flops / spec.peak_flops(precision), bytes / spec.memory_bandwidth) +
+         spec.launch_overhead;
+}
+
+std::string_view collective_name(Collective kind) {
+  static constexpr std::string_view names[] = {"allreduce", "allgather", "reduce_scatter",
+                                               "broadcast", "send_recv", "barrier"};
+  return names[static_cast<int>(kind)];
+}
+
+LinkSpec link_between(const SimSpec& spec, int a, int b) {
+  if (spec.topology == Topology::nodes && a / spec.node_size != b / spec.node_size)
+    return spec.network;
+  return spec.interconnect;
+}
+
+double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
+                          std::span<const int> group) {
+  const int n = static_cast<int>(group.size());
+  if (n <= 1) return 0;
+  // The slowest link between ring neighbours bounds every step of the ring.
+  LinkSpec link = spec.interconnect;
+  for (int i = 0; i < n; ++i) {
+    LinkSpec l = link_between(spec, group[i], group[(i + 1) % n]);
+    if (l.bandwidth < link.bandwidth) link.bandwidth = l.bandwidth;
+    link.latency = std::max(link.latency, l.latency);
+  }
+  const double alpha = link.latency, beta = link.bandwidth;
+  const double log_n = std::ceil(std::log2(n));
+  switch (kind) {
+    case Collective::allreduce:
+      return 2.0 * (n - 1) * (alpha + bytes / n / beta);
+    case Collective::allgather:
+    case Collective::reduce_scatter:
+      return (n - 1) * (alpha + bytes / n / beta);
+    case Collective::broadcast:
+      return log_n * (alpha + bytes / beta);
+    case Collective::send_recv:
+      return alpha + bytes / beta;
+    case Collective::barrier:
+      return log_n * alpha;
+  }
+  return 0;
+}
+
+}  // namespace dlf::sim

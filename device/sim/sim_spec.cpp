@@ -1,0 +1,194 @@
+#include <dlf/device/sim_spec.h>
+#include <dlf/error.h>
+
+#include <cereal/archives/json.hpp>
+#include <cereal/types/string.hpp>
+#include <fstream>
+#include <sstream>
+
+namespace dlf {
+
+template <class Archive>
+void serialize(Archive& ar, LinkSpec& l) {
+  ar(cereal::make_nvp("bandwidth", l.bandwidth), cereal::make_nvp("latency", l.latency));
+}
+
+template <class Archive>
+std::string save_minimal(const Archive&, const Topology& t) {
+  static constexpr const char* names[] = {"ring", "fully_connected", "nodes"};
+  return names[static_cast<int>(t)];
+}
+
+template <class Archive>
+void load_minimal(const Archive&, Topology& t, const std::string& name) {
+  if (name == "ring")
+    t = Topology::ring;
+  else if (name == "fully_connected")
+    t = Topology::fully_connected;
+  else if (name == "nodes")
+    t = Topology::nodes;
+  else
+    throw Error("unknown topology '" + name + "': expected ring, fully_connected or nodes");
+}
+
+template <class Archive>
+void serialize(Archive& ar, SimSpec& s) {
+  ar(cereal::make_nvp("name", s.name), cereal::make_nvp("memory_bytes", s.memory_bytes),
+     cereal::make_nvp("peak_flops_f64", s.peak_flops_f64),
+     cereal::make_nvp("peak_flops_f32", s.peak_flops_f32),
+     cereal::make_nvp("peak_flops_bf16", s.peak_flops_bf16),
+     cereal::make_nvp("memory_bandwidth", s.memory_bandwidth),
+     cereal::make_nvp("launch_overhead", s.launch_overhead),
+     cereal::make_nvp("host_link", s.host_link), cereal::make_nvp("interconnect", s.interconnect),
+     cereal::make_nvp("topology", s.topology), cereal::make_nvp("node_size", s.node_size),
+     cereal::make_nvp("network", s.network));
+}
+
+double SimSpec::peak_flops(MathPrecision p) const {
+  switch (p) {
+    case MathPrecision::f64:
+      return peak_flops_f64;
+    case MathPrecision::f32:
+      return peak_flops_f32;
+    case MathPrecision::bf16:
+      return peak_flops_bf16;
+  }
+  return peak_flops_f32;
+}
+
+void SimSpec::validate() const {
+  auto positive = [&](double v, const char* what) {
+    DLF_CHECK(v > 0, "device spec '", name, "': ", what, " must be positive (got ", v, ")");
+  };
+  DLF_CHECK(memory_bytes >= 0, "device spec '", name,
+            "': memory_bytes must be >= 0 (0: unlimited)");
+  positive(peak_flops_f64, "peak_flops_f64");
+  positive(peak_flops_f32, "peak_flops_f32");
+  positive(peak_flops_bf16, "peak_flops_bf16");
+  positive(memory_bandwidth, "memory_bandwidth");
+  positive(host_link.bandwidth, "host_link.bandwidth");
+  positive(interconnect.bandwidth, "interconnect.bandwidth");
+  DLF_CHECK(launch_overhead >= 0 && host_link.latency >= 0 && interconnect.latency >= 0 &&
+                network.latency >= 0,
+            "device spec '", name, "': latencies and launch_overhead must be >= 0");
+  if (topology == Topology::nodes) {
+    DLF_CHECK(node_size > 0, "device spec '", name, "': node_size must be positive");
+    positive(network.bandwidth, "network.bandwidth");
+  }
+}
+
+namespace {
+
+constexpr double GB = 1e9, TF = 1e12, us = 1e-6;
+constexpr int64_t GiB = int64_t(1) << 30;
+
+// Figures from the vendors' datasheets: dense (no sparsity) peaks; f32 is the plain FP32 rate
+// (not TF32: PyTorch leaves TF32 matmul off by default); f64 the FP64 tensor-core rate; link
+// bandwidths per direction. Latencies and launch overhead are typical measured orders of
+// magnitude (a CUDA kernel launch ~5 µs, an NCCL hop a few µs), not datasheet figures.
+SimSpec preset_a100(const char* name, int64_t memory, double bandwidth) {
+  SimSpec s;  // NVIDIA A100 SXM4 datasheet; DGX A100 node: 8 GPUs on NVSwitch, 8x HDR IB
+  s.name = name;
+  s.memory_bytes = memory;
+  s.peak_flops_f64 = 19.5 * TF;
+  s.peak_flops_f32 = 19.5 * TF;
+  s.peak_flops_bf16 = 312 * TF;
+  s.memory_bandwidth = bandwidth;
+  s.launch_overhead = 5 * us;
+  s.host_link = {32 * GB, 10 * us};     // PCIe 4.0 x16
+  s.interconnect = {300 * GB, 5 * us};  // NVLink 3: 600 GB/s both directions
+  s.topology = Topology::nodes;
+  s.node_size = 8;
+  s.network = {25 * GB, 10 * us};  // one 200 Gb/s HDR InfiniBand port per GPU
+  return s;
+}
+
+SimSpec preset_h100() {
+  SimSpec s;  // NVIDIA H100 SXM5 datasheet; DGX H100 node: 8 GPUs on NVSwitch, 8x NDR IB
+  s.name = "h100-80gb";
+  s.memory_bytes = 80 * GiB;
+  s.peak_flops_f64 = 67 * TF;
+  s.peak_flops_f32 = 67 * TF;
+  s.peak_flops_bf16 = 989 * TF;
+  s.memory_bandwidth = 3350 * GB;
+  s.launch_overhead = 5 * us;
+  s.host_link = {64 * GB, 10 * us};     // PCIe 5.0 x16
+  s.interconnect = {450 * GB, 5 * us};  // NVLink 4: 900 GB/s both directions
+  s.topology = Topology::nodes;
+  s.node_size = 8;
+  s.network = {50 * GB, 10 * us};  // one 400 Gb/s NDR InfiniBand port per GPU
+  return s;
+}
+
+SimSpec preset_l4() {
+  SimSpec s;  // NVIDIA L4 datasheet: PCIe card, no NVLink; peers talk over PCIe
+  s.name = "l4-24gb";
+  s.memory_bytes = 24 * GiB;
+  s.peak_flops_f64 = 0.47 * TF;
+  s.peak_flops_f32 = 30.3 * TF;
+  s.peak_flops_bf16 = 121 * TF;
+  s.memory_bandwidth = 300 * GB;
+  s.launch_overhead = 5 * us;
+  s.host_link = {32 * GB, 10 * us};     // PCIe 4.0 x16
+  s.interconnect = {32 * GB, 10 * us};  // PCIe peer to peer through the host's switch
+  s.topology = Topology::nodes;
+  s.node_size = 8;
+  s.network = {12.5 * GB, 20 * us};  // 100 Gb/s Ethernet per node port
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> sim_preset_names() {
+  return {"a100-40gb", "a100-80gb", "h100-80gb", "l4-24gb"};
+}
+
+SimSpec sim_preset(std::string_view name) {
+  if (name == "a100-40gb") return preset_a100("a100-40gb", 40 * GiB, 1555 * GB);
+  if (name == "a100-80gb") return preset_a100("a100-80gb", 80 * GiB, 2039 * GB);
+  if (name == "h100-80gb") return preset_h100();
+  if (name == "l4-24gb") return preset_l4();
+  std::string known;
+  for (const auto& n : sim_preset_names()) known += (known.empty() ? "" : ", ") + n;
+  throw Error(detail::concat("unknown device preset '", name, "': known presets are ", known,
+                             ", or give a JSON spec file (*.json)"));
+}
+
+SimSpec sim_spec_from_json(const std::string& json) {
+  SimSpec spec;
+  try {
+    std::istringstream is(json);
+    cereal::JSONInputArchive archive(is);
+    archive(cereal::make_nvp("device", spec));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(std::string("device spec is not valid JSON of the expected form: ") + e.what());
+  }
+  spec.validate();
+  return spec;
+}
+
+SimSpec sim_spec_from(std::string_view preset_or_path) {
+  if (!preset_or_path.ends_with(".json")) return sim_preset(preset_or_path);
+  std::ifstream in{std::string(preset_or_path)};
+  DLF_CHECK(in, "cannot read device spec file '", preset_or_path, "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return sim_spec_from_json(text.str());
+  } catch (const Error& e) {
+    throw Error(detail::concat(preset_or_path, ": ", e.what()));
+  }
+}
+
+std::string to_json(const SimSpec& spec) {
+  std::ostringstream os;
+  {
+    cereal::JSONOutputArchive archive(os);
+    archive(cereal::make_nvp("device", spec));
+  }
+  return os.str();
+}
+
+}  // namespace dlf

@@ -1,0 +1,74 @@
+// The simulated accelerator and the meta device: each `sim:i` / `meta:i` has a spec, its own
+// memory capacity and a virtual clock with a compute and a communication stream. The dispatch
+// point charges every op there; communicators charge collectives.
+#pragma once
+#include <array>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <dlf/device/allocator.h>
+#include <dlf/device/device.h>
+#include <dlf/device/sim_spec.h>
+
+namespace dlf::sim {
+
+enum class Stream : uint8_t { compute, comm };
+inline constexpr int kStreams = 2;
+std::string_view stream_name(Stream stream);
+
+/// A point on a stream that another stream can wait for.
+struct Event {
+  double time = 0;
+};
+
+/// A device's virtual clock, in seconds: each stream runs its tasks in order.
+class Timeline {
+ public:
+  double now(Stream stream) const { return now_[static_cast<int>(stream)]; }
+  double now() const { return std::max(now_[0], now_[1]); }
+  /// Runs a task of `seconds` on `stream`, starting no earlier than `not_before`; returns its
+  /// start time.
+  double run(Stream stream, double seconds, double not_before = 0);
+  Event record(Stream stream) const { return {now(stream)}; }
+  /// `stream` does nothing more until `event` has happened.
+  void wait(Stream stream, Event event);
+
+ private:
+  std::array<double, kStreams> now_{};
+};
+
+/// Gives `device` (sim or meta) a spec. Unconfigured sim devices are a100-40gb; unconfigured
+/// meta devices are timed as a100-40gb with unlimited memory.
+void configure(Device device, const SimSpec& spec);
+const SimSpec& spec_of(Device device);
+Timeline& timeline(Device device);
+/// Zeroes the device's clock and restarts its peak-memory measurement.
+void reset(Device device);
+
+/// Kernel time by the roofline model: max(flops / peak, bytes / bandwidth) + launch overhead.
+double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision);
+
+enum class Collective : uint8_t {
+  allreduce,
+  allgather,
+  reduce_scatter,
+  broadcast,
+  send_recv,
+  barrier
+};
+std::string_view collective_name(Collective kind);
+/// Time of a collective over the devices `group` (their indices), `bytes` being the whole
+/// buffer (allreduce's input, allgather's output): the alpha–beta model of the algorithm the
+/// communicators run — ring reduce-scatter + allgather for allreduce, ring allgather and
+/// reduce-scatter, a binomial tree for broadcast, one message for send/recv, a dissemination
+/// barrier. The slowest link the group crosses sets alpha and beta.
+double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
+                          std::span<const int> group);
+/// The link a message between devices `a` and `b` takes.
+LinkSpec link_between(const SimSpec& spec, int a, int b);
+
+/// The allocator behind a sim or meta device (allocator_for() returns it).
+Allocator& device_allocator(Device device);
+
+}  // namespace dlf::sim

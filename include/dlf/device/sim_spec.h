@@ -1,0 +1,51 @@
+// What a simulated accelerator is: memory, compute, bandwidths and the interconnect between
+// devices. Presets for real accelerator classes, or a JSON file (cereal).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlf {
+
+/// A link in one direction: alpha (latency) and beta (bandwidth) of the alpha–beta model.
+struct LinkSpec {
+  double bandwidth = 0;  ///< bytes/s
+  double latency = 0;    ///< seconds per message
+};
+
+enum class Topology : uint8_t {
+  ring,             ///< each device talks to its two neighbours over `interconnect`
+  fully_connected,  ///< every pair over `interconnect` (a switch, e.g. NVSwitch)
+  nodes,            ///< nodes of `node_size` fully connected devices, joined by `network`
+};
+
+/// The arithmetic a kernel runs in; each has its own peak rate.
+enum class MathPrecision : uint8_t { f64, f32, bf16 };
+
+struct SimSpec {
+  std::string name = "custom";
+  int64_t memory_bytes = 0;  ///< capacity; 0 means unlimited
+  double peak_flops_f64 = 0, peak_flops_f32 = 0, peak_flops_bf16 = 0;  ///< FLOP/s
+  double memory_bandwidth = 0;                                         ///< bytes/s
+  double launch_overhead = 0;  ///< seconds added to every op
+  LinkSpec host_link;          ///< to host memory (offload)
+  LinkSpec interconnect;       ///< between devices (within a node for Topology::nodes)
+  Topology topology = Topology::fully_connected;
+  int node_size = 8;  ///< devices per node (Topology::nodes)
+  LinkSpec network;   ///< between nodes (Topology::nodes)
+
+  double peak_flops(MathPrecision p) const;
+  /// Throws dlf::Error naming the first figure that is missing or not positive.
+  void validate() const;
+};
+
+/// A named preset ("a100-40gb", "h100-80gb", ...); dlf::Error lists the names when unknown.
+SimSpec sim_preset(std::string_view name);
+std::vector<std::string> sim_preset_names();
+/// A preset name, or a path to a JSON spec file (anything ending in ".json").
+SimSpec sim_spec_from(std::string_view preset_or_path);
+SimSpec sim_spec_from_json(const std::string& json);
+std::string to_json(const SimSpec& spec);
+
+}  // namespace dlf

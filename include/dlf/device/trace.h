@@ -1,0 +1,24 @@
+// The profiler sink: spans and counters on device tracks, written as Chrome trace JSON
+// (opens in Perfetto or chrome://tracing). One process per device, one thread per stream,
+// memory as a counter track. Times are the device's clock in seconds (virtual on sim/meta).
+#pragma once
+#include <string>
+
+#include <dlf/device/device.h>
+#include <dlf/device/sim_device.h>
+
+namespace dlf::trace {
+
+/// Starts collecting (drops what an earlier run collected).
+void start();
+bool enabled();
+/// Stops collecting and writes the trace to `path` (temporary file + rename).
+void stop_and_write(const std::string& path);
+
+/// A task on a device stream. `args_json` is the body of a JSON object ("\"bytes\":12") or empty.
+void span(Device device, sim::Stream stream, std::string name, double start, double seconds,
+          std::string args_json = {});
+/// A sample of a counter track of the device ("memory").
+void counter(Device device, std::string name, double time, double value);
+
+}  // namespace dlf::trace

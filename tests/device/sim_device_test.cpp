@@ -1,0 +1,179 @@
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace dlf {
+namespace {
+
+constexpr int64_t KiB = 1024;
+
+SimSpec small_spec(int64_t memory) {
+  SimSpec s = sim_preset("a100-40gb");
+  s.name = "test-device";
+  s.memory_bytes = memory;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("sim spec: presets are valid, JSON round-trips, bad specs are refused") {
+  for (const std::string& name : sim_preset_names()) {
+    SimSpec s = sim_preset(name);
+    CHECK(s.name == name);
+    CHECK_NOTHROW(s.validate());
+    SimSpec back = sim_spec_from_json(to_json(s));
+    CHECK(back.name == s.name);
+    CHECK(back.memory_bytes == s.memory_bytes);
+    CHECK(back.peak_flops_bf16 == s.peak_flops_bf16);
+    CHECK(back.network.bandwidth == s.network.bandwidth);
+    CHECK(back.topology == s.topology);
+  }
+  test::check_error([] { sim_preset("tpu-v9"); }, {"unknown device preset 'tpu-v9'", "a100-40gb"});
+  test::check_error([] { sim_spec_from_json("{\"device\": 3}"); }, {"device spec"});
+  std::string json = to_json(sim_preset("l4-24gb"));
+  json.insert(json.find("\"memory_bandwidth\": ") + 20, "-");
+  test::check_error([&] { sim_spec_from_json(json); }, {"memory_bandwidth must be positive"});
+  test::check_error([] { sim_spec_from("/nonexistent/spec.json"); }, {"cannot read device spec"});
+
+  const auto path = std::filesystem::temp_directory_path() / "dlf_spec_test.json";
+  std::ofstream(path) << to_json(small_spec(123 * KiB));
+  CHECK(sim_spec_from(path.string()).memory_bytes == 123 * KiB);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("sim device: allocation past capacity is OutOfMemory listing what is live") {
+  const Device dev{DeviceType::sim, 7};
+  sim::configure(dev, small_spec(1024 * KiB));
+  Tensor weights, grads;
+  {
+    MemoryScope scope(MemoryCategory::parameters);
+    weights = zeros({400 * KiB / 4}, {.device = dev});
+  }
+  grads = zeros({200 * KiB / 4}, {.device = dev});
+  grads.storage()->set_category(MemoryCategory::gradients);
+  MemoryStats stats = allocator_for(dev).stats();
+  CHECK(stats.live_bytes == 600 * KiB);
+  CHECK(stats.live_by[static_cast<int>(MemoryCategory::parameters)] == 400 * KiB);
+  CHECK(stats.live_by[static_cast<int>(MemoryCategory::gradients)] == 200 * KiB);
+  try {
+    MemoryScope scope(MemoryCategory::activations);
+    Tensor too_big = zeros({500 * KiB / 4}, {.device = dev});
+    FAIL("expected OutOfMemory");
+  } catch (const OutOfMemory& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("sim:7 (test-device) is out of memory") != std::string::npos);
+    CHECK(msg.find("allocating 500.00 KiB for activations") != std::string::npos);
+    CHECK(msg.find("600.00 KiB of 1.00 MiB") != std::string::npos);
+    CHECK(msg.find("parameters 400.00 KiB, gradients 200.00 KiB") != std::string::npos);
+  }
+  CHECK(allocator_for(dev).stats().live_bytes == 600 * KiB);  // the failed allocation left nothing
+  // Data on a sim device is real: numerics are the host's.
+  Tensor a = randn({5, 3}, {.device = dev}), b = randn({3, 4}, {.device = dev});
+  test::check_close(matmul(a, b), matmul(a.to(kCPU), b.to(kCPU)), 0, 0);
+}
+
+TEST_CASE("sim device: an op advances the compute stream by its roofline time") {
+  const Device dev{DeviceType::sim, 6};
+  SimSpec spec = small_spec(0);
+  spec.peak_flops_f32 = 1e12;
+  spec.memory_bandwidth = 1e11;
+  spec.launch_overhead = 1e-6;
+  sim::configure(dev, spec);
+  Tensor a = ones({64, 128}, {.device = dev}), b = ones({128, 32}, {.device = dev});
+  sim::reset(dev);
+  Tensor c = matmul(a, b);
+  const double flops = 2.0 * 64 * 128 * 32;                    // 524,288
+  const double bytes = 4.0 * (64 * 128 + 128 * 32 + 64 * 32);  // 57,344
+  const double expected = std::max(flops / 1e12, bytes / 1e11) + 1e-6;
+  CHECK(sim::timeline(dev).now(sim::Stream::compute) == doctest::Approx(expected).epsilon(1e-12));
+  CHECK(sim::timeline(dev).now(sim::Stream::comm) == 0);
+  // A bandwidth-bound op: add reads two tensors and writes one.
+  Tensor d = c + c;
+  const double add = 4.0 * 3 * 64 * 32 / 1e11 + 1e-6;
+  CHECK(sim::timeline(dev).now() == doctest::Approx(expected + add).epsilon(1e-12));
+  // Views take no time.
+  Tensor v = d.reshape({32, 64});
+  CHECK(sim::timeline(dev).now() == doctest::Approx(expected + add).epsilon(1e-12));
+}
+
+TEST_CASE("meta device: same shapes, memory and time as sim, no data") {
+  const Device sim_dev{DeviceType::sim, 5}, meta_dev{DeviceType::meta, 5};
+  sim::configure(sim_dev, small_spec(0));
+  sim::configure(meta_dev, small_spec(0));
+  auto step = [](Device dev) {
+    sim::reset(dev);
+    Tensor x = ones({8, 16}, {.device = dev});
+    Tensor w = ones({16, 4}, {.device = dev});
+    Tensor y = sum(gelu(matmul(x, w)));
+    return std::pair{y.shape(), allocator_for(dev).stats().peak_bytes};
+  };
+  const int64_t host_before = host_allocator().stats().live_bytes;
+  auto [meta_shape, meta_peak] = step(meta_dev);
+  CHECK(host_allocator().stats().live_bytes == host_before);
+  auto [sim_shape, sim_peak] = step(sim_dev);
+  CHECK(shape_str(meta_shape) == shape_str(sim_shape));
+  CHECK(meta_peak == sim_peak);
+  CHECK(meta_peak >= 4 * (8 * 16 + 16 * 4));
+  CHECK(sim::timeline(meta_dev).now() > 0);
+  CHECK(sim::timeline(meta_dev).now() == sim::timeline(sim_dev).now());
+}
+
+TEST_CASE("meta device: plans a tensor far larger than this machine's memory") {
+  const Device dev{DeviceType::meta, 4};
+  sim::configure(dev, sim_preset("h100-80gb"));
+  Tensor huge = Tensor::empty({1 << 20, 1 << 14}, DType::f32, dev);  // 64 GiB
+  CHECK(allocator_for(dev).stats().live_bytes == int64_t(64) << 30);
+  CHECK_THROWS_AS(Tensor::empty({1 << 20, 1 << 14}, DType::f32, dev), OutOfMemory);
+}
+
+TEST_CASE("collective cost: the alpha-beta model of ring, tree and point-to-point") {
+  SimSpec s = small_spec(0);
+  s.topology = Topology::nodes;
+  s.node_size = 4;
+  s.interconnect = {100e9, 2e-6};
+  s.network = {10e9, 20e-6};
+  const double bytes = 8e6;
+  const std::vector<int> node{0, 1, 2, 3}, two_nodes{0, 1, 2, 3, 4, 5, 6, 7}, one{3};
+  using sim::Collective;
+  // Ring allreduce: 2(n-1) steps of one n-th of the buffer.
+  CHECK(sim::collective_seconds(s, Collective::allreduce, bytes, node) ==
+        doctest::Approx(6 * (2e-6 + 2e6 / 100e9)));
+  CHECK(sim::collective_seconds(s, Collective::allreduce, bytes, two_nodes) ==
+        doctest::Approx(14 * (20e-6 + 1e6 / 10e9)));
+  CHECK(sim::collective_seconds(s, Collective::allgather, bytes, node) ==
+        doctest::Approx(3 * (2e-6 + 2e6 / 100e9)));
+  CHECK(sim::collective_seconds(s, Collective::broadcast, bytes, two_nodes) ==
+        doctest::Approx(3 * (20e-6 + 8e6 / 10e9)));
+  CHECK(sim::collective_seconds(s, Collective::send_recv, bytes, std::vector<int>{3, 4}) ==
+        doctest::Approx(20e-6 + 8e6 / 10e9));
+  CHECK(sim::collective_seconds(s, Collective::allreduce, bytes, one) == 0);
+}
+
+TEST_CASE("trace: ops on a sim device become spans with shapes, memory a counter track") {
+  const Device dev{DeviceType::sim, 3};
+  sim::configure(dev, small_spec(0));
+  sim::reset(dev);
+  const auto path = std::filesystem::temp_directory_path() / "dlf_trace_test.json";
+  trace::start();
+  Tensor a = ones({4, 8}, {.device = dev});
+  Tensor b = matmul(a, ones({8, 2}, {.device = dev}));
+  trace::stop_and_write(path.string());
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  const std::string json = text.str();
+  INFO(json);
+  CHECK(json.rfind("{\"displayTimeUnit\"", 0) == 0);
+  CHECK(json.find("\"name\":\"matmul [4, 8] [8, 2]\"") != std::string::npos);
+  CHECK(json.find("\"process_name\",\"pid\":3,\"args\":{\"name\":\"sim:3\"") != std::string::npos);
+  CHECK(json.find("\"thread_name\",\"pid\":3,\"tid\":0,\"args\":{\"name\":\"compute\"") !=
+        std::string::npos);
+  CHECK(json.find("{\"ph\":\"C\",\"pid\":3,\"name\":\"memory\"") != std::string::npos);
+  CHECK(json.find("\"flops\":128") != std::string::npos);
+  CHECK_FALSE(trace::enabled());
+  std::filesystem::remove(path);
+}
+
+}  // namespace dlf
