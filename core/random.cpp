@@ -3,7 +3,7 @@
 namespace dlf {
 
 Generator& default_generator() {
-  static Generator g(0);
+  thread_local Generator g(0);
   return g;
 }
 

@@ -4,7 +4,9 @@
 #include <omp.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -33,16 +35,65 @@ void set_num_threads(int n) {
   detail::apply_num_threads();
 }
 
-int num_threads() { return setting().load(); }
+namespace {
+thread_local int thread_setting = 0;
+
+struct Slots {
+  std::mutex mutex;
+  std::condition_variable freed;
+  std::atomic<int> limit{0};  // read without the lock on the hot path
+  int used = 0;
+};
+Slots& slots() {
+  static Slots s;
+  return s;
+}
+}  // namespace
+
+int num_threads() { return thread_setting > 0 ? thread_setting : setting().load(); }
+
+void set_thread_num_threads(int n) {
+  DLF_CHECK(n >= 0, "set_thread_num_threads(", n, "): the thread count must be >= 0");
+  thread_setting = n;
+  detail::apply_num_threads();
+}
+
+void set_kernel_slots(int n) {
+  DLF_CHECK(n >= 0, "set_kernel_slots(", n, "): must be >= 0 (0: no limit)");
+  Slots& s = slots();
+  std::lock_guard lock(s.mutex);
+  s.limit = n;
+  s.freed.notify_all();
+}
 
 namespace detail {
 void apply_num_threads() {
   thread_local int applied = 0;
-  int n = setting().load(std::memory_order_relaxed);
+  const int n = thread_setting > 0 ? thread_setting : setting().load(std::memory_order_relaxed);
   if (n != applied) {
     omp_set_num_threads(n);
     applied = n;
   }
+}
+
+KernelSlot::KernelSlot() {
+  Slots& s = slots();
+  if (s.limit.load(std::memory_order_relaxed) == 0) return;
+  std::unique_lock lock(s.mutex);
+  s.freed.wait(lock, [&] { return s.limit == 0 || s.used < s.limit; });
+  if (s.limit == 0) return;
+  ++s.used;
+  held_ = true;
+}
+
+KernelSlot::~KernelSlot() {
+  if (!held_) return;
+  Slots& s = slots();
+  {
+    std::lock_guard lock(s.mutex);
+    --s.used;
+  }
+  s.freed.notify_one();
 }
 }  // namespace detail
 

@@ -45,3 +45,5 @@
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
 #include <dlf/nn/transformer.h>
+#include <dlf/parallel/communicator.h>
+#include <dlf/parallel/launch.h>

@@ -29,9 +29,10 @@ class Generator {
   uint64_t offset_ = 0;
 };
 
-/// The process-wide generator used when none is given.
+/// The generator used when none is given: one per thread, as a rank (one thread) owns its
+/// random stream; every thread's starts at seed 0.
 Generator& default_generator();
-/// Reseeds the default generator.
+/// Reseeds this thread's default generator.
 void manual_seed(uint64_t seed);
 
 /// Four 32-bit random words for (seed, counter).

@@ -1,0 +1,58 @@
+// Collectives over a group of ranks. One interface, two backends: in-process (N ranks on N
+// threads, see launch.h) and MPI. Every collective is deterministic: reductions add the ranks'
+// values in rank order, whatever the backend, so runs repeat bit for bit.
+//
+// On sim and meta devices a collective also runs on the devices' communication streams: it
+// starts when every rank's data is ready and takes the alpha–beta time of its algorithm
+// (sim::collective_seconds).
+#pragma once
+#include <memory>
+#include <string>
+
+#include <dlf/core/tensor.h>
+#include <dlf/device/sim_device.h>
+
+namespace dlf::parallel {
+
+enum class ReduceOp : uint8_t { sum, avg, max };
+
+/// A collective in flight on the communication stream; `done` is when it completes there
+/// (always 0 on the cpu device, which has no simulated clock).
+struct Work {
+  sim::Event done;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  /// This rank's place in the group, 0 .. size() - 1.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// The group's name ("world", "dp", ...), for traces and errors.
+  virtual const std::string& name() const = 0;
+  /// This rank's device.
+  virtual Device device() const = 0;
+
+  /// Reduces `t` (contiguous, same shape and dtype on every rank) in place. With `async` the
+  /// compute stream does not wait for the result: call wait() before using it.
+  virtual Work allreduce(Tensor& t, ReduceOp op = ReduceOp::sum, bool async = false) = 0;
+  /// Every rank's `t` concatenated along dim 0, in rank order.
+  virtual Tensor allgather(const Tensor& t) = 0;
+  /// Dim 0 of `t` cut into size() equal parts; rank r gets part r reduced over the ranks.
+  virtual Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
+  /// Copies the root's `t` into every rank's `t`.
+  virtual void broadcast(Tensor& t, int root) = 0;
+  /// Point to point: `send` returns once `t` is copied out; `recv` fills `t` (same shape and
+  /// dtype) with the message from `src`. Messages between two ranks arrive in order.
+  virtual void send(const Tensor& t, int dst) = 0;
+  virtual void recv(Tensor& t, int src) = 0;
+  virtual void barrier() = 0;
+  /// A new group of the ranks that pass the same `color`, ordered by `key` then rank
+  /// (MPI_Comm_split). Every rank of this group must call it.
+  virtual std::unique_ptr<Communicator> split(int color, int key, std::string name) = 0;
+
+  /// The compute stream waits until `work` has completed.
+  void wait(const Work& work) const;
+};
+
+}  // namespace dlf::parallel

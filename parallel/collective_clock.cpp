@@ -1,0 +1,43 @@
+#include "parallel/collective_clock.h"
+
+#include <dlf/device/allocator.h>
+#include <dlf/device/trace.h>
+
+#include <algorithm>
+
+namespace dlf::parallel {
+
+void Communicator::wait(const Work& work) const {
+  if (device().type != DeviceType::cpu)
+    sim::timeline(device()).wait(sim::Stream::compute, work.done);
+}
+
+namespace detail {
+
+double ready_time(Device device) {
+  if (device.type == DeviceType::cpu) return 0;
+  const sim::Timeline& clock = sim::timeline(device);
+  return std::max(clock.now(sim::Stream::compute), clock.now(sim::Stream::comm));
+}
+
+Work run_collective(Device self, sim::Collective kind, double bytes, std::span<const int> group,
+                    double start, bool async, std::string_view group_name) {
+  if (self.type == DeviceType::cpu) return {};
+  const double seconds = sim::collective_seconds(sim::spec_of(self), kind, bytes, group);
+  sim::Timeline& clock = sim::timeline(self);
+  const double begin = clock.run(sim::Stream::comm, seconds, start);
+  const Work work{{begin + seconds}};
+  if (!async) clock.wait(sim::Stream::compute, work.done);
+  if (trace::enabled()) {
+    trace::span(self, sim::Stream::comm,
+                ::dlf::detail::concat(sim::collective_name(kind), " ", group_name, " ",
+                                      format_bytes(bytes)),
+                begin, seconds,
+                ::dlf::detail::concat("\"bytes\":", static_cast<int64_t>(bytes),
+                                      ",\"ranks\":", group.size()));
+  }
+  return work;
+}
+
+}  // namespace detail
+}  // namespace dlf::parallel

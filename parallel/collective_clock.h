@@ -1,0 +1,20 @@
+// Collectives on the simulated clock: when a rank's data is ready, and the span a collective
+// occupies on its device's communication stream. Backends call these; cpu devices have no clock.
+#pragma once
+#include <span>
+#include <string_view>
+
+#include <dlf/parallel/communicator.h>
+
+namespace dlf::parallel::detail {
+
+/// When this rank can start a collective: its data is computed and its comm stream is free.
+double ready_time(Device device);
+
+/// Runs a collective on `self`'s communication stream from `start` (the latest ready time of
+/// the group), for the time the cost model gives over `group` (device indices); the compute
+/// stream waits for it unless `async`.
+Work run_collective(Device self, sim::Collective kind, double bytes, std::span<const int> group,
+                    double start, bool async, std::string_view group_name);
+
+}  // namespace dlf::parallel::detail

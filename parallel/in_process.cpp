@@ -1,0 +1,310 @@
+#include "parallel/in_process.h"
+
+#include <dlf/core/shape.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+#include "parallel/collective_clock.h"
+#include "parallel/collective_math.h"
+
+namespace dlf::parallel::detail {
+namespace {
+
+using sim::Collective;
+
+struct AbortFlag {
+  std::atomic<bool> raised{false};
+};
+
+// What a rank brings to a collective, visible to its peers between two barriers.
+struct Slot {
+  const void* in = nullptr;
+  const void* scratch = nullptr;
+  Shape shape;
+  DType dtype = DType::f32;
+  double ready = 0;
+  int color = 0, key = 0;
+};
+
+struct Message {
+  Tensor data;  // a copy of what was sent (undefined on meta devices)
+  Shape shape;
+  DType dtype;
+  double sent = 0;  // when the sender's comm stream had it on the wire
+};
+
+// The state of one group, shared by its ranks' communicators.
+struct Group {
+  Group(std::vector<Device> devs, std::shared_ptr<AbortFlag> flag)
+      : devices(std::move(devs)), abort(std::move(flag)), slots(devices.size()) {
+    for (Device d : devices) device_indices.push_back(d.index);
+  }
+  int size() const { return static_cast<int>(devices.size()); }
+
+  void check_abort() const {
+    if (abort->raised) throw Error("another rank failed; this rank stops with it");
+  }
+
+  // All ranks arrive before any leaves. Polls the abort flag so a failed rank frees the others.
+  void barrier() {
+    std::unique_lock lock(mutex);
+    check_abort();
+    const uint64_t gen = generation;
+    if (++arrived == size()) {
+      arrived = 0;
+      ++generation;
+      changed.notify_all();
+      return;
+    }
+    while (generation == gen) {
+      changed.wait_for(lock, std::chrono::milliseconds(20));
+      if (generation == gen) check_abort();
+    }
+  }
+
+  std::vector<Device> devices;
+  std::vector<int> device_indices;
+  std::shared_ptr<AbortFlag> abort;
+  std::mutex mutex;
+  std::condition_variable changed;
+  int arrived = 0;
+  uint64_t generation = 0;
+  std::vector<Slot> slots;
+  std::map<std::pair<int, int>, std::deque<Message>> mail;             // (src, dst) -> messages
+  std::map<std::pair<int64_t, int>, std::shared_ptr<Group>> children;  // (split, color)
+};
+
+bool has_data(const Tensor& t) { return t.device().has_data(); }
+
+class InProcessCommunicator final : public Communicator {
+ public:
+  InProcessCommunicator(std::shared_ptr<Group> group, int rank, std::string name)
+      : group_(std::move(group)), rank_(rank), name_(std::move(name)) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size(); }
+  const std::string& name() const override { return name_; }
+  Device device() const override { return group_->devices[rank_]; }
+
+  Work allreduce(Tensor& t, ReduceOp op, bool async) override {
+    check_reducible(t.dtype(), op, name_);
+    const double start = publish(t, "allreduce");
+    const int64_t n = t.numel(), parts = size();
+    const int64_t lo = n * rank_ / parts, hi = n * (rank_ + 1) / parts;
+    const size_t elem = dtype_size(t.dtype());
+    // Each rank reduces its part of the buffer (reading every rank's input, in rank order)
+    // into scratch; then every rank copies all parts into its own tensor.
+    std::vector<std::byte> scratch(has_data(t) ? static_cast<size_t>(hi - lo) * elem : 0);
+    if (has_data(t)) reduce_range(inputs(), scratch.data(), lo, hi, t.dtype(), op);
+    group_->slots[rank_].scratch = scratch.data();
+    group_->barrier();
+    if (has_data(t)) {
+      for (int r = 0; r < parts; ++r) {
+        const int64_t rlo = n * r / parts, rhi = n * (r + 1) / parts;
+        std::memcpy(static_cast<std::byte*>(t.raw_data()) + rlo * elem, group_->slots[r].scratch,
+                    static_cast<size_t>(rhi - rlo) * elem);
+      }
+      t.storage()->bump_version();
+    }
+    group_->barrier();  // peers are done reading this rank's scratch
+    return run(Collective::allreduce, t.nbytes(), start, async);
+  }
+
+  Tensor allgather(const Tensor& t) override {
+    const double start = publish(t, "allgather");
+    Shape shape = t.shape();
+    DLF_CHECK(!shape.empty(), "allgather on group '", name_, "': needs a tensor with dim 0");
+    shape[0] *= size();
+    Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+    if (has_data(t)) {
+      for (int r = 0; r < size(); ++r) {
+        std::memcpy(static_cast<std::byte*>(out.raw_data()) + r * t.nbytes(), group_->slots[r].in,
+                    t.nbytes());
+      }
+    }
+    group_->barrier();
+    run(Collective::allgather, out.nbytes(), start, false);
+    return out;
+  }
+
+  Tensor reduce_scatter(const Tensor& t, ReduceOp op) override {
+    check_reducible(t.dtype(), op, name_);
+    DLF_CHECK(!t.shape().empty() && t.shape()[0] % size() == 0, "reduce_scatter on group '", name_,
+              "': dim 0 of ", shape_str(t.shape()), " must divide into ", size(), " equal parts");
+    const double start = publish(t, "reduce_scatter");
+    Shape shape = t.shape();
+    shape[0] /= size();
+    Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+    if (has_data(t)) {
+      const int64_t part = out.numel();
+      reduce_range(inputs(), out.raw_data(), part * rank_, part * (rank_ + 1), t.dtype(), op);
+    }
+    group_->barrier();
+    run(Collective::reduce_scatter, t.nbytes(), start, false);
+    return out;
+  }
+
+  void broadcast(Tensor& t, int root) override {
+    check_rank(root, "broadcast");
+    const double start = publish(t, "broadcast");
+    if (rank_ != root && has_data(t)) {
+      std::memcpy(t.raw_data(), group_->slots[root].in, t.nbytes());
+      t.storage()->bump_version();
+    }
+    group_->barrier();
+    run(Collective::broadcast, t.nbytes(), start, false);
+  }
+
+  void send(const Tensor& t, int dst) override {
+    check_rank(dst, "send");
+    DLF_CHECK(dst != rank_, "send on group '", name_, "': rank ", rank_, " sends to itself");
+    DLF_CHECK(t.is_contiguous(), "send on group '", name_, "': the tensor must be contiguous");
+    Message m{has_data(t) ? t.clone() : Tensor(), t.shape(), t.dtype(), ready_time(device())};
+    run(Collective::send_recv, t.nbytes(), m.sent, true, dst);
+    std::lock_guard lock(group_->mutex);
+    group_->mail[{rank_, dst}].push_back(std::move(m));
+    group_->changed.notify_all();
+  }
+
+  void recv(Tensor& t, int src) override {
+    check_rank(src, "recv");
+    DLF_CHECK(t.is_contiguous(), "recv on group '", name_, "': the tensor must be contiguous");
+    Message m;
+    {
+      std::unique_lock lock(group_->mutex);
+      auto& box = group_->mail[{src, rank_}];
+      while (box.empty()) {
+        group_->changed.wait_for(lock, std::chrono::milliseconds(20));
+        if (box.empty()) group_->check_abort();
+      }
+      m = std::move(box.front());
+      box.pop_front();
+    }
+    DLF_CHECK(m.shape == t.shape() && m.dtype == t.dtype(), "recv on group '", name_, "': rank ",
+              src, " sent ", shape_str(m.shape), " ", dtype_name(m.dtype), ", this rank expects ",
+              shape_str(t.shape()), " ", dtype_name(t.dtype()));
+    if (has_data(t)) {
+      std::memcpy(t.raw_data(), m.data.raw_data(), t.nbytes());
+      t.storage()->bump_version();
+    }
+    const double start = std::max(m.sent, ready_time(device()));
+    run(Collective::send_recv, t.nbytes(), start, false, src);
+  }
+
+  void barrier() override {
+    group_->slots[rank_].ready = ready_time(device());
+    group_->barrier();
+    const double start = latest_ready();
+    group_->barrier();
+    run(Collective::barrier, 0, start, false);
+  }
+
+  std::unique_ptr<Communicator> split(int color, int key, std::string name) override {
+    Slot& mine = group_->slots[rank_];
+    mine.color = color;
+    mine.key = key;
+    group_->barrier();
+    std::vector<int> members;
+    for (int r = 0; r < size(); ++r) {
+      if (group_->slots[r].color == color) members.push_back(r);
+    }
+    std::stable_sort(members.begin(), members.end(),
+                     [&](int a, int b) { return group_->slots[a].key < group_->slots[b].key; });
+    const int64_t id = splits_++;
+    if (members.front() == rank_) {  // the new group's first rank builds its state
+      std::vector<Device> devices;
+      for (int r : members) devices.push_back(group_->devices[r]);
+      std::lock_guard lock(group_->mutex);
+      group_->children[{id, color}] = std::make_shared<Group>(devices, group_->abort);
+    }
+    group_->barrier();
+    std::shared_ptr<Group> child;
+    {
+      std::lock_guard lock(group_->mutex);
+      child = group_->children.at({id, color});
+    }
+    group_->barrier();  // everyone holds its child before the map lets go of it
+    if (members.front() == rank_) {
+      std::lock_guard lock(group_->mutex);
+      group_->children.erase({id, color});
+    }
+    const int new_rank =
+        static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    return std::make_unique<InProcessCommunicator>(std::move(child), new_rank, std::move(name));
+  }
+
+ private:
+  void check_rank(int r, const char* what) const {
+    DLF_CHECK(r >= 0 && r < size(), what, " on group '", name_, "': rank ", r, " is not in 0..",
+              size() - 1);
+  }
+
+  // Puts this rank's tensor in its slot, waits for all, checks they agree; returns the start
+  // time of the collective (the latest ready time in the group).
+  double publish(const Tensor& t, const char* what) {
+    DLF_CHECK(t.is_contiguous(), what, " on group '", name_, "': the tensor must be contiguous");
+    Slot& mine = group_->slots[rank_];
+    mine.in = has_data(t) ? t.raw_data() : nullptr;
+    mine.shape = t.shape();
+    mine.dtype = t.dtype();
+    mine.ready = ready_time(device());
+    group_->barrier();
+    const Slot& first = group_->slots[0];
+    for (int r = 1; r < size(); ++r) {
+      const Slot& other = group_->slots[r];
+      DLF_CHECK(other.shape == first.shape && other.dtype == first.dtype, what, " on group '",
+                name_, "': ranks disagree on the tensor (rank 0 has ", shape_str(first.shape), " ",
+                dtype_name(first.dtype), ", rank ", r, " has ", shape_str(other.shape), " ",
+                dtype_name(other.dtype), ")");
+    }
+    return latest_ready();
+  }
+
+  double latest_ready() const {
+    double start = 0;
+    for (const Slot& s : group_->slots) start = std::max(start, s.ready);
+    return start;
+  }
+
+  std::vector<const void*> inputs() const {
+    std::vector<const void*> in;
+    for (const Slot& s : group_->slots) in.push_back(s.in);
+    return in;
+  }
+
+  // Charges the collective to this rank's clock; point to point goes over the link to `peer`.
+  Work run(Collective kind, double bytes, double start, bool async, int peer = -1) {
+    if (peer < 0)
+      return run_collective(device(), kind, bytes, group_->device_indices, start, async, name_);
+    const int pair[] = {device().index, group_->devices[peer].index};
+    return run_collective(device(), kind, bytes, pair, start, async, name_);
+  }
+
+  std::shared_ptr<Group> group_;
+  int rank_;
+  std::string name_;
+  int64_t splits_ = 0;
+};
+
+}  // namespace
+
+InProcessWorld in_process_world(const std::vector<Device>& devices) {
+  DLF_CHECK(!devices.empty(), "a world needs at least one rank");
+  auto flag = std::make_shared<AbortFlag>();
+  auto group = std::make_shared<Group>(devices, flag);
+  InProcessWorld world;
+  for (int r = 0; r < static_cast<int>(devices.size()); ++r)
+    world.ranks.push_back(std::make_unique<InProcessCommunicator>(group, r, "world"));
+  world.abort = [flag] { flag->raised = true; };
+  return world;
+}
+
+}  // namespace dlf::parallel::detail

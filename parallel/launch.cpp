@@ -1,0 +1,61 @@
+#include <dlf/device/threads.h>
+#include <dlf/parallel/launch.h>
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "parallel/in_process.h"
+
+namespace dlf::parallel {
+
+std::vector<Device> devices_of(DeviceType type, int n) {
+  DLF_CHECK(n > 0, "the number of devices must be positive, got ", n);
+  std::vector<Device> devices;
+  for (int i = 0; i < n; ++i) devices.push_back({type, type == DeviceType::cpu ? 0 : i});
+  return devices;
+}
+
+void run_ranks(const std::vector<Device>& devices,
+               const std::function<void(Communicator& world)>& fn) {
+  detail::InProcessWorld world = detail::in_process_world(devices);
+  const int n = static_cast<int>(devices.size());
+  const int threads = num_threads();
+  const int per_rank = std::max(1, threads / n);
+  const int slots = n * per_rank > threads ? std::max(1, threads / per_rank) : 0;
+  set_kernel_slots(slots);
+
+  std::mutex mutex;
+  std::exception_ptr first_failure;
+  int failed_rank = -1;
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < n; ++r) {
+    ranks.emplace_back([&, r] {
+      try {
+        set_thread_num_threads(per_rank);
+        fn(*world.ranks[r]);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        // The rank that failed first explains; the others only stopped because of it.
+        if (!first_failure) {
+          first_failure = std::current_exception();
+          failed_rank = r;
+        }
+        world.abort();
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  set_kernel_slots(0);
+  if (!first_failure) return;
+  try {
+    std::rethrow_exception(first_failure);
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(::dlf::detail::concat("rank ", failed_rank, ": ", e.what()));
+  } catch (const Error& e) {
+    throw Error(::dlf::detail::concat("rank ", failed_rank, ": ", e.what()));
+  }
+}
+
+}  // namespace dlf::parallel

@@ -1,0 +1,223 @@
+#include <cstring>
+#include <mutex>
+
+#include "test_util.h"
+
+namespace dlf {
+namespace {
+
+using parallel::Communicator;
+using parallel::ReduceOp;
+
+constexpr int64_t kNumel = 1001;  // not a multiple of any world size: uneven parts
+
+// Rank r's input: values whose sums depend on the order they are added in.
+Tensor input_of(int rank, DType dtype) {
+  std::vector<double> v(kNumel);
+  for (int64_t i = 0; i < kNumel; ++i)
+    v[i] = dtype == DType::i64
+               ? double((rank + 1) * (i % 17) - 40)
+               : std::sin(0.37 * double(i + 1) * (rank + 1)) * std::pow(10.0, rank % 3);
+  return from_vector(v, {kNumel}).to(dtype);
+}
+
+// Rank-order sum, avg (sum / n) or max, in the dtype's accumulator, as the contract says.
+std::vector<double> reference(int n, DType dtype, ReduceOp op) {
+  std::vector<double> out(kNumel);
+  std::vector<std::vector<float>> f32;
+  std::vector<std::vector<double>> f64;
+  for (int r = 0; r < n; ++r) {
+    f32.push_back(input_of(r, dtype).to(DType::f32).to_vector<float>());
+    f64.push_back(input_of(r, dtype).to_vector<double>());
+  }
+  for (int64_t i = 0; i < kNumel; ++i) {
+    if (dtype == DType::f32 || dtype == DType::bf16) {
+      float acc = f32[0][i];
+      for (int r = 1; r < n; ++r) {
+        float x = f32[r][i];
+        acc = op == ReduceOp::max ? std::max(acc, x) : acc + x;
+      }
+      if (op == ReduceOp::avg) acc /= float(n);
+      out[i] = dtype == DType::bf16 ? double(float(bf16(acc))) : double(acc);
+    } else {
+      double acc = f64[0][i];
+      for (int r = 1; r < n; ++r) {
+        double x = f64[r][i];
+        acc = op == ReduceOp::max ? std::max(acc, x) : acc + x;
+      }
+      if (op == ReduceOp::avg) acc /= n;
+      out[i] = acc;
+    }
+  }
+  return out;
+}
+
+void require_equal(const Tensor& t, const std::vector<double>& expected) {
+  const std::vector<double> got = t.to_vector<double>();
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != expected[i]) FAIL_CHECK("element ", i, ": ", got[i], " != ", expected[i]);
+  }
+}
+
+void on_ranks(int n, const std::function<void(Communicator&)>& fn) {
+  parallel::run_ranks(parallel::devices_of(DeviceType::cpu, n), fn);
+}
+
+const int kWorldSizes[] = {1, 2, 3, 4, 5, 8};
+
+}  // namespace
+
+TEST_CASE("allreduce: sum, avg and max equal the rank-order reference exactly") {
+  for (int n : kWorldSizes) {
+    for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i64}) {
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+        if (op == ReduceOp::avg && dtype == DType::i64) continue;
+        CAPTURE(n);
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(int(op));
+        const std::vector<double> expected = reference(n, dtype, op);
+        std::vector<Tensor> results(n);
+        on_ranks(n, [&](Communicator& world) {
+          Tensor t = input_of(world.rank(), dtype);
+          world.allreduce(t, op);
+          results[world.rank()] = t;
+        });
+        for (const Tensor& t : results) require_equal(t, expected);
+      }
+    }
+  }
+}
+
+TEST_CASE("allgather, reduce_scatter and broadcast against sequential references") {
+  for (int n : kWorldSizes) {
+    CAPTURE(n);
+    std::vector<Tensor> gathered(n), scattered(n), broadcast(n);
+    on_ranks(n, [&](Communicator& world) {
+      const int r = world.rank();
+      Tensor mine = input_of(r, DType::f32).reshape({kNumel, 1});
+      gathered[r] = world.allgather(mine);
+      Tensor whole = input_of(r, DType::f32).narrow(0, 0, 10 * n).reshape({n, 10});
+      scattered[r] = world.reduce_scatter(whole);
+      Tensor b = input_of(r, DType::f32);
+      world.broadcast(b, n - 1);
+      broadcast[r] = b;
+    });
+    std::vector<double> all;
+    for (int r = 0; r < n; ++r) {
+      auto v = input_of(r, DType::f32).to_vector<double>();
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    const std::vector<double> sums = reference(n, DType::f32, ReduceOp::sum);
+    for (int r = 0; r < n; ++r) {
+      CHECK(shape_str(gathered[r].shape()) == shape_str({kNumel * n, 1}));
+      require_equal(gathered[r], all);
+      CHECK(shape_str(scattered[r].shape()) == shape_str({1, 10}));
+      require_equal(scattered[r],
+                    std::vector<double>(sums.begin() + 10 * r, sums.begin() + 10 * r + 10));
+      require_equal(broadcast[r], input_of(n - 1, DType::f32).to_vector<double>());
+    }
+  }
+}
+
+TEST_CASE("send/recv around a ring, barrier, and split into groups") {
+  for (int n : {2, 3, 5, 8}) {
+    CAPTURE(n);
+    std::vector<Tensor> received(n), group_sums(n);
+    std::vector<int> group_ranks(n), group_sizes(n);
+    on_ranks(n, [&](Communicator& world) {
+      const int r = world.rank();
+      world.send(input_of(r, DType::f64), (r + 1) % n);
+      world.send(full({2}, r, {.dtype = DType::f64}), (r + 1) % n);  // messages keep their order
+      Tensor in = Tensor::empty({kNumel}, DType::f64);
+      world.recv(in, (r + n - 1) % n);
+      Tensor second = Tensor::empty({2}, DType::f64);
+      world.recv(second, (r + n - 1) % n);
+      CHECK(second.to_vector<double>()[0] == (r + n - 1) % n);
+      received[r] = in;
+      world.barrier();
+      // Odd and even ranks, in reverse order of rank.
+      auto group = world.split(r % 2, -r, "parity");
+      group_ranks[r] = group->rank();
+      group_sizes[r] = group->size();
+      Tensor t = full({1}, r, {.dtype = DType::f64});
+      group->allreduce(t);
+      group_sums[r] = t;
+    });
+    for (int r = 0; r < n; ++r) {
+      require_equal(received[r], input_of((r + n - 1) % n, DType::f64).to_vector<double>());
+      const int same = (n - r % 2 + 1) / 2;  // ranks with r's parity
+      CHECK(group_sizes[r] == same);
+      double sum = 0;
+      int higher = 0;
+      for (int q = r % 2; q < n; q += 2) {
+        sum += q;
+        higher += q > r;
+      }
+      CHECK(group_ranks[r] == higher);
+      CHECK(group_sums[r].item<double>() == sum);
+    }
+  }
+}
+
+TEST_CASE("collectives refuse mismatched tensors, and a failing rank stops the others") {
+  test::check_error(
+      [] {
+        on_ranks(3, [](Communicator& world) {
+          Tensor t = zeros({world.rank() == 2 ? 4 : 5});
+          world.allreduce(t);
+        });
+      },
+      {"allreduce on group 'world': ranks disagree", "rank 0 has [5] f32, rank 2 has [4] f32"});
+  test::check_error(
+      [] {
+        on_ranks(4, [](Communicator& world) {
+          if (world.rank() == 1) throw Error("boom");
+          Tensor t = zeros({3});
+          world.allreduce(t);
+        });
+      },
+      {"rank 1: boom"});
+  test::check_error(
+      [] {
+        on_ranks(2, [](Communicator& world) {
+          Tensor t = zeros({3}, {.dtype = DType::i64});
+          world.allreduce(t, ReduceOp::avg);
+        });
+      },
+      {"avg needs a floating dtype"});
+}
+
+TEST_CASE("collectives on sim devices run on the comm stream for their alpha-beta time") {
+  const int n = 4;
+  SimSpec spec = sim_preset("h100-80gb");
+  spec.interconnect = {100e9, 5e-6};
+  std::vector<Device> devices = parallel::devices_of(DeviceType::sim, n);
+  for (Device d : devices) {
+    sim::configure(d, spec);
+    sim::reset(d);
+  }
+  std::vector<double> comm_end(n), compute_end(n);
+  std::vector<parallel::Work> works(n);
+  parallel::run_ranks(devices, [&](Communicator& world) {
+    const Device dev = world.device();
+    // Rank r's data is ready at r ms: the collective starts when the last rank is ready.
+    sim::timeline(dev).run(sim::Stream::compute, 1e-3 * world.rank());
+    Tensor t = ones({1 << 20}, {.device = dev});  // 4 MiB
+    const double ready = sim::timeline(dev).now(sim::Stream::compute);
+    works[world.rank()] = world.allreduce(t, ReduceOp::sum, /*async=*/true);
+    CHECK(sim::timeline(dev).now(sim::Stream::compute) == ready);  // async: no wait
+    world.wait(works[world.rank()]);
+    comm_end[world.rank()] = sim::timeline(dev).now(sim::Stream::comm);
+    compute_end[world.rank()] = sim::timeline(dev).now(sim::Stream::compute);
+    CHECK(t.to_vector<float>()[12345] == 4.0f);
+  });
+  const double fill = sim::op_seconds(spec, 0, 4.0 * (1 << 20), MathPrecision::f32);
+  const double expected = 3e-3 + fill + 2.0 * 3 * (5e-6 + 4.0 * (1 << 20) / 4 / 100e9);
+  for (int r = 0; r < n; ++r) {
+    CHECK(comm_end[r] == doctest::Approx(expected).epsilon(1e-9));
+    CHECK(compute_end[r] == comm_end[r]);
+  }
+}
+
+}  // namespace dlf
