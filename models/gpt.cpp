@@ -62,7 +62,7 @@ Tensor GPT::trunk(const Tensor& idx) const {
   const int64_t T = idx.size(1);
   DLF_CHECK(T >= 1 && T <= config_.context, "GPT '", config_.name, "': sequence length ", T,
             " is outside 1..", config_.context, " (the context)");
-  const Tensor pos = arange(double(T), {.dtype = DType::i64});
+  const Tensor pos = arange(double(T), {.dtype = DType::i64, .device = idx.device()});
   Tensor x =
       transformer->drop->forward(transformer->wte->forward(idx) + transformer->wpe->forward(pos));
   for (const auto& block : *transformer->h) x = block->forward(x);

@@ -26,7 +26,7 @@ Work run_collective(Device self, sim::Collective kind, double bytes, std::span<c
   const double seconds = sim::collective_seconds(sim::spec_of(self), kind, bytes, group);
   sim::Timeline& clock = sim::timeline(self);
   const double begin = clock.run(sim::Stream::comm, seconds, start);
-  const Work work{{begin + seconds}};
+  const Work work{{begin}, {begin + seconds}};
   if (!async) clock.wait(sim::Stream::compute, work.done);
   if (trace::enabled()) {
     trace::span(self, sim::Stream::comm,

@@ -3,7 +3,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <functional>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -13,19 +12,14 @@ dnnl::engine& engine();
 /// One stream per calling thread (a stream is not shared across threads).
 dnnl::stream& stream();
 
-/// Builds a value once per key and keeps it: primitives are cached by shape, so the hot path
-/// never creates one. Safe to call from several threads; cached values are never evicted.
+/// Builds a value once per key and thread, and keeps it while the thread lives: primitives are
+/// cached by shape, so the hot path never creates one. Per thread because a oneDNN primitive
+/// owns its scratchpad: the same primitive run by two ranks at once gives wrong results.
 template <typename V>
 const V& cached(const std::string& key, const std::function<V()>& make) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, V> cache;
-  {
-    std::lock_guard lock(mutex);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
-  }
-  V value = make();  // outside the lock: creation can take milliseconds
-  std::lock_guard lock(mutex);
-  return cache.try_emplace(key, std::move(value)).first->second;
+  thread_local std::unordered_map<std::string, V> cache;
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  return cache.try_emplace(key, make()).first->second;
 }
 
 }  // namespace dlf::cpu

@@ -16,10 +16,10 @@ namespace dlf::parallel {
 
 enum class ReduceOp : uint8_t { sum, avg, max };
 
-/// A collective in flight on the communication stream; `done` is when it completes there
-/// (always 0 on the cpu device, which has no simulated clock).
+/// A collective on the communication stream: when it starts and completes there (always 0 on
+/// the cpu device, which has no simulated clock).
 struct Work {
-  sim::Event done;
+  sim::Event start, done;
 };
 
 class Communicator {

@@ -1,0 +1,129 @@
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/core/factory.h>
+#include <dlf/core/ops/join.h>
+#include <dlf/parallel/ddp.h>
+
+#include <algorithm>
+
+namespace dlf::parallel {
+
+struct DistributedDataParallel::Reducer {
+  struct Bucket {
+    std::vector<Tensor> params;
+    int pending = 0;  // parameters whose gradient is not final yet in this backward
+    bool launched = false;
+  };
+
+  Communicator* comm;
+  std::vector<Bucket> buckets;
+  std::vector<Work> works;
+  double step_comm_seconds = 0;                  // reductions started in this backward
+  double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
+
+  // Flattens the bucket's gradients, starts their average, and points each gradient at its
+  // part of the (soon reduced) flat buffer.
+  void launch(Bucket& b) {
+    autograd::NoGradGuard no_grad;
+    std::vector<Tensor> flat;
+    for (const Tensor& p : b.params) {
+      const Tensor g = p.grad();
+      flat.push_back(g.defined() ? g.reshape({-1})
+                                 : zeros({p.numel()}, {.dtype = p.dtype(), .device = p.device()}));
+    }
+    Tensor buffer;
+    {
+      MemoryScope scope(MemoryCategory::gradients);
+      buffer = flat.size() == 1 ? flat[0].clone() : cat(flat, 0);
+    }
+    works.push_back(comm->allreduce(buffer, ReduceOp::avg, /*async=*/true));
+    step_comm_seconds += works.back().done.time - works.back().start.time;
+    int64_t offset = 0;
+    for (Tensor& p : b.params) {
+      p.set_grad(buffer.narrow(0, offset, p.numel()).reshape(p.shape()));
+      offset += p.numel();
+    }
+    b.launched = true;
+  }
+
+  void on_grad_ready(size_t bucket) {
+    Bucket& b = buckets[bucket];
+    if (--b.pending == 0) launch(b);
+  }
+
+  double ready() const {
+    return comm->device().type == DeviceType::cpu
+               ? 0
+               : sim::timeline(comm->device()).now(sim::Stream::compute);
+  }
+};
+
+DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicator& comm,
+                                                 DDPOptions options)
+    : reducer_(std::make_shared<Reducer>()) {
+  DLF_CHECK(options.bucket_bytes > 0, "DDP: bucket_bytes must be positive");
+  reducer_->comm = &comm;
+  if (options.broadcast_parameters) {
+    autograd::NoGradGuard no_grad;
+    for (auto& [name, t] : module.named_parameters()) comm.broadcast(t, 0);
+    for (auto& [name, t] : module.named_buffers()) comm.broadcast(t, 0);
+  }
+  if (comm.size() == 1) return;  // nothing to average
+
+  // Buckets in reverse registration order: roughly the order backward finishes gradients.
+  // A bucket holds one dtype and is closed once it reaches bucket_bytes.
+  std::vector<Tensor> params = module.parameters();
+  std::reverse(params.begin(), params.end());
+  int64_t bytes = 0;
+  for (const Tensor& p : params) {
+    const bool fits = !reducer_->buckets.empty() && bytes < options.bucket_bytes &&
+                      reducer_->buckets.back().params.front().dtype() == p.dtype();
+    if (!fits) {
+      reducer_->buckets.emplace_back();
+      bytes = 0;
+    }
+    reducer_->buckets.back().params.push_back(p);
+    bytes += static_cast<int64_t>(p.nbytes());
+  }
+  for (size_t b = 0; b < reducer_->buckets.size(); ++b) {
+    Reducer::Bucket& bucket = reducer_->buckets[b];
+    bucket.pending = static_cast<int>(bucket.params.size());
+    for (const Tensor& p : bucket.params) {
+      std::weak_ptr<Reducer> weak = reducer_;
+      p.register_grad_ready_hook([weak, b](const Tensor&) {
+        if (auto r = weak.lock()) r->on_grad_ready(b);
+      });
+    }
+  }
+}
+
+DistributedDataParallel::~DistributedDataParallel() = default;
+
+void DistributedDataParallel::synchronize() {
+  Reducer& r = *reducer_;
+  for (Reducer::Bucket& b : r.buckets) {
+    if (!b.launched) r.launch(b);
+  }
+  const double before = r.ready();
+  double done = before;
+  for (const Work& w : r.works) {
+    r.comm->wait(w);
+    done = std::max(done, w.done.time);
+  }
+  r.exposed_seconds = done - before;
+  r.comm_seconds = r.step_comm_seconds;
+  r.step_comm_seconds = 0;
+  for (Reducer::Bucket& b : r.buckets) {
+    b.pending = static_cast<int>(b.params.size());
+    b.launched = false;
+  }
+  r.works.clear();
+}
+
+int DistributedDataParallel::num_buckets() const {
+  return static_cast<int>(reducer_->buckets.size());
+}
+
+double DistributedDataParallel::comm_seconds() const { return reducer_->comm_seconds; }
+double DistributedDataParallel::exposed_comm_seconds() const { return reducer_->exposed_seconds; }
+
+}  // namespace dlf::parallel
