@@ -9,7 +9,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <sstream>
 
 namespace dlf {
@@ -194,8 +193,7 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
       for (const TensorMeta& m : metas) outputs.push_back(Tensor::empty(m.shape, m.dtype, device));
     }
     if (device.has_data()) {
-      std::optional<detail::KernelSlot> slot;
-      if (dispatch_depth == 1) slot.emplace();
+      detail::acquire_kernel_slot();
       detail::apply_num_threads();
       op.kernel(inputs, attrs, outputs);
     }

@@ -37,6 +37,8 @@ void set_num_threads(int n) {
 
 namespace {
 thread_local int thread_setting = 0;
+thread_local bool rank_thread = false;
+thread_local bool holds_slot = false;
 
 struct Slots {
   std::mutex mutex;
@@ -66,6 +68,11 @@ void set_kernel_slots(int n) {
   s.freed.notify_all();
 }
 
+void set_rank_thread(bool is_rank) {
+  if (!is_rank) detail::release_kernel_slot();
+  rank_thread = is_rank;
+}
+
 namespace detail {
 void apply_num_threads() {
   thread_local int applied = 0;
@@ -76,23 +83,25 @@ void apply_num_threads() {
   }
 }
 
-KernelSlot::KernelSlot() {
+void acquire_kernel_slot() {
+  if (!rank_thread || holds_slot) return;
   Slots& s = slots();
   if (s.limit.load(std::memory_order_relaxed) == 0) return;
   std::unique_lock lock(s.mutex);
   s.freed.wait(lock, [&] { return s.limit == 0 || s.used < s.limit; });
   if (s.limit == 0) return;
   ++s.used;
-  held_ = true;
+  holds_slot = true;
 }
 
-KernelSlot::~KernelSlot() {
-  if (!held_) return;
+void release_kernel_slot() {
+  if (!holds_slot) return;
   Slots& s = slots();
   {
     std::lock_guard lock(s.mutex);
     --s.used;
   }
+  holds_slot = false;
   s.freed.notify_one();
 }
 }  // namespace detail

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <numeric>
 
+#include <dlf/device/threads.h>
+
 #include "parallel/collective_clock.h"
 #include "parallel/collective_math.h"
 
@@ -55,6 +57,7 @@ struct Group {
 
   // All ranks arrive before any leaves. Polls the abort flag so a failed rank frees the others.
   void barrier() {
+    ::dlf::detail::release_kernel_slot();  // a waiting rank lets another run
     std::unique_lock lock(mutex);
     check_abort();
     const uint64_t gen = generation;
@@ -181,6 +184,7 @@ class InProcessCommunicator final : public Communicator {
     {
       std::unique_lock lock(group_->mutex);
       auto& box = group_->mail[{src, rank_}];
+      if (box.empty()) ::dlf::detail::release_kernel_slot();
       while (box.empty()) {
         group_->changed.wait_for(lock, std::chrono::milliseconds(20));
         if (box.empty()) group_->check_abort();

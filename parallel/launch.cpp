@@ -34,8 +34,11 @@ void run_ranks(const std::vector<Device>& devices,
     ranks.emplace_back([&, r] {
       try {
         set_thread_num_threads(per_rank);
+        set_rank_thread(true);
         fn(*world.ranks[r]);
+        set_rank_thread(false);
       } catch (...) {
+        set_rank_thread(false);
         std::lock_guard lock(mutex);
         // The rank that failed first explains; the others only stopped because of it.
         if (!first_failure) {

@@ -74,6 +74,17 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
   cmd->add_option("--log-every", o.log_every, "steps between progress lines when not on a terminal")
       ->check(kPositive)
       ->capture_default_str();
+  cmd->add_option("--devices", o.devices, "data-parallel ranks, one per device")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--device", o.device,
+                  "cpu, sim (a100-40gb), sim:PRESET (a100-40gb, a100-80gb, h100-80gb, l4-24gb) or "
+                  "sim:SPEC.json; auto: cpu for one device, sim for more")
+      ->capture_default_str();
+  cmd->add_option("--trace", o.trace, "write a Chrome trace of the simulated devices (Perfetto)");
+  cmd->add_option("--bucket-mb", o.bucket_mb, "size of the gradient buckets allreduced together")
+      ->check(kPositive)
+      ->capture_default_str();
 }
 
 void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {

@@ -30,7 +30,8 @@ double validation_loss(models::GPT& model, const nn::data::TextDataset& data, in
   double total = 0;
   for (int64_t i = 0; i < batches; ++i) {
     const nn::data::TextBatch b = data.window(nn::data::Split::val, i, batch, seq);
-    total += model.loss(b.x, b.y).item<double>();
+    const Device device = model.transformer->wte->weight.device();
+    total += model.loss(b.x.to(device), b.y.to(device)).item<double>();
   }
   model.train(was_training);
   return total / double(batches);

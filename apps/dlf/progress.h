@@ -10,8 +10,9 @@ class Progress {
  public:
   /// Steps first..total-1 will be reported; `every` spaces the plain lines.
   Progress(int64_t first, int64_t total, int64_t every);
-  /// After step `step` (0-based) finished with this loss and tokens/s.
-  void update(int64_t step, double loss, double tokens_per_s);
+  /// After step `step` (0-based) finished with this loss and tokens/s; `extra` follows them
+  /// (the simulated step time and memory).
+  void update(int64_t step, double loss, double tokens_per_s, const std::string& extra = {});
   /// A line of its own (an evaluation, a checkpoint), not overwritten by the bar.
   void note(const std::string& line);
   void finish();

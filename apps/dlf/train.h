@@ -17,6 +17,10 @@ struct TrainOptions {
   int64_t eval_every = 0;   ///< steps between validation losses (0: only at the end)
   int64_t eval_batches = 4;
   int64_t log_every = 10;
+  int devices = 1;              ///< data-parallel ranks, one per device
+  std::string device = "auto";  ///< see setup_devices()
+  std::string trace;            ///< Chrome trace of the simulated devices; empty: none
+  int64_t bucket_mb = 25;       ///< DDP gradient bucket size
 };
 
 /// Returns the last training loss.

@@ -165,6 +165,7 @@ Grads group_norm_backward(const BackwardContext& c) {
   register_backward("group_norm",
                     {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = group_norm_backward});
   register_nondifferentiable("argmax");
+  register_nondifferentiable("sum_squares");  // gradient clipping reads it, never differentiates
   return true;
 }();
 

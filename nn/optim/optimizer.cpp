@@ -132,7 +132,7 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   double total = 0;
   for (const Tensor& p : params) {
     if (p.grad().defined())
-      total += sum(p.grad().to(DType::f64) * p.grad().to(DType::f64)).item<double>();
+      total += sum_squares(p.grad()).item<double>();
   }
   total = std::sqrt(total);
   if (total > max_norm) {

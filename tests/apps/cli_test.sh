@@ -69,4 +69,38 @@ truncate -s 20000 "$tmp/straight/checkpoint.h5"
 expect_error 1 generate --checkpoint "$tmp/straight"
 expect_error 1 train --model gpt-nano --checkpoint "$tmp/straight" --resume
 "$dlf" train --help | grep -q -- "--resume" || fail "train --help"
+
+# data parallelism: dp=2 on cpu ranks and dp=4 on sim devices give one device's losses
+close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * (a < 0 ? -a : a)) }'; }
+same_losses() {  # same_losses A.jsonl B.jsonl: every step's loss within 1e-5 relative
+  paste <(losses "$1") <(losses "$2") | while read -r a b; do close "$a" "$b" || exit 1; done
+}
+train --steps 3 --metrics "$tmp/dp1.jsonl" 2>/dev/null || fail "train on one device"
+train --steps 3 --devices 2 --device cpu --metrics "$tmp/dp2.jsonl" 2>"$tmp/log" ||
+  fail "train --devices 2: $(cat "$tmp/log")"
+grep -q "over 2 ranks" "$tmp/log" || fail "no rank count: $(cat "$tmp/log")"
+same_losses "$tmp/dp1.jsonl" "$tmp/dp2.jsonl" || fail "dp=2 losses differ from one device's"
+train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
+  fail "train --devices 4: $(cat "$tmp/log")"
+grep -q "on a100-40gb" "$tmp/log" || fail "--devices 4 is not on sim devices by default"
+grep -q "sim .* ms/step (allreduce" "$tmp/log" || fail "no simulated step report: $(cat "$tmp/log")"
+grep -q '"sim_step_ms"' "$tmp/dp4.jsonl" || fail "no sim_step_ms in the metrics"
+grep -q '"name":"comm"' "$tmp/trace.json" || fail "trace has no comm track"
+grep -q '"name":"allreduce world ' "$tmp/trace.json" || fail "trace has no allreduce"
+grep -q '"name":"matmul \[' "$tmp/trace.json" || fail "trace ops are not named with shapes"
+printf '%s\n' '{"device": {"name": "tiny", "memory_bytes": 1000000, "peak_flops_f64": 1e12,' \
+  '"peak_flops_f32": 1e12, "peak_flops_bf16": 1e12, "memory_bandwidth": 1e11,' \
+  '"launch_overhead": 0, "host_link": {"bandwidth": 1e10, "latency": 0},' \
+  '"interconnect": {"bandwidth": 1e10, "latency": 0}, "topology": "ring", "node_size": 8,' \
+  '"network": {"bandwidth": 1e10, "latency": 0}}}' >"$tmp/tiny.json"
+# out of memory mid-run: the run's header, then one error line naming what is live
+err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --devices 2 --device "sim:$tmp/tiny.json" 2>&1 >/dev/null)
+[ $? -eq 1 ] || fail "out of memory: expected exit 1"
+last=$(printf '%s\n' "$err" | tail -n 1)
+case "$last" in "dlf: rank "*"is out of memory"*parameters*) ;; *) fail "out of memory message: $err" ;; esac
+expect_error 1 train --model gpt-nano --steps 1 --batch 4 --devices 3
+expect_error 1 train --model gpt-nano --steps 1 --device tpu
+expect_error 1 train --model gpt-nano --steps 1 --device sim:b200
+expect_error 1 train --model gpt-nano --steps 1 --device cpu --trace "$tmp/t.json"
+expect_error 2 train --model gpt-nano --steps 1 --devices 0
 echo "cli: all checks passed"

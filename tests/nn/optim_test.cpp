@@ -145,3 +145,21 @@ TEST_CASE("learning-rate schedules") {
   CHECK(step_lr(25, 1.0, 10, 0.5) == doctest::Approx(0.25));
   check_error([] { warmup_cosine_lr(0, 1, 10, 5, 0); }, {"warmup", "total"});
 }
+
+TEST_CASE("sum_squares: f64 accumulation in a fixed order, any thread count") {
+  // 0² + 1² + ... + (n-1)² = (n-1)n(2n-1)/6, exact in f64 for this n.
+  const int64_t n = 100000;
+  const Tensor x = arange(double(n));
+  const double expected = double(n - 1) * double(n) * double(2 * n - 1) / 6;
+  CHECK(sum_squares(x).item<double>() == expected);
+  CHECK(sum_squares(x.to(DType::bf16).narrow(0, 0, 3)).item<double>() == 5.0);
+  const Tensor r = randn({70001});
+  const int threads = num_threads();
+  set_num_threads(1);
+  const double one = sum_squares(r).item<double>();
+  set_num_threads(2);
+  CHECK(sum_squares(r).item<double>() == one);
+  set_num_threads(threads);
+  test::check_error([] { sum_squares(arange(3.0, {.dtype = DType::i64})); },
+                    {"sum_squares: needs a floating tensor"});
+}

@@ -11,25 +11,22 @@ int num_threads();
 /// Gives the calling thread its own kernel thread count (a rank among several); 0 drops it.
 void set_thread_num_threads(int n);
 
-/// At most `slots` threads run kernels at once (0: no limit). N ranks on a machine with fewer
-/// cores take turns instead of thrashing.
+/// At most `slots` rank threads run kernels at once (0: no limit). N ranks on a machine with
+/// fewer cores take turns instead of thrashing: a rank takes a slot at its first kernel and
+/// keeps it until it waits for its peers (a collective), so ranks switch rarely and each keeps
+/// its caches warm while it runs.
 void set_kernel_slots(int slots);
+/// Marks the calling thread as a rank (subject to kernel slots) or not.
+void set_rank_thread(bool is_rank);
 
 namespace detail {
 /// Applies the current setting to the calling thread's OpenMP pool (cheap when unchanged).
 void apply_num_threads();
 
-/// Holds one kernel slot while it lives (nothing when slots are unlimited).
-class KernelSlot {
- public:
-  KernelSlot();
-  ~KernelSlot();
-  KernelSlot(const KernelSlot&) = delete;
-  KernelSlot& operator=(const KernelSlot&) = delete;
-
- private:
-  bool held_ = false;
-};
+/// Before a kernel: a rank thread without a slot waits for one (no-op otherwise).
+void acquire_kernel_slot();
+/// Before a rank waits for its peers: gives its slot to a rank that can run.
+void release_kernel_slot();
 }  // namespace detail
 
 }  // namespace dlf

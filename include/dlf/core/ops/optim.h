@@ -15,4 +15,8 @@ struct AdamHyper {
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                   const Tensor& exp_avg_sq, const AdamHyper& hyper);
 
+/// Σ x² as an f64 scalar, accumulated in f64 in a fixed order (whatever the thread count), for
+/// gradient-norm clipping.
+Tensor sum_squares(const Tensor& x);
+
 }  // namespace dlf
