@@ -6,7 +6,10 @@ namespace dlf::models {
 namespace {
 
 // GPT-2 small and medium are OpenAI's sizes (Radford et al. 2019, as in nanoGPT);
-// nano and mini are byte-level models that train in seconds and minutes here.
+// nano and mini are byte-level models that train in seconds and minutes here. The last two are
+// for planning on meta devices (dlf plan): GPT-3 175B (Brown et al. 2020, table 2.1) and the
+// 1T-parameter GPT of Megatron-LM (Narayanan et al. 2021, table 1: 128 layers, hidden 25600,
+// 160 heads).
 const std::vector<GPTConfig>& gpt_configs() {
   static const std::vector<GPTConfig> configs = {
       {.name = "gpt-nano", .vocab = 256, .context = 64, .layers = 2, .heads = 4, .dim = 64},
@@ -18,11 +21,29 @@ const std::vector<GPTConfig>& gpt_configs() {
        .layers = 24,
        .heads = 16,
        .dim = 1024},
+      {.name = "gpt3-175b",
+       .vocab = 50257,
+       .context = 2048,
+       .layers = 96,
+       .heads = 96,
+       .dim = 12288},
+      {.name = "gpt-1t",
+       .vocab = 50257,
+       .context = 2048,
+       .layers = 128,
+       .heads = 160,
+       .dim = 25600},
   };
   return configs;
 }
 
 }  // namespace
+
+int64_t gpt_parameter_count(const GPTConfig& c) {
+  const int64_t C = c.dim;
+  const int64_t block = 12 * C * C + 13 * C;  // ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj
+  return c.vocab * C + c.context * C + c.layers * block + 2 * C;
+}
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;

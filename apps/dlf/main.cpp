@@ -7,6 +7,7 @@
 #include <dlf/dlf.h>
 
 #include "demo.h"
+#include "plan.h"
 #include "sample.h"
 #include "train.h"
 
@@ -111,6 +112,30 @@ void add_eval(CLI::App& app, dlf::app::EvalOptions& o, CLI::App*& cmd) {
       ->check(kPositive)
       ->capture_default_str();
 }
+void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
+  cmd = app.add_subcommand(
+      "plan", "Per-device memory and predicted step time of a layout, planned on meta devices");
+  cmd->add_option("--model", o.model, "model name, e.g. gpt-small, gpt3-175b, gpt-1t")
+      ->check(kModelName)
+      ->capture_default_str();
+  cmd->add_option("--devices", o.devices, "devices in all")->check(kPositive)->required();
+  cmd->add_option("--dp", o.dp, "data-parallel ways (default: devices / (tp x pp))")
+      ->check(kPositive);
+  cmd->add_option("--tp", o.tp, "tensor-parallel ways")->check(kPositive)->capture_default_str();
+  cmd->add_option("--pp", o.pp, "pipeline stages")->check(kPositive)->capture_default_str();
+  cmd->add_option("--device", o.device, "sim:PRESET or sim:SPEC.json")->capture_default_str();
+  cmd->add_option("--batch", o.batch, "global batch in sequences (default: dp x micro-batch x 4pp)")
+      ->check(kPositive);
+  cmd->add_option("--micro-batch", o.micro_batch, "sequences per micro-batch")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--seq", o.seq, "tokens per sequence (default: the model's context)")
+      ->check(kPositive);
+  cmd->add_option("--dtype", o.dtype, "f32 or bf16")->capture_default_str();
+  cmd->add_option("--schedule", o.schedule, "pipeline schedule: 1f1b or gpipe")
+      ->capture_default_str();
+  cmd->add_flag("--json", o.json, "print one JSON line instead");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,6 +161,9 @@ int main(int argc, char** argv) {
   add_train(app, train, train_cmd);
   add_generate(app, generate, generate_cmd);
   add_eval(app, eval, eval_cmd);
+  dlf::app::PlanCommand plan;
+  CLI::App* plan_cmd = nullptr;
+  add_plan(app, plan, plan_cmd);
 
   try {
     app.parse(argc, argv);
@@ -153,6 +181,7 @@ int main(int argc, char** argv) {
     }
     if (*generate_cmd) dlf::app::run_generate(generate);
     if (*eval_cmd) dlf::app::run_eval(eval);
+    if (*plan_cmd) dlf::app::run_plan(plan);
   } catch (const dlf::Error& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 1;

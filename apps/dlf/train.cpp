@@ -1,5 +1,7 @@
 #include "train.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +12,7 @@
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 #include <dlf/json_line.h>
+#include <dlf/models/registry.h>
 #include <dlf/nn/checkpoint.h>
 #include <dlf/nn/data/prefetch.h>
 #include <dlf/nn/optim/optimizer.h>
@@ -46,6 +49,20 @@ nn::Checkpoint snapshot(const models::GPT& model, const nn::optim::Optimizer& op
           .rng_seed = default_generator().seed(),
           .rng_offset = default_generator().offset(),
           .config = to_json(run)};
+}
+
+// Every rank's replica lives in host memory (sim devices keep their data there too): refuse a
+// run whose parameters, gradients and Adam state alone would not fit, before the kernel's OOM
+// killer ends it mid-initialisation.
+void check_host_memory(const std::string& model, int replicas) {
+  const double needed =
+      16.0 * double(models::gpt_parameter_count(models::gpt_config(model))) * replicas;
+  const double host = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  DLF_CHECK(
+      needed < host, model, ": ", replicas, " replica(s) need at least ", format_bytes(needed),
+      " of host memory for parameters, gradients and Adam state; this "
+      "machine has ",
+      format_bytes(host), ". Plan the layout instead: dlf plan --model ", model, " --devices N");
 }
 
 // What every rank of a run shares (read-only, except the lead rank's streams).
@@ -230,6 +247,7 @@ double run_train(TrainOptions o) {
   DLF_CHECK(o.trace.empty() || devices[0].type == DeviceType::sim,
             "--trace records the simulated devices' timelines: use --device sim[:PRESET]");
   DLF_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive");
+  check_host_memory(run.model, o.devices);
   const nn::data::TextDataset data = open_dataset(run);
 
   std::ofstream metrics;

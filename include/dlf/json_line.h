@@ -14,6 +14,7 @@ class JsonLine {
   JsonLine& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
   JsonLine& add(const std::string& key, int64_t value) { return raw(key, std::to_string(value)); }
   JsonLine& add(const std::string& key, int value) { return raw(key, std::to_string(value)); }
+  JsonLine& add(const std::string& key, bool value) { return raw(key, value ? "true" : "false"); }
   /// Every bit of the double (17 significant digits), for values compared exactly.
   JsonLine& add_exact(const std::string& key, double value) {
     if (!std::isfinite(value)) return raw(key, "null");

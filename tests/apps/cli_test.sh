@@ -103,4 +103,18 @@ expect_error 1 train --model gpt-nano --steps 1 --device tpu
 expect_error 1 train --model gpt-nano --steps 1 --device sim:b200
 expect_error 1 train --model gpt-nano --steps 1 --device cpu --trace "$tmp/t.json"
 expect_error 2 train --model gpt-nano --steps 1 --devices 0
+expect_error 1 train --model gpt3-175b --steps 1
+
+# plan: GPT-3 175B over 1024 devices on meta devices
+out=$("$dlf" plan --model gpt3-175b --devices 1024 --tp 8 --pp 8 --device sim:h100-80gb --batch 1536 --dtype bf16) ||
+  fail "plan: $out"
+grep -q "dp 16 x tp 8 x pp 8" <<<"$out" || fail "plan layout: $out"
+grep -q "parameters .* GiB, gradients .* GiB, optimizer state .* GiB, activations" <<<"$out" ||
+  fail "plan memory by category: $out"
+grep -q "predicted .* tokens/s" <<<"$out" || fail "plan throughput: $out"
+"$dlf" plan --model gpt-small --devices 8 --tp 2 --pp 2 --json | grep -q '"bench":"plan"' || fail "plan --json"
+expect_error 1 plan --model gpt-small --devices 10 --tp 4
+expect_error 1 plan --model gpt-small --devices 8 --tp 8
+expect_error 1 plan --model gpt-small --devices 2 --device cpu
+expect_error 2 plan --model gpt-small
 echo "cli: all checks passed"

@@ -1,0 +1,20 @@
+// `dlf plan`: per-device memory and predicted step time of a training layout, on meta devices.
+#pragma once
+#include <string>
+
+namespace dlf::app {
+
+struct PlanCommand {
+  std::string model = "gpt-small";
+  int devices = 1;
+  int dp = 0, tp = 1, pp = 1;  ///< dp 0: devices / (tp · pp)
+  std::string device = "sim:a100-40gb";
+  int64_t batch = 0, micro_batch = 1, seq = 0;
+  std::string dtype = "f32";
+  std::string schedule = "1f1b";
+  bool json = false;
+};
+
+void run_plan(const PlanCommand& command);
+
+}  // namespace dlf::app

@@ -1,0 +1,66 @@
+// Planning a GPT training layout on meta devices: per-device memory by category and the
+// predicted step time, for models far larger than this machine (GPT-3 175B over 1024 devices).
+//
+// One pipeline stage of one rank is run on a meta device — forward, backward and the AdamW step
+// of a micro-batch, with the shapes Megatron-LM's tensor parallelism gives that rank (attention
+// heads, MLP columns and the vocabulary split tp ways) — so its memory and op times come from
+// the same op records and cost model as a real run. Collectives are priced by the device spec's
+// alpha–beta model over the groups of the mesh (tp innermost, then pp, then dp), and the
+// pipeline by its schedule.
+#pragma once
+#include <string>
+
+#include <dlf/core/dtype.h>
+#include <dlf/device/allocator.h>
+#include <dlf/device/sim_spec.h>
+#include <dlf/models/gpt.h>
+
+namespace dlf::models {
+
+struct Layout {
+  int dp = 1, tp = 1, pp = 1;
+  int devices() const { return dp * tp * pp; }
+};
+
+enum class PipelineSchedule { one_f_one_b, gpipe };
+
+struct PlanOptions {
+  GPTConfig model;
+  Layout layout;
+  SimSpec spec;
+  int64_t global_batch = 0;  ///< sequences per step; 0: dp · micro_batch · (4·pp if pp > 1)
+  int64_t micro_batch = 1;
+  int64_t seq = 0;  ///< 0: the model's context
+  DType dtype = DType::f32;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+};
+
+/// What one device of the most loaded pipeline stage holds and does.
+struct StagePlan {
+  int stage = 0, layers = 0;
+  int64_t parameters = 0;
+  BytesByCategory memory{};  ///< at the device's peak
+  int64_t peak_bytes = 0;
+  int64_t activation_bytes = 0;  ///< of one micro-batch
+  int in_flight = 1;             ///< micro-batches whose activations are held at once
+  double forward_s = 0, backward_s = 0, tp_comm_s = 0, optimizer_s = 0;  ///< per micro-batch
+};
+
+struct Plan {
+  PlanOptions options;
+  int64_t parameters = 0, micro_batches = 0;
+  StagePlan worst;     ///< the stage with the highest peak memory
+  double stage_s = 0;  ///< slowest stage's time per micro-batch, p2p included
+  double p2p_s = 0, bubble_fraction = 0, dp_allreduce_s = 0, dp_exposed_s = 0;
+  double step_s = 0, tokens_per_s = 0, mfu = 0;
+  bool fits = true;
+};
+
+/// Throws dlf::Error for a layout that does not divide the model or the batch.
+Plan plan_gpt(const PlanOptions& options);
+/// A few lines for people.
+std::string describe(const Plan& plan);
+/// One `plan` JSON line (bench/ and shared/BENCH.md style).
+std::string to_json_line(const Plan& plan);
+
+}  // namespace dlf::models

@@ -1,0 +1,330 @@
+#include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/linalg.h>
+#include <dlf/core/ops/nn_ops.h>
+#include <dlf/core/ops/normalization.h>
+#include <dlf/device/sim_device.h>
+#include <dlf/json_line.h>
+#include <dlf/models/plan.h>
+#include <dlf/models/registry.h>
+#include <dlf/nn/optim/optimizer.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace dlf::models {
+namespace {
+
+// The meta device plans run on (one at a time, in the calling thread).
+constexpr Device kPlanDevice{DeviceType::meta, 64};
+
+MathPrecision precision_of(DType dtype) {
+  return dtype == DType::bf16  ? MathPrecision::bf16
+         : dtype == DType::f64 ? MathPrecision::f64
+                               : MathPrecision::f32;
+}
+
+// One transformer block's shard on a tensor-parallel rank (Megatron-LM): c_attn and c_fc keep
+// 1/tp of their output columns (heads / tp heads), both c_proj 1/tp of their input rows.
+struct BlockShard {
+  Tensor ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc_proj_w,
+      fc_proj_b;
+};
+
+// The shapes one rank of one pipeline stage computes.
+struct StageShape {
+  const GPTConfig& c;
+  int tp;
+  bool first, last;
+  int layers;
+  int64_t batch, seq;
+  DType dtype;
+};
+
+struct StageRun {
+  int64_t parameters = 0, activation_bytes = 0, optimizer_bytes = 0, grad_bytes = 0;
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;
+  int64_t peak_step = 0, peak_update = 0;  // during forward + backward; the AdamW step
+  BytesByCategory at_peak_step{}, at_peak_update{};
+};
+
+Tensor block_forward(const Tensor& x, const BlockShard& p, int64_t heads, int64_t head_dim) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+  const Tensor qkv = linear(layer_norm(x, {C}, p.ln1_w, p.ln1_b), p.attn_w, p.attn_b)
+                         .view({B, T, 3, heads, head_dim});
+  auto head_view = [&](int64_t i) { return qkv.select(2, i).transpose(1, 2); };
+  const Tensor y = scaled_dot_product_attention(head_view(0), head_view(1), head_view(2), true);
+  const Tensor h =
+      x + linear(y.transpose(1, 2).reshape({B, T, heads * head_dim}), p.proj_w, p.proj_b);
+  const Tensor m =
+      gelu(linear(layer_norm(h, {C}, p.ln2_w, p.ln2_b), p.fc_w, p.fc_b), GeluApproximation::tanh);
+  return h + linear(m, p.fc_proj_w, p.fc_proj_b);
+}
+
+// Forward and backward of one micro-batch, then the AdamW step, on the plan device.
+StageRun run_stage(const StageShape& s, const SimSpec& spec) {
+  SimSpec unlimited = spec;  // the plan reports whether it fits rather than stopping
+  unlimited.memory_bytes = 0;
+  sim::configure(kPlanDevice, unlimited);
+  sim::reset(kPlanDevice);
+  const Device d = kPlanDevice;
+  const GPTConfig& c = s.c;
+  const int64_t C = c.dim, heads = c.heads / s.tp, head_dim = C / c.heads;
+  const int64_t F = 4 * C / s.tp, vocab = (c.vocab + s.tp - 1) / s.tp;  // vocabulary-parallel
+  std::vector<Tensor> params;
+  auto param = [&](const Shape& shape) {
+    MemoryScope scope(MemoryCategory::parameters);
+    Tensor t = Tensor::empty(shape, s.dtype, d);
+    t.requires_grad_();
+    params.push_back(t);
+    return t;
+  };
+  std::vector<BlockShard> blocks;
+  for (int i = 0; i < s.layers; ++i) {
+    blocks.push_back({param({C}), param({C}), param({3 * heads * head_dim, C}),
+                      param({3 * heads * head_dim}), param({C, heads * head_dim}), param({C}),
+                      param({C}), param({C}), param({F, C}), param({F}), param({C, F}),
+                      param({C})});
+  }
+  // The last stage keeps its own copy of the tied embedding, as Megatron-LM does.
+  Tensor wte, wpe, lnf_w, lnf_b;
+  if (s.first || s.last) wte = param({vocab, C});
+  if (s.first) wpe = param({c.context, C});
+  if (s.last) {
+    lnf_w = param({C});
+    lnf_b = param({C});
+  }
+  StageRun run;
+  for (const Tensor& p : params) run.parameters += p.numel();
+  Allocator& memory = allocator_for(d);
+  sim::Timeline& clock = sim::timeline(d);
+
+  memory.reset_peak();
+  double t = clock.now();
+  Tensor out, input;
+  {
+    MemoryScope scope(MemoryCategory::activations);
+    if (s.first) {
+      const Tensor idx = Tensor::empty({s.batch, s.seq}, DType::i64, d);
+      const Tensor pos = Tensor::empty({s.seq}, DType::i64, d);
+      out = embedding(wte, idx) + embedding(wpe, pos);
+    } else {  // the activations received from the previous stage
+      input = Tensor::empty({s.batch, s.seq, C}, s.dtype, d);
+      input.requires_grad_();
+      out = input;
+    }
+    for (const BlockShard& b : blocks) out = block_forward(out, b, heads, head_dim);
+    if (s.last) {
+      // The loss in f32 whatever the compute dtype, as mixed-precision training does.
+      const Tensor logits = linear(layer_norm(out, {C}, lnf_w, lnf_b), wte).to(DType::f32);
+      out = cross_entropy(logits.reshape({s.batch * s.seq, vocab}),
+                          Tensor::empty({s.batch * s.seq}, DType::i64, d));
+    }
+  }
+  run.forward_s = clock.now() - t;
+  run.activation_bytes = memory.stats().live_by[static_cast<int>(MemoryCategory::activations)];
+  t = clock.now();
+  if (s.last) {
+    out.backward();
+  } else {  // the gradient arriving from the next stage
+    out.backward(Tensor::empty(out.shape(), s.dtype, d));
+  }
+  run.backward_s = clock.now() - t;
+  out = Tensor();
+  input = Tensor();
+  MemoryStats stats = memory.stats();
+  run.peak_step = stats.peak_bytes;
+  run.at_peak_step = stats.at_peak_by;
+  run.grad_bytes = stats.live_by[static_cast<int>(MemoryCategory::gradients)];
+
+  memory.reset_peak();
+  t = clock.now();
+  nn::optim::Adam opt = nn::optim::AdamW({{.params = params, .weight_decay = 0.1}},
+                                         {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  opt.step();
+  run.optimizer_s = clock.now() - t;
+  stats = memory.stats();
+  run.peak_update = stats.peak_bytes;
+  run.at_peak_update = stats.at_peak_by;
+  run.optimizer_bytes = stats.live_by[static_cast<int>(MemoryCategory::optimizer_state)];
+  return run;
+}
+
+std::vector<int> strided(int count, int stride) {
+  std::vector<int> group;
+  for (int i = 0; i < count; ++i) group.push_back(i * stride);
+  return group;
+}
+
+}  // namespace
+
+Plan plan_gpt(const PlanOptions& options) {
+  Plan plan;
+  plan.options = options;
+  PlanOptions& o = plan.options;
+  const GPTConfig& c = o.model;
+  const Layout& l = o.layout;
+  DLF_CHECK(l.dp > 0 && l.tp > 0 && l.pp > 0, "plan: dp, tp and pp must be positive");
+  DLF_CHECK(c.heads % l.tp == 0, "plan: tp ", l.tp, " does not divide ", c.name, "'s ", c.heads,
+            " attention heads");
+  DLF_CHECK(c.layers % l.pp == 0, "plan: pp ", l.pp, " does not divide ", c.name, "'s ", c.layers,
+            " layers into equal stages");
+  if (o.seq == 0) o.seq = c.context;
+  DLF_CHECK(o.seq > 0 && o.seq <= c.context, "plan: seq ", o.seq, " is outside 1..", c.context);
+  DLF_CHECK(o.micro_batch > 0, "plan: the micro-batch must be positive");
+  if (o.global_batch == 0) o.global_batch = l.dp * o.micro_batch * (l.pp > 1 ? 4 * l.pp : 1);
+  DLF_CHECK(o.global_batch % (l.dp * o.micro_batch) == 0, "plan: the global batch ", o.global_batch,
+            " is not a multiple of dp x micro-batch = ", l.dp * o.micro_batch);
+  plan.micro_batches = o.global_batch / (l.dp * o.micro_batch);
+  plan.parameters = gpt_parameter_count(c);
+  const int64_t m = plan.micro_batches;
+
+  // The first, a middle and the last stage (one stage when pp = 1).
+  struct Kind {
+    int stage;
+    bool first, last;
+  };
+  std::vector<Kind> kinds = {{0, true, l.pp == 1}};
+  if (l.pp > 2) kinds.push_back({1, false, false});
+  if (l.pp > 1) kinds.push_back({l.pp - 1, false, true});
+
+  const double elem = double(dtype_size(o.dtype));
+  const double boundary = double(o.micro_batch * o.seq * c.dim) * elem;  // [b, T, C]
+  const std::vector<int> tp_group = strided(l.tp, 1);
+  const std::vector<int> dp_group = strided(l.dp, l.tp * l.pp);
+  const std::vector<int> pp_pair = {0, l.tp};
+  auto collective = [&](sim::Collective kind, double bytes, const std::vector<int>& group) {
+    return sim::collective_seconds(o.spec, kind, bytes, group);
+  };
+  plan.p2p_s = l.pp > 1 ? collective(sim::Collective::send_recv, boundary, pp_pair) : 0;
+
+  double optimizer_s = 0;
+  for (const Kind& k : kinds) {
+    const StageShape shape{c,     l.tp,   k.first, k.last, int(c.layers / l.pp), o.micro_batch,
+                           o.seq, o.dtype};
+    const StageRun run = run_stage(shape, o.spec);
+    // Megatron's tp collectives: two allreduces of [b, T, C] per layer each way, one more for
+    // the vocabulary-parallel embedding (forward) and head (backward), three of [b, T] floats
+    // for the vocabulary-parallel cross-entropy.
+    const int big = 4 * shape.layers + (k.first ? 1 : 0) + (k.last ? 1 : 0);
+    double tp_comm = big * collective(sim::Collective::allreduce, boundary, tp_group);
+    if (k.last)
+      tp_comm += 3 * collective(sim::Collective::allreduce, 4.0 * o.micro_batch * o.seq, tp_group);
+    const int in_flight =
+        o.schedule == PipelineSchedule::gpipe ? int(m) : int(std::min<int64_t>(l.pp - k.stage, m));
+    StagePlan s{.stage = k.stage,
+                .layers = shape.layers,
+                .parameters = run.parameters,
+                .activation_bytes = run.activation_bytes,
+                .in_flight = in_flight,
+                .forward_s = run.forward_s,
+                .backward_s = run.backward_s,
+                .tp_comm_s = tp_comm,
+                .optimizer_s = run.optimizer_s};
+    // Peak: forward + backward with the optimizer state and the gradients accumulated over the
+    // micro-batches resident and `in_flight` micro-batches' activations held, or the AdamW
+    // step — whichever is higher.
+    const int64_t grads_at_peak = run.at_peak_step[static_cast<int>(MemoryCategory::gradients)];
+    const int64_t step_peak = run.peak_step + run.optimizer_bytes +
+                              (run.grad_bytes - grads_at_peak) +
+                              int64_t(in_flight - 1) * run.activation_bytes;
+    if (step_peak >= run.peak_update) {
+      s.peak_bytes = step_peak;
+      s.memory = run.at_peak_step;
+      s.memory[static_cast<int>(MemoryCategory::gradients)] = run.grad_bytes;
+      s.memory[static_cast<int>(MemoryCategory::optimizer_state)] += run.optimizer_bytes;
+      s.memory[static_cast<int>(MemoryCategory::activations)] +=
+          int64_t(in_flight - 1) * run.activation_bytes;
+    } else {
+      s.peak_bytes = run.peak_update;
+      s.memory = run.at_peak_update;
+    }
+    plan.stage_s =
+        std::max(plan.stage_s, s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s);
+    optimizer_s = std::max(optimizer_s, s.optimizer_s);
+    const double dp = collective(sim::Collective::allreduce, double(run.grad_bytes), dp_group);
+    if (dp > plan.dp_allreduce_s) {
+      plan.dp_allreduce_s = dp;
+      // DDP's buckets go while the last micro-batch's backward runs.
+      plan.dp_exposed_s = std::max(0.0, dp - s.backward_s);
+    }
+    if (k.stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
+  }
+  plan.bubble_fraction = double(l.pp - 1) / double(m + l.pp - 1);
+  plan.step_s = double(m + l.pp - 1) * plan.stage_s + plan.dp_exposed_s + optimizer_s;
+  const double tokens = double(o.global_batch * o.seq);
+  plan.tokens_per_s = tokens / plan.step_s;
+  const double model_flops =
+      (6.0 * double(plan.parameters) + 12.0 * c.layers * double(o.seq) * c.dim) * tokens;
+  plan.mfu = model_flops / (plan.step_s * l.devices() * o.spec.peak_flops(precision_of(o.dtype)));
+  plan.fits = o.spec.memory_bytes == 0 || plan.worst.peak_bytes <= o.spec.memory_bytes;
+  return plan;
+}
+
+std::string describe(const Plan& p) {
+  const PlanOptions& o = p.options;
+  const StagePlan& w = p.worst;
+  std::ostringstream os;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%s (%.1fB parameters) on %d x %s: dp %d x tp %d x pp %d, %s, %s\n",
+                o.model.name.c_str(), double(p.parameters) / 1e9, o.layout.devices(),
+                o.spec.name.c_str(), o.layout.dp, o.layout.tp, o.layout.pp, dtype_name(o.dtype),
+                o.schedule == PipelineSchedule::gpipe ? "GPipe" : "1F1B");
+  os << line;
+  std::snprintf(line, sizeof line,
+                "  batch %ld sequences x %ld tokens; micro-batch %ld, %ld per pipeline\n",
+                long(o.global_batch), long(o.seq), long(o.micro_batch), long(p.micro_batches));
+  os << line;
+  std::snprintf(line, sizeof line,
+                "  per device (stage %d, %d layers, %.2fB parameters): peak %s of %s — %s\n",
+                w.stage, w.layers, double(w.parameters) / 1e9, format_bytes(w.peak_bytes).c_str(),
+                o.spec.memory_bytes > 0 ? format_bytes(o.spec.memory_bytes).c_str() : "unlimited",
+                p.fits ? "fits" : "DOES NOT FIT");
+  os << line;
+  os << "    " << format_by_category(w.memory) << " (" << w.in_flight
+     << " micro-batches of activations, " << format_bytes(w.activation_bytes) << " each)\n";
+  std::snprintf(line, sizeof line,
+                "  per micro-batch: forward %.1f ms, backward %.1f ms, tp allreduce %.1f ms, "
+                "pipeline send %.2f ms\n",
+                w.forward_s * 1e3, w.backward_s * 1e3, w.tp_comm_s * 1e3, p.p2p_s * 1e3);
+  os << line;
+  std::snprintf(line, sizeof line,
+                "  step: %.3f s = %ld x %.1f ms (bubble %.0f %%) + dp allreduce %.1f ms exposed "
+                "(of %.1f) + optimizer %.1f ms\n",
+                p.step_s, long(p.micro_batches + o.layout.pp - 1), p.stage_s * 1e3,
+                100 * p.bubble_fraction, p.dp_exposed_s * 1e3, p.dp_allreduce_s * 1e3,
+                w.optimizer_s * 1e3);
+  os << line;
+  std::snprintf(line, sizeof line, "  predicted %.0f tokens/s, MFU %.1f %%\n", p.tokens_per_s,
+                100 * p.mfu);
+  os << line;
+  return os.str();
+}
+
+std::string to_json_line(const Plan& p) {
+  const PlanOptions& o = p.options;
+  JsonLine line;
+  line.add("bench", "plan")
+      .add("case", o.model.name + " dp" + std::to_string(o.layout.dp) + " tp" +
+                       std::to_string(o.layout.tp) + " pp" + std::to_string(o.layout.pp))
+      .add("impl", "sim")
+      .add("threads", 1)
+      .add("metric", "step_time")
+      .add("value", p.step_s)
+      .add("unit", "s")
+      .add("device", o.spec.name)
+      .add("devices", o.layout.devices())
+      .add("tokens_per_s", p.tokens_per_s)
+      .add("mfu", p.mfu)
+      .add("peak_bytes", double(p.worst.peak_bytes))
+      .add("fits", p.fits);
+  for (int c = 0; c < kMemoryCategories; ++c) {
+    std::string name(memory_category_name(static_cast<MemoryCategory>(c)));
+    std::replace(name.begin(), name.end(), ' ', '_');
+    line.add(name + "_bytes", double(p.worst.memory[c]));
+  }
+  return line.str();
+}
+
+}  // namespace dlf::models

@@ -1,0 +1,123 @@
+#include <dlf/models/plan.h>
+#include <dlf/models/registry.h>
+
+#include "test_util.h"
+
+namespace dlf {
+namespace {
+
+using models::Layout;
+using models::PlanOptions;
+
+PlanOptions options(const std::string& model, Layout layout, int64_t batch = 0) {
+  return {.model = models::gpt_config(model),
+          .layout = layout,
+          .spec = sim_preset("a100-40gb"),
+          .global_batch = batch,
+          .micro_batch = 2,
+          .seq = 64};
+}
+
+int64_t bytes(const models::StagePlan& s, MemoryCategory c) {
+  return s.memory[static_cast<int>(c)];
+}
+
+}  // namespace
+
+TEST_CASE("gpt_parameter_count: the built model's count, and GPT-3's 175B") {
+  for (const std::string name : {"gpt-nano", "gpt-mini", "gpt-small"}) {
+    CAPTURE(name);
+    const models::GPTConfig c = models::gpt_config(name);
+    CHECK(models::gpt_parameter_count(c) == models::GPT(c).num_parameters());
+  }
+  // V·C + T·C + L·(12C² + 13C) + 2C with V 50257, T 2048, L 96, C 12288.
+  CHECK(models::gpt_parameter_count(models::gpt_config("gpt3-175b")) == 174'604'259'328);
+  CHECK(models::gpt_parameter_count(models::gpt_config("gpt-1t")) / 1'000'000'000 == 1008);
+}
+
+TEST_CASE("plan: one device holds the model, its gradients and Adam's two moments") {
+  const models::Plan p = models::plan_gpt(options("gpt-nano", {}));
+  const int64_t n = models::gpt_parameter_count(models::gpt_config("gpt-nano"));
+  CHECK(p.parameters == n);
+  CHECK(p.worst.parameters == n);
+  CHECK(bytes(p.worst, MemoryCategory::parameters) == 4 * n);
+  CHECK(bytes(p.worst, MemoryCategory::gradients) == 4 * n);
+  CHECK(bytes(p.worst, MemoryCategory::optimizer_state) == 8 * n);
+  CHECK(bytes(p.worst, MemoryCategory::activations) > 0);
+  CHECK(p.micro_batches == 1);
+  CHECK(p.bubble_fraction == 0);
+  CHECK(p.fits);
+  CHECK(p.step_s == doctest::Approx(p.stage_s + p.worst.optimizer_s));
+  CHECK(p.tokens_per_s == doctest::Approx(2 * 64 / p.step_s));
+}
+
+TEST_CASE("plan: the meta step's time is the sim device's for the same model") {
+  // gpt-nano forward + backward of [2, 64] on a real sim device, against the plan's stage.
+  const Device dev{DeviceType::sim, 11};
+  sim::configure(dev, sim_preset("a100-40gb"));
+  manual_seed(1);
+  models::GPT model(models::gpt_config("gpt-nano"));
+  model.to(dev);
+  const Tensor x = zeros({2, 64}, {.dtype = DType::i64, .device = dev});
+  sim::reset(dev);
+  model.loss(x, x).backward();
+  const double measured = sim::timeline(dev).now();
+  const models::Plan p = models::plan_gpt(options("gpt-nano", {}));
+  // The plan runs the same ops but for the head's layout (the model applies it to [B*T, C]).
+  CHECK(p.worst.forward_s + p.worst.backward_s == doctest::Approx(measured).epsilon(0.1));
+}
+
+TEST_CASE("plan: tensor and pipeline parallelism split the parameters; the bubble and 1F1B") {
+  const models::Plan one = models::plan_gpt(options("gpt-mini", {}, 16));
+  const models::Plan tp2 = models::plan_gpt(options("gpt-mini", {.tp = 2}, 16));
+  const models::Plan pp2 = models::plan_gpt(options("gpt-mini", {.pp = 2}, 16));
+  // A block's shard at tp 2: the four matrices (12C²) halve, as do c_attn's and c_fc's biases
+  // (3C/2 + 2C); the LayerNorms (4C) and the row-parallel biases (2C) stay whole. The
+  // vocabulary splits too; wpe and ln_f stay whole.
+  const int64_t C = 384, L = 6, V = 256, T = 256;
+  CHECK(tp2.worst.parameters ==
+        L * (6 * C * C + 3 * C / 2 + 2 * C + 4 * C + 2 * C) + (V / 2) * C + T * C + 2 * C);
+  CHECK(pp2.worst.layers == 3);
+  CHECK(pp2.micro_batches == 8);
+  CHECK(pp2.bubble_fraction == doctest::Approx(1.0 / 9));
+  CHECK(pp2.worst.in_flight == 2);
+  CHECK(pp2.p2p_s > 0);
+  CHECK(pp2.step_s ==
+        doctest::Approx(9 * pp2.stage_s + pp2.dp_exposed_s + std::max(pp2.worst.optimizer_s, 0.0))
+            .epsilon(0.05));
+  CHECK(tp2.worst.tp_comm_s > 0);
+  CHECK(one.worst.tp_comm_s == 0);
+  PlanOptions gpipe = options("gpt-mini", {.pp = 2}, 16);
+  gpipe.schedule = models::PipelineSchedule::gpipe;
+  const models::Plan g = models::plan_gpt(gpipe);
+  CHECK(g.worst.in_flight == 8);
+  CHECK(g.worst.peak_bytes > pp2.worst.peak_bytes);
+  // Data parallelism adds a gradient allreduce over the dp group.
+  const models::Plan dp4 = models::plan_gpt(options("gpt-mini", {.dp = 4}, 16));
+  CHECK(dp4.dp_allreduce_s > 0);
+  CHECK(one.dp_allreduce_s == 0);
+}
+
+TEST_CASE("plan: GPT-3 175B on 1024 devices in a moment, and what does not fit says so") {
+  PlanOptions o = options("gpt3-175b", {.dp = 16, .tp = 8, .pp = 8}, 1536);
+  o.micro_batch = 1;
+  o.seq = 0;
+  o.spec = sim_preset("h100-80gb");
+  o.dtype = DType::bf16;
+  const models::Plan p = models::plan_gpt(o);
+  CHECK(p.micro_batches == 96);
+  CHECK(p.worst.layers == 12);
+  CHECK(p.fits);
+  CHECK(p.mfu > 0.1);
+  CHECK(p.mfu < 1);
+  o.dtype = DType::f32;
+  CHECK_FALSE(models::plan_gpt(o).fits);
+  test::check_error([] { models::plan_gpt(options("gpt-nano", {.tp = 3})); },
+                    {"tp 3 does not divide gpt-nano's 4 attention heads"});
+  test::check_error([] { models::plan_gpt(options("gpt-nano", {.pp = 3})); },
+                    {"pp 3 does not divide gpt-nano's 2 layers"});
+  test::check_error([] { models::plan_gpt(options("gpt-nano", {.dp = 2}, 3)); },
+                    {"global batch 3 is not a multiple of dp x micro-batch = 4"});
+}
+
+}  // namespace dlf
