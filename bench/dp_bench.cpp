@@ -4,16 +4,17 @@
 // the baseline, and the ratio (the target is >= 0.85: N ranks must not thrash the cores).
 //
 //   dp_bench gpt-mini [--ranks 8] [--batch 8] [--steps 6] [--warmup 2] [--rounds 3]
-//                     [--threads 2] [--device cpu|sim]
+//                     [--threads 2] [--device cpu|sim] [--zero]
 //
 // A step is what `dlf train` does: zero_grad, forward, backward, DDP's gradient average,
-// clipping at 1.0, AdamW.
+// clipping at 1.0, AdamW (with --zero, its state sharded over the ranks: ZeRO stage 1).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include <dlf/dlf.h>
 #include <dlf/parallel/ddp.h>
+#include <dlf/parallel/zero.h>
 
 #include "bench/bench_json.h"
 
@@ -25,6 +26,7 @@ struct Options {
   std::string model = "gpt-mini", device = "cpu";
   int ranks = 8, steps = 6, warmup = 2, rounds = 3, threads = 2;
   int64_t batch = 8;
+  bool zero = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -33,6 +35,10 @@ Options parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag.rfind("--", 0) != 0) {
       o.model = flag;
+      continue;
+    }
+    if (flag == "--zero") {
+      o.zero = true;
       continue;
     }
     DLF_CHECK(i + 1 < argc, "dp_bench: ", flag, " needs a value");
@@ -79,6 +85,8 @@ std::vector<double> run(const Options& o, int ranks) {
     if (ranks > 1) ddp.emplace(model, world);
     nn::optim::Adam opt = nn::optim::AdamW(nn::optim::decay_groups(model.named_parameters(), 0.1),
                                            {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+    std::optional<parallel::ZeroOptimizer> zero;
+    if (ranks > 1 && o.zero) zero.emplace(opt, world);
     const int64_t rows = o.batch / ranks;
     const Tensor xs = x.narrow(0, world.rank() * rows, rows).contiguous().to(world.device());
     const Tensor ys = y.narrow(0, world.rank() * rows, rows).contiguous().to(world.device());
@@ -89,7 +97,11 @@ std::vector<double> run(const Options& o, int ranks) {
         loss.backward();
         if (ddp) ddp->synchronize();
         nn::optim::clip_grad_norm(model.parameters(), 1.0);
-        opt.step();
+        if (zero) {
+          zero->step();
+        } else {
+          opt.step();
+        }
         if (ddp) world.barrier();  // the step ends when the slowest rank's does
       });
       if (world.rank() == 0 && i >= o.warmup) ms.push_back(t);
@@ -117,7 +129,8 @@ int main(int argc, char** argv) try {
   const double value = tokens / (tp.median_ms / 1e3), baseline = tokens / (ts.median_ms / 1e3);
   bench::JsonLine line;
   line.add("bench", "train")
-      .add("case", o.model + " dp=" + std::to_string(o.ranks) + " " + o.device)
+      .add("case", o.model + " dp=" + std::to_string(o.ranks) + (o.zero ? " zero-1 " : " ") +
+                       o.device)
       .add("impl", "dlf")
       .add("threads", o.threads)
       .add("batch", o.batch)

@@ -1,32 +1,37 @@
 #include "parallel/collective_math.h"
 
 #include <algorithm>
-#include <vector>
+#include <array>
 
 namespace dlf::parallel::detail {
 namespace {
 
+// Block by block: a block of every input is read before the block of `out` is written, so
+// `out` may be one of the inputs (in-place allreduce).
 template <typename T, typename Acc>
 void reduce_typed(std::span<const void* const> inputs, void* out, int64_t lo, int64_t hi,
                   ReduceOp op) {
-  const int64_t count = hi - lo;
-  std::vector<Acc> acc(static_cast<size_t>(count));
-  const T* first = static_cast<const T*>(inputs[0]) + lo;
-  for (int64_t i = 0; i < count; ++i) acc[i] = static_cast<Acc>(first[i]);
-  for (size_t r = 1; r < inputs.size(); ++r) {
-    const T* in = static_cast<const T*>(inputs[r]) + lo;
-    if (op == ReduceOp::max) {
-      for (int64_t i = 0; i < count; ++i) acc[i] = std::max(acc[i], static_cast<Acc>(in[i]));
-    } else {
-      for (int64_t i = 0; i < count; ++i) acc[i] += static_cast<Acc>(in[i]);
-    }
-  }
-  if (op == ReduceOp::avg) {
-    const Acc n = static_cast<Acc>(inputs.size());
-    for (int64_t i = 0; i < count; ++i) acc[i] /= n;
-  }
+  constexpr int64_t kBlock = 2048;
+  std::array<Acc, kBlock> acc;
+  const Acc n = static_cast<Acc>(inputs.size());
   T* dst = static_cast<T*>(out);
-  for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<T>(acc[i]);
+  for (int64_t start = lo; start < hi; start += kBlock) {
+    const int64_t count = std::min(kBlock, hi - start);
+    const T* first = static_cast<const T*>(inputs[0]) + start;
+    for (int64_t i = 0; i < count; ++i) acc[i] = static_cast<Acc>(first[i]);
+    for (size_t r = 1; r < inputs.size(); ++r) {
+      const T* in = static_cast<const T*>(inputs[r]) + start;
+      if (op == ReduceOp::max) {
+        for (int64_t i = 0; i < count; ++i) acc[i] = std::max(acc[i], static_cast<Acc>(in[i]));
+      } else {
+        for (int64_t i = 0; i < count; ++i) acc[i] += static_cast<Acc>(in[i]);
+      }
+    }
+    if (op == ReduceOp::avg) {
+      for (int64_t i = 0; i < count; ++i) acc[i] /= n;
+    }
+    for (int64_t i = 0; i < count; ++i) dst[start - lo + i] = static_cast<T>(acc[i]);
+  }
 }
 
 }  // namespace

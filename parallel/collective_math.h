@@ -10,7 +10,8 @@
 namespace dlf::parallel::detail {
 
 /// out[i - lo] = reduce over r of inputs[r][i], for i in [lo, hi). `inputs` are contiguous
-/// buffers of `dtype`. Throws dlf::Error for a dtype or op that cannot be reduced.
+/// buffers of `dtype`; `out` may be inputs[r] + lo. Throws dlf::Error for a dtype or op that
+/// cannot be reduced.
 void reduce_range(std::span<const void* const> inputs, void* out, int64_t lo, int64_t hi,
                   DType dtype, ReduceOp op);
 

@@ -29,7 +29,6 @@ struct AbortFlag {
 // What a rank brings to a collective, visible to its peers between two barriers.
 struct Slot {
   const void* in = nullptr;
-  const void* scratch = nullptr;
   Shape shape;
   DType dtype = DType::f32;
   double ready = 0;
@@ -85,7 +84,8 @@ struct Group {
   std::map<std::pair<int64_t, int>, std::shared_ptr<Group>> children;  // (split, color)
 };
 
-bool has_data(const Tensor& t) { return t.device().has_data(); }
+// Whether there are bytes to move (none on meta devices, none in an empty tensor).
+bool has_data(const Tensor& t) { return t.device().has_data() && t.numel() > 0; }
 
 class InProcessCommunicator final : public Communicator {
  public:
@@ -103,21 +103,24 @@ class InProcessCommunicator final : public Communicator {
     const int64_t n = t.numel(), parts = size();
     const int64_t lo = n * rank_ / parts, hi = n * (rank_ + 1) / parts;
     const size_t elem = dtype_size(t.dtype());
-    // Each rank reduces its part of the buffer (reading every rank's input, in rank order)
-    // into scratch; then every rank copies all parts into its own tensor.
-    std::vector<std::byte> scratch(has_data(t) ? static_cast<size_t>(hi - lo) * elem : 0);
-    if (has_data(t)) reduce_range(inputs(), scratch.data(), lo, hi, t.dtype(), op);
-    group_->slots[rank_].scratch = scratch.data();
+    // Rank r reduces part r of every rank's buffer (in rank order) into part r of its own —
+    // no other rank reads part r meanwhile — then every rank copies the other parts from
+    // their owners: reduce-scatter, then allgather, in place and without scratch memory.
+    auto part = [&](const void* base, int r) {
+      return static_cast<std::byte*>(const_cast<void*>(base)) + n * r / parts * int64_t(elem);
+    };
+    if (has_data(t)) reduce_range(inputs(), part(t.raw_data(), rank_), lo, hi, t.dtype(), op);
     group_->barrier();
     if (has_data(t)) {
       for (int r = 0; r < parts; ++r) {
-        const int64_t rlo = n * r / parts, rhi = n * (r + 1) / parts;
-        std::memcpy(static_cast<std::byte*>(t.raw_data()) + rlo * elem, group_->slots[r].scratch,
-                    static_cast<size_t>(rhi - rlo) * elem);
+        const int64_t bytes = (n * (r + 1) / parts - n * r / parts) * int64_t(elem);
+        if (r == rank_ || bytes == 0) continue;
+        std::memcpy(part(t.raw_data(), r), part(group_->slots[r].in, r),
+                    static_cast<size_t>(bytes));
       }
       t.storage()->bump_version();
     }
-    group_->barrier();  // peers are done reading this rank's scratch
+    group_->barrier();  // peers are done reading this rank's part
     return run(Collective::allreduce, t.nbytes(), start, async);
   }
 

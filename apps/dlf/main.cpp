@@ -83,6 +83,9 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
                   "sim:SPEC.json; auto: cpu for one device, sim for more")
       ->capture_default_str();
   cmd->add_option("--trace", o.trace, "write a Chrome trace of the simulated devices (Perfetto)");
+  cmd->add_flag("--zero", o.zero,
+                "shard the optimizer state over the ranks (ZeRO stage 1): 1/N of the state and "
+                "of the update per rank");
   cmd->add_option("--bucket-mb", o.bucket_mb, "size of the gradient buckets allreduced together")
       ->check(kPositive)
       ->capture_default_str();

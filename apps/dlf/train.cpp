@@ -19,6 +19,7 @@
 #include <dlf/nn/optim/schedule.h>
 #include <dlf/parallel/ddp.h>
 #include <dlf/parallel/launch.h>
+#include <dlf/parallel/zero.h>
 
 #include "devices.h"
 #include "model_io.h"
@@ -41,10 +42,10 @@ RunConfig resumed_config(const TrainOptions& o, const nn::Checkpoint& ckpt) {
   return run;
 }
 
-nn::Checkpoint snapshot(const models::GPT& model, const nn::optim::Optimizer& opt, int64_t step,
+nn::Checkpoint snapshot(const models::GPT& model, nn::NamedTensors optimizer, int64_t step,
                         const RunConfig& run) {
   return {.model = model.state_dict(),
-          .optimizer = opt.state_dict(),
+          .optimizer = std::move(optimizer),
           .step = step,
           .rng_seed = default_generator().seed(),
           .rng_offset = default_generator().offset(),
@@ -114,10 +115,16 @@ double train_rank(parallel::Communicator& world, const Job& job) {
   nn::optim::Adam opt =
       nn::optim::AdamW(nn::optim::decay_groups(model->named_parameters(), run.weight_decay),
                        {.lr = run.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the ranks
+  if (o.zero && ranks > 1) zero.emplace(opt, world);
   int64_t first = 0;
   if (job.ckpt != nullptr) {
     nn::restore_module(*model, *job.ckpt);
-    opt.load_state_dict(job.ckpt->optimizer);
+    if (zero) {
+      zero->load_state_dict(job.ckpt->optimizer);
+    } else {
+      opt.load_state_dict(job.ckpt->optimizer);
+    }
     default_generator().manual_seed(job.ckpt->rng_seed);
     default_generator().set_offset(job.ckpt->rng_offset);
     first = job.ckpt->step;
@@ -158,9 +165,31 @@ double train_rank(parallel::Communicator& world, const Job& job) {
     progress.note(line);
     record(JsonLine().add("step", step).add_exact("val_loss", val));
   };
-  auto save = [&](int64_t step) {
-    nn::save_checkpoint(o.checkpoint, snapshot(*model, opt, step, run));
+  auto save = [&](int64_t step) {  // every rank: a sharded optimizer state is gathered first
+    nn::NamedTensors state = zero ? zero->consolidated_state_dict() : opt.state_dict();
+    if (!lead) return;
+    nn::save_checkpoint(o.checkpoint, snapshot(*model, std::move(state), step, run));
     progress.note("step " + std::to_string(step) + ": checkpoint saved to " + o.checkpoint);
+  };
+  auto report = [&](int64_t step, double loss, double norm, double seconds, const SimStep& s) {
+    const double tokens_per_s = double(run.batch * seq) / seconds;
+    progress.update(step, loss, tokens_per_s,
+                    simulated ? describe(s, sim::spec_of(device).memory_bytes) : "");
+    JsonLine line;
+    line.add("step", step + 1)
+        .add_exact("loss", loss)
+        .add("lr", opt.lr())
+        .add("grad_norm", norm)
+        .add("tokens_per_s", tokens_per_s)
+        .add("step_ms", seconds * 1e3);
+    if (simulated) {
+      line.add("sim_step_ms", s.seconds * 1e3)
+          .add("sim_tokens_per_s", double(run.batch * seq) / s.seconds)
+          .add("sim_allreduce_ms", s.comm_seconds * 1e3)
+          .add("sim_exposed_allreduce_ms", s.exposed_comm_seconds * 1e3)
+          .add("sim_peak_bytes", s.peak_bytes);
+    }
+    record(line);
   };
 
   const int64_t stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps;
@@ -183,7 +212,11 @@ double train_rank(parallel::Communicator& world, const Job& job) {
     loss.backward();
     if (ddp) ddp->synchronize();
     const double norm = nn::optim::clip_grad_norm(model->parameters(), run.grad_clip);
-    opt.step();
+    if (zero) {
+      zero->step();
+    } else {
+      opt.step();
+    }
     SimStep sim_step;
     if (simulated) {
       sim_step = {sim::timeline(device).now() - sim_start, ddp ? ddp->comm_seconds() : 0,
@@ -198,37 +231,21 @@ double train_rank(parallel::Communicator& world, const Job& job) {
       if (simulated) sim_step = worst_over_ranks(world, sim_step);
     }
     loss_value = global_loss.item<double>();
-    if (!lead) continue;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double tokens_per_s = double(run.batch * seq) / seconds;
-    progress.update(step, loss_value, tokens_per_s,
-                    simulated ? describe(sim_step, sim::spec_of(device).memory_bytes) : "");
-    JsonLine line;
-    line.add("step", step + 1)
-        .add_exact("loss", loss_value)
-        .add("lr", opt.lr())
-        .add("grad_norm", norm)
-        .add("tokens_per_s", tokens_per_s)
-        .add("step_ms", seconds * 1e3);
-    if (simulated) {
-      line.add("sim_step_ms", sim_step.seconds * 1e3)
-          .add("sim_tokens_per_s", double(run.batch * seq) / sim_step.seconds)
-          .add("sim_allreduce_ms", sim_step.comm_seconds * 1e3)
-          .add("sim_exposed_allreduce_ms", sim_step.exposed_comm_seconds * 1e3)
-          .add("sim_peak_bytes", sim_step.peak_bytes);
-    }
-    record(line);
     const bool last = step + 1 == stop;
-    if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last) evaluate(step + 1);
+    if (lead) {
+      report(step, loss_value, norm,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+             sim_step);
+      if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last) evaluate(step + 1);
+    }
     if (!o.checkpoint.empty() && o.save_every > 0 && (step + 1) % o.save_every == 0 && !last)
       save(step + 1);
   }
   if (lead) {
     progress.finish();
     evaluate(stop);
-    if (!o.checkpoint.empty()) save(stop);
   }
+  if (!o.checkpoint.empty()) save(stop);
   return loss_value;
 }
 

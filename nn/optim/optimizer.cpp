@@ -35,7 +35,7 @@ void Optimizer::step() {
     for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
       Tensor& p = groups_[gi].params[pi];
       const Tensor g = p.grad();
-      if (!g.defined()) continue;
+      if (!g.defined() || (owns_ && !owns_(gi, pi))) continue;
       std::vector<Tensor>& state = state_[gi][pi];
       state.resize(slots);
       update(p, g, groups_[gi].weight_decay, state);
@@ -44,6 +44,10 @@ void Optimizer::step() {
       }
     }
   }
+}
+
+void Optimizer::set_update_filter(std::function<bool(size_t, size_t)> owns) {
+  owns_ = std::move(owns);
 }
 
 void Optimizer::zero_grad() {

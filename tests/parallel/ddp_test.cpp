@@ -1,5 +1,6 @@
 #include <dlf/models/gpt.h>
 #include <dlf/parallel/ddp.h>
+#include <dlf/parallel/zero.h>
 
 #include <mutex>
 
@@ -29,9 +30,14 @@ enum class Optimizer { sgd, adamw };
 
 // Trains gpt-nano for kSteps with clipping, the global batch split over the ranks; returns
 // rank 0's parameters and the (global) losses.
-std::pair<nn::NamedTensors, std::vector<double>> train(const std::vector<Device>& devices,
-                                                       const Batches& data, Optimizer which) {
-  nn::NamedTensors params;
+struct Trained {
+  nn::NamedTensors params, optimizer_state;  // rank 0's; the state consolidated under ZeRO
+  std::vector<double> losses;
+};
+
+Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer which,
+              bool zero = false) {
+  nn::NamedTensors params, state;
   std::vector<double> losses;
   std::mutex mutex;
   parallel::run_ranks(devices, [&](parallel::Communicator& world) {
@@ -48,6 +54,8 @@ std::pair<nn::NamedTensors, std::vector<double>> train(const std::vector<Device>
     else
       opt = std::make_unique<nn::optim::Adam>(
           nn::optim::AdamW(groups, {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8}));
+    std::optional<parallel::ZeroOptimizer> sharded;
+    if (zero) sharded.emplace(*opt, world);
     for (int s = 0; s < kSteps; ++s) {
       const int64_t rows = kBatch / n;
       Tensor x = data.x[s].narrow(0, r * rows, rows).to(world.device());
@@ -57,17 +65,23 @@ std::pair<nn::NamedTensors, std::vector<double>> train(const std::vector<Device>
       loss.backward();
       ddp.synchronize();
       nn::optim::clip_grad_norm(model.parameters(), 1.0);
-      opt->step();
+      if (sharded) {
+        sharded->step();
+      } else {
+        opt->step();
+      }
       Tensor global = loss.detach().clone();
       world.allreduce(global, parallel::ReduceOp::avg);
       if (r == 0) losses.push_back(global.item<double>());
     }
+    nn::NamedTensors whole = sharded ? sharded->consolidated_state_dict() : opt->state_dict();
     if (r == 0) {
       std::lock_guard lock(mutex);
       for (auto& [name, t] : model.named_parameters()) params.emplace_back(name, t.to(kCPU));
+      for (auto& [name, t] : whole) state.emplace_back(name, t.to(kCPU));
     }
   });
-  return {params, losses};
+  return {params, state, losses};
 }
 
 double relative_difference(const Tensor& a, const Tensor& b) {
@@ -88,7 +102,7 @@ double relative_difference(const Tensor& a, const Tensor& b) {
 // that add in another order agree there. AdamW is checked by the losses.
 TEST_CASE("DDP: dp=N with global batch B gives one device's parameters after 3 steps") {
   const Batches data = make_batches();
-  const auto [reference, reference_losses] = train({kCPU}, data, Optimizer::sgd);
+  const auto [reference, reference_state, reference_losses] = train({kCPU}, data, Optimizer::sgd);
   REQUIRE(reference_losses.size() == kSteps);
   CHECK(reference_losses.back() < reference_losses.front());
   for (int n : {2, 3, 4, 8}) {
@@ -96,7 +110,7 @@ TEST_CASE("DDP: dp=N with global batch B gives one device's parameters after 3 s
       if (type == DeviceType::sim && n != 4) continue;  // the sim path once: same numerics
       CAPTURE(n);
       INFO("device type ", Device{type, 0}.str());
-      const auto [params, losses] = train(parallel::devices_of(type, n), data, Optimizer::sgd);
+      const auto [params, state, losses] = train(parallel::devices_of(type, n), data, Optimizer::sgd);
       REQUIRE(params.size() == reference.size());
       for (size_t i = 0; i < params.size(); ++i) {
         CAPTURE(params[i].first);
@@ -110,14 +124,60 @@ TEST_CASE("DDP: dp=N with global batch B gives one device's parameters after 3 s
 
 TEST_CASE("DDP: AdamW under dp=N gives one device's losses") {
   const Batches data = make_batches();
-  const auto reference = train({kCPU}, data, Optimizer::adamw).second;
+  const auto reference = train({kCPU}, data, Optimizer::adamw).losses;
   for (int n : {2, 3, 8}) {
     CAPTURE(n);
     const auto losses =
-        train(parallel::devices_of(DeviceType::cpu, n), data, Optimizer::adamw).second;
+        train(parallel::devices_of(DeviceType::cpu, n), data, Optimizer::adamw).losses;
     for (int s = 0; s < kSteps; ++s)
       CHECK(losses[s] == doctest::Approx(reference[s]).epsilon(1e-5));
   }
+}
+
+TEST_CASE("ZeRO-1: sharded optimizer state gives the unsharded run's parameters and state") {
+  const Batches data = make_batches();
+  for (int n : {2, 3}) {
+    CAPTURE(n);
+    const auto devices = parallel::devices_of(DeviceType::cpu, n);
+    const Trained plain = train(devices, data, Optimizer::adamw);
+    const Trained sharded = train(devices, data, Optimizer::adamw, /*zero=*/true);
+    REQUIRE(plain.params.size() == sharded.params.size());
+    for (size_t i = 0; i < plain.params.size(); ++i) {
+      CAPTURE(plain.params[i].first);
+      test::check_close(sharded.params[i].second, plain.params[i].second, 0, 0);  // bit for bit
+    }
+    REQUIRE(plain.optimizer_state.size() == sharded.optimizer_state.size());
+    for (size_t i = 0; i < plain.optimizer_state.size(); ++i) {
+      CAPTURE(plain.optimizer_state[i].first);
+      CHECK(sharded.optimizer_state[i].first == plain.optimizer_state[i].first);
+      test::check_close(sharded.optimizer_state[i].second, plain.optimizer_state[i].second, 0, 0);
+    }
+    CHECK(sharded.losses == plain.losses);
+  }
+}
+
+TEST_CASE("ZeRO-1: each rank keeps the state of its own parameters only") {
+  std::vector<int64_t> state_bytes(4);
+  parallel::run_ranks(parallel::devices_of(DeviceType::sim, 4), [&](parallel::Communicator& world) {
+    manual_seed(3);
+    models::GPT model(models::gpt_config("gpt-nano"));
+    model.to(world.device());
+    auto opt = nn::optim::AdamW({{.params = model.parameters()}}, {.lr = 1e-3});
+    parallel::ZeroOptimizer zero(opt, world);
+    const Tensor x = zeros({2, 8}, {.dtype = DType::i64, .device = world.device()});
+    model.loss(x, x).backward();
+    zero.step();
+    const MemoryStats stats = allocator_for(world.device()).stats();
+    state_bytes[world.rank()] = stats.live_by[static_cast<int>(MemoryCategory::optimizer_state)];
+  });
+  const int64_t n = models::GPT(models::gpt_config("gpt-nano")).num_parameters();
+  int64_t sum = 0;
+  for (int64_t b : state_bytes) {
+    CHECK(b > 0);
+    CHECK(b < 8 * n / 2);  // well under the whole state
+    sum += b;
+  }
+  CHECK(sum == 8 * n);  // Adam's two moments, each parameter on exactly one rank
 }
 
 TEST_CASE("DDP: buckets' allreduces overlap backward on the simulated clock") {

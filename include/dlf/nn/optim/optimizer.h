@@ -1,5 +1,6 @@
 // Optimizers over parameter groups: SGD (momentum, Nesterov), Adam and AdamW.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,13 +34,22 @@ class Optimizer {
   /// Restores what state_dict() gave; a dlf::Error names a missing or mis-shaped entry.
   void load_state_dict(const NamedTensors& state);
 
+  /// From now on step() updates only the parameters `owns(group, index)` accepts (a ZeRO
+  /// shard); the others keep no state. An empty function updates all.
+  void set_update_filter(std::function<bool(size_t group, size_t index)> owns);
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  /// The slots of one parameter (empty until its first update).
+  std::vector<Tensor>& state(size_t group, size_t index) { return state_[group][index]; }
+  /// The names of a parameter's slots ("exp_avg", "exp_avg_sq").
+  virtual std::vector<std::string> slot_names() const = 0;
+
  protected:
   /// Updates one parameter in place; `state` holds its slots (created on first use).
   virtual void update(Tensor& param, const Tensor& grad, double weight_decay,
                       std::vector<Tensor>& state) = 0;
-  virtual std::vector<std::string> slot_names() const = 0;
 
  private:
+  std::function<bool(size_t, size_t)> owns_;
   std::vector<ParamGroup> groups_;
   std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]
   double lr_;
@@ -57,10 +67,10 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   SGD(std::vector<ParamGroup> groups, SGDOptions options);
+  std::vector<std::string> slot_names() const override { return {"momentum_buffer"}; }
 
  protected:
   void update(Tensor& p, const Tensor& g, double wd, std::vector<Tensor>& state) override;
-  std::vector<std::string> slot_names() const override { return {"momentum_buffer"}; }
 
  private:
   SGDOptions o_;
@@ -77,10 +87,10 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   Adam(std::vector<ParamGroup> groups, AdamOptions options);
+  std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  protected:
   void update(Tensor& p, const Tensor& g, double wd, std::vector<Tensor>& state) override;
-  std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  private:
   AdamOptions o_;

@@ -1,0 +1,37 @@
+// ZeRO stage 1 (Rajbhandari et al. 2020), the way PyTorch's ZeroRedundancyOptimizer does it:
+// the optimizer state is sharded over the data-parallel ranks. Each rank owns whole parameters
+// (balanced by size), keeps state for those only and updates them; then every parameter is
+// broadcast from its owner. With DDP's averaged gradients the result is the unsharded
+// optimizer's, bit for bit, while each rank holds 1/N of the state and does 1/N of the update.
+#pragma once
+#include <vector>
+
+#include <dlf/nn/optim/optimizer.h>
+#include <dlf/parallel/communicator.h>
+
+namespace dlf::parallel {
+
+class ZeroOptimizer {
+ public:
+  /// Shards `optimizer` (whose state must still be empty or loaded through this wrapper) over
+  /// the ranks of `comm`. Every rank constructs it with the same parameter groups.
+  ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm);
+
+  /// Updates this rank's parameters, then broadcasts every parameter from its owner.
+  void step();
+  /// The whole optimizer state, gathered from the owners (collective: every rank calls it).
+  nn::NamedTensors consolidated_state_dict();
+  /// Loads a whole state (as consolidated_state_dict() gave) and keeps this rank's share.
+  void load_state_dict(const nn::NamedTensors& state);
+
+  /// The rank that owns parameter `index` of `group`.
+  int owner(size_t group, size_t index) const { return owners_[group][index]; }
+
+ private:
+  void drop_unowned_state();
+  nn::optim::Optimizer& opt_;
+  Communicator& comm_;
+  std::vector<std::vector<int>> owners_;  // [group][index]
+};
+
+}  // namespace dlf::parallel
