@@ -129,8 +129,8 @@ int main(int argc, char** argv) try {
   const double value = tokens / (tp.median_ms / 1e3), baseline = tokens / (ts.median_ms / 1e3);
   bench::JsonLine line;
   line.add("bench", "train")
-      .add("case", o.model + " dp=" + std::to_string(o.ranks) + (o.zero ? " zero-1 " : " ") +
-                       o.device)
+      .add("case",
+           o.model + " dp=" + std::to_string(o.ranks) + (o.zero ? " zero-1 " : " ") + o.device)
       .add("impl", "dlf")
       .add("threads", o.threads)
       .add("batch", o.batch)

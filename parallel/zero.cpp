@@ -1,5 +1,6 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/ops/join.h>
 #include <dlf/parallel/zero.h>
 
 #include <algorithm>
@@ -8,16 +9,22 @@ namespace dlf::parallel {
 
 ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm)
     : opt_(optimizer), comm_(comm) {
-  // Greedy by size, in parameter order: each parameter to the rank holding the fewest bytes.
+  // Greedy by size, in parameter order: each parameter to the rank holding the fewest.
   std::vector<int64_t> load(comm.size(), 0);
-  for (const nn::optim::ParamGroup& g : opt_.param_groups()) {
+  const auto& groups = opt_.param_groups();
+  for (const nn::optim::ParamGroup& g : groups) {
     std::vector<int>& owners = owners_.emplace_back();
+    std::vector<int64_t>& offsets = offsets_.emplace_back();
     for (const Tensor& p : g.params) {
+      DLF_CHECK(p.dtype() == groups[0].params[0].dtype() && p.is_contiguous(),
+                "ZeroOptimizer: parameters must be contiguous and share one dtype");
       const int r = int(std::min_element(load.begin(), load.end()) - load.begin());
       owners.push_back(r);
-      load[r] += int64_t(p.nbytes());
+      offsets.push_back(load[r]);
+      load[r] += p.numel();
     }
   }
+  largest_share_ = *std::max_element(load.begin(), load.end());
   const int me = comm.rank();
   opt_.set_update_filter(
       [this, me](size_t group, size_t index) { return owners_[group][index] == me; });
@@ -26,10 +33,27 @@ ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm
 void ZeroOptimizer::step() {
   opt_.step();
   autograd::NoGradGuard no_grad;
+  const auto& groups = opt_.param_groups();
+  const Tensor& any = groups[0].params[0];
+  std::vector<Tensor> mine;  // in offset order: the order ownership was handed out
+  int64_t filled = 0;
   for (size_t g = 0; g < owners_.size(); ++g) {
     for (size_t i = 0; i < owners_[g].size(); ++i) {
-      Tensor p = opt_.param_groups()[g].params[i];
-      comm_.broadcast(p, owners_[g][i]);
+      if (owners_[g][i] != comm_.rank()) continue;
+      mine.push_back(groups[g].params[i].reshape({-1}));
+      filled += groups[g].params[i].numel();
+    }
+  }
+  if (filled < largest_share_)
+    mine.push_back(
+        zeros({largest_share_ - filled}, {.dtype = any.dtype(), .device = any.device()}));
+  const Tensor all = comm_.allgather(mine.size() == 1 ? mine[0].contiguous() : cat(mine, 0));
+  for (size_t g = 0; g < owners_.size(); ++g) {
+    for (size_t i = 0; i < owners_[g].size(); ++i) {
+      const int owner = owners_[g][i];
+      if (owner == comm_.rank()) continue;
+      Tensor p = groups[g].params[i];
+      p.copy_(all.narrow(0, owner * largest_share_ + offsets_[g][i], p.numel()).reshape(p.shape()));
     }
   }
 }

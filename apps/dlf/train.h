@@ -21,7 +21,7 @@ struct TrainOptions {
   std::string device = "auto";  ///< see setup_devices()
   std::string trace;            ///< Chrome trace of the simulated devices; empty: none
   int64_t bucket_mb = 25;       ///< DDP gradient bucket size
-  bool zero = false;  ///< shard the optimizer state over the ranks (ZeRO stage 1)
+  bool zero = false;            ///< shard the optimizer state over the ranks (ZeRO stage 1)
 };
 
 /// Returns the last training loss.

@@ -135,8 +135,7 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   autograd::NoGradGuard no_grad;
   double total = 0;
   for (const Tensor& p : params) {
-    if (p.grad().defined())
-      total += sum_squares(p.grad()).item<double>();
+    if (p.grad().defined()) total += sum_squares(p.grad()).item<double>();
   }
   total = std::sqrt(total);
   if (total > max_norm) {

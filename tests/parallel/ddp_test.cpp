@@ -110,7 +110,8 @@ TEST_CASE("DDP: dp=N with global batch B gives one device's parameters after 3 s
       if (type == DeviceType::sim && n != 4) continue;  // the sim path once: same numerics
       CAPTURE(n);
       INFO("device type ", Device{type, 0}.str());
-      const auto [params, state, losses] = train(parallel::devices_of(type, n), data, Optimizer::sgd);
+      const auto [params, state, losses] =
+          train(parallel::devices_of(type, n), data, Optimizer::sgd);
       REQUIRE(params.size() == reference.size());
       for (size_t i = 0; i < params.size(); ++i) {
         CAPTURE(params[i].first);

@@ -1,8 +1,9 @@
 // ZeRO stage 1 (Rajbhandari et al. 2020), the way PyTorch's ZeroRedundancyOptimizer does it:
 // the optimizer state is sharded over the data-parallel ranks. Each rank owns whole parameters
-// (balanced by size), keeps state for those only and updates them; then every parameter is
-// broadcast from its owner. With DDP's averaged gradients the result is the unsharded
-// optimizer's, bit for bit, while each rank holds 1/N of the state and does 1/N of the update.
+// (balanced by size), keeps state for those only and updates them; then one allgather brings
+// every rank the others' updated parameters (each rank's share flattened and padded to the
+// largest). With DDP's averaged gradients the result is the unsharded optimizer's, bit for
+// bit, while each rank holds 1/N of the state and does 1/N of the update.
 #pragma once
 #include <vector>
 
@@ -17,7 +18,7 @@ class ZeroOptimizer {
   /// the ranks of `comm`. Every rank constructs it with the same parameter groups.
   ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm);
 
-  /// Updates this rank's parameters, then broadcasts every parameter from its owner.
+  /// Updates this rank's parameters, then gathers everyone's.
   void step();
   /// The whole optimizer state, gathered from the owners (collective: every rank calls it).
   nn::NamedTensors consolidated_state_dict();
@@ -31,7 +32,9 @@ class ZeroOptimizer {
   void drop_unowned_state();
   nn::optim::Optimizer& opt_;
   Communicator& comm_;
-  std::vector<std::vector<int>> owners_;  // [group][index]
+  std::vector<std::vector<int>> owners_;       // [group][index]
+  std::vector<std::vector<int64_t>> offsets_;  // [group][index]: where in its owner's share
+  int64_t largest_share_ = 0;                  // elements
 };
 
 }  // namespace dlf::parallel
