@@ -96,7 +96,11 @@ std::vector<double> run(const Options& o, int ranks) {
         Tensor loss = model.loss(xs, ys);
         loss.backward();
         if (ddp) ddp->synchronize();
-        nn::optim::clip_grad_norm(model.parameters(), 1.0);
+        if (zero) {
+          zero->clip_grad_norm(model.parameters(), 1.0);
+        } else {
+          nn::optim::clip_grad_norm(model.parameters(), 1.0);
+        }
         if (zero) {
           zero->step();
         } else {

@@ -1,9 +1,12 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/join.h>
+#include <dlf/core/ops/optim.h>
 #include <dlf/parallel/zero.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace dlf::parallel {
 
@@ -20,6 +23,7 @@ ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm
                 "ZeroOptimizer: parameters must be contiguous and share one dtype");
       const int r = int(std::min_element(load.begin(), load.end()) - load.begin());
       owners.push_back(r);
+      owner_of_[p.storage().get()] = r;
       offsets.push_back(load[r]);
       load[r] += p.numel();
     }
@@ -56,6 +60,32 @@ void ZeroOptimizer::step() {
       p.copy_(all.narrow(0, owner * largest_share_ + offsets_[g][i], p.numel()).reshape(p.shape()));
     }
   }
+}
+
+double ZeroOptimizer::clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  autograd::NoGradGuard no_grad;
+  std::vector<double> squares(params.size(), 0.0);
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto it = owner_of_.find(params[i].storage().get());
+    DLF_CHECK(it != owner_of_.end(), "ZeroOptimizer::clip_grad_norm: parameter ", i,
+              " is not one of the optimizer's");
+    if (it->second == comm_.rank() && params[i].grad().defined())
+      squares[i] = sum_squares(params[i].grad()).item<double>();
+  }
+  // Each entry is non-zero on its owner only, so the sum over the ranks is exact.
+  Tensor all = from_vector(squares, {int64_t(squares.size())}).to(comm_.device());
+  comm_.allreduce(all);
+  double total = 0;
+  for (double s : all.to_vector<double>()) total += s;
+  total = std::sqrt(total);
+  if (total > max_norm) {
+    const double scale = max_norm / (total + 1e-6);
+    for (const Tensor& p : params) {
+      if (owner_of_.at(p.storage().get()) == comm_.rank() && p.grad().defined())
+        p.set_grad(p.grad() * scale);
+    }
+  }
+  return total;
 }
 
 nn::NamedTensors ZeroOptimizer::consolidated_state_dict() {

@@ -211,7 +211,8 @@ double train_rank(parallel::Communicator& world, const Job& job) {
     }
     loss.backward();
     if (ddp) ddp->synchronize();
-    const double norm = nn::optim::clip_grad_norm(model->parameters(), run.grad_clip);
+    const double norm = zero ? zero->clip_grad_norm(model->parameters(), run.grad_clip)
+                             : nn::optim::clip_grad_norm(model->parameters(), run.grad_clip);
     if (zero) {
       zero->step();
     } else {

@@ -80,6 +80,19 @@ train --steps 3 --devices 2 --device cpu --metrics "$tmp/dp2.jsonl" 2>"$tmp/log"
   fail "train --devices 2: $(cat "$tmp/log")"
 grep -q "over 2 ranks" "$tmp/log" || fail "no rank count: $(cat "$tmp/log")"
 same_losses "$tmp/dp1.jsonl" "$tmp/dp2.jsonl" || fail "dp=2 losses differ from one device's"
+train --steps 3 --devices 2 --device cpu --zero --metrics "$tmp/zero.jsonl" 2>"$tmp/log" ||
+  fail "train --zero: $(cat "$tmp/log")"
+same_losses "$tmp/dp1.jsonl" "$tmp/zero.jsonl" || fail "dp=2 with ZeRO-1 losses differ from one device's"
+# ZeRO-1 checkpoints hold the whole optimizer state: stopping and resuming repeats the run
+train --steps 4 --devices 2 --device cpu --zero --checkpoint "$tmp/z-straight" \
+  --metrics "$tmp/z-straight.jsonl" 2>/dev/null || fail "train --zero --checkpoint"
+train --steps 4 --until 2 --devices 2 --device cpu --zero --checkpoint "$tmp/z-stopped" \
+  --metrics "$tmp/z-resumed.jsonl" 2>/dev/null || fail "train --zero --until"
+"$dlf" --threads 1 train --model gpt-nano --devices 2 --device cpu --zero --checkpoint "$tmp/z-stopped" \
+  --resume --metrics "$tmp/z-resumed.jsonl" 2>"$tmp/log" || fail "resume --zero: $(cat "$tmp/log")"
+[ "$(losses "$tmp/z-straight.jsonl")" = "$(losses "$tmp/z-resumed.jsonl")" ] ||
+  fail "ZeRO-1 resumed losses differ: $(losses "$tmp/z-straight.jsonl" | tr '\n' ' ') vs $(losses "$tmp/z-resumed.jsonl" | tr '\n' ' ')"
+"$dlf" eval --checkpoint "$tmp/z-straight" --batches 1 | grep -q "validation loss" || fail "eval of a ZeRO-1 checkpoint"
 train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
   fail "train --devices 4: $(cat "$tmp/log")"
 grep -q "on a100-40gb" "$tmp/log" || fail "--devices 4 is not on sim devices by default"

@@ -64,7 +64,11 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
       Tensor loss = model.loss(x, y);
       loss.backward();
       ddp.synchronize();
-      nn::optim::clip_grad_norm(model.parameters(), 1.0);
+      if (sharded) {
+        sharded->clip_grad_norm(model.parameters(), 1.0);
+      } else {
+        nn::optim::clip_grad_norm(model.parameters(), 1.0);
+      }
       if (sharded) {
         sharded->step();
       } else {
