@@ -2,6 +2,7 @@
 #pragma once
 
 #include <dlf/autograd/backward.h>
+#include <dlf/autograd/function.h>
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/autograd/gradcheck.h>
 #include <dlf/autograd/node.h>
@@ -47,3 +48,4 @@
 #include <dlf/nn/transformer.h>
 #include <dlf/parallel/communicator.h>
 #include <dlf/parallel/launch.h>
+#include <dlf/parallel/mesh.h>

@@ -88,3 +88,30 @@ TEST_CASE("changing a saved tensor in place is caught at backward") {
   w.copy_(zeros({3}, {.dtype = DType::f64}));
   check_error([&] { y.backward(ones_like(y)); }, {"mul", "modified in place", "[3]"});
 }
+
+TEST_CASE("apply_function: a custom forward and backward join the graph") {
+  Tensor x = dlf::from_vector<double>({1, 2, 3}, {3}).requires_grad_();
+  auto twice = [](const dlf::Tensor& t) {
+    return dlf::autograd::apply_function(
+        "twice_and_square", {t},
+        [](const dlf::autograd::Tensors& in) -> dlf::autograd::Tensors {
+          return {in[0] * 2.0, in[0] * in[0]};
+        },
+        [&t](const dlf::autograd::Tensors& g) -> dlf::autograd::Tensors {
+          return {g[0] * 2.0 + g[1] * t.detach() * 2.0};
+        });
+  };
+  auto outs = twice(x);
+  CHECK_FALSE(outs[0].is_leaf());
+  // Only the first output is used: the second's gradient arrives as zeros.
+  dlf::sum(outs[0] * 3.0).backward();
+  dlf::test::check_close(x.grad(), {6, 6, 6}, {3});
+  x.set_grad(Tensor());
+  outs = twice(x);
+  dlf::sum(outs[0] + outs[1]).backward();
+  dlf::test::check_close(x.grad(), {4, 6, 8}, {3});  // 2 + 2x
+  {
+    dlf::autograd::NoGradGuard no_grad;
+    CHECK_FALSE(twice(x)[0].requires_grad());
+  }
+}

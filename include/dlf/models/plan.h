@@ -14,13 +14,11 @@
 #include <dlf/device/allocator.h>
 #include <dlf/device/sim_spec.h>
 #include <dlf/models/gpt.h>
+#include <dlf/parallel/mesh.h>
 
 namespace dlf::models {
 
-struct Layout {
-  int dp = 1, tp = 1, pp = 1;
-  int devices() const { return dp * tp * pp; }
-};
+using parallel::Layout;
 
 enum class PipelineSchedule { one_f_one_b, gpipe };
 

@@ -1,0 +1,36 @@
+// The world of N ranks factored as dp × tp × pp, with a communicator per axis. Ranks are laid
+// out tp innermost, then pp, then dp (Megatron-LM's order): a tensor-parallel group is
+// consecutive ranks — one node's fast links — and data-parallel groups stride across nodes.
+#pragma once
+#include <memory>
+
+#include <dlf/parallel/communicator.h>
+
+namespace dlf::parallel {
+
+struct Layout {
+  int dp = 1, tp = 1, pp = 1;
+  int devices() const { return dp * tp * pp; }
+};
+
+class Mesh {
+ public:
+  /// Splits `world` (whose size must be dp · tp · pp) into its groups; every rank calls it.
+  Mesh(Communicator& world, Layout layout);
+
+  const Layout& layout() const { return layout_; }
+  int dp_rank() const { return dp_->rank(); }
+  int tp_rank() const { return tp_->rank(); }
+  int pp_rank() const { return pp_->rank(); }
+  /// dp(): the replicas of this rank's shard; tp(): the shards of this rank's layers;
+  /// pp(): the stages of this rank's pipeline.
+  Communicator& dp() const { return *dp_; }
+  Communicator& tp() const { return *tp_; }
+  Communicator& pp() const { return *pp_; }
+
+ private:
+  Layout layout_;
+  std::unique_ptr<Communicator> dp_, tp_, pp_;
+};
+
+}  // namespace dlf::parallel

@@ -1,0 +1,50 @@
+// Tensor parallelism as Megatron-LM does it (Shoeybi et al. 2019): a column-parallel Linear
+// splits its output features over the tp group, a row-parallel Linear its input features, so
+// an MLP or an attention block needs one allreduce forward and one backward. The region
+// functions are those collectives with their gradients (Megatron's f and g).
+#pragma once
+#include <dlf/nn/linear.h>
+#include <dlf/nn/module.h>
+#include <dlf/parallel/communicator.h>
+
+namespace dlf::parallel {
+
+/// Megatron's f: x unchanged forward; backward, the gradient summed over the group.
+Tensor copy_to_tp_region(const Tensor& x, Communicator& group);
+/// Megatron's g: x summed over the group forward; backward, the gradient unchanged.
+Tensor reduce_from_tp_region(const Tensor& x, Communicator& group);
+/// The ranks' x concatenated along the last dim forward; backward, this rank's slice.
+Tensor gather_from_tp_region(const Tensor& x, Communicator& group);
+
+/// y = x Wᵀ + b with the output features split over `group`: this rank holds W's rows
+/// [r·out/n, (r+1)·out/n) ([out/n, in]) and the matching bias, and returns its slice of y
+/// (or all of y with gather_output). Initialised as nn::Linear(in, out) would be.
+class ColumnParallelLinear : public nn::Module {
+ public:
+  ColumnParallelLinear(int64_t in, int64_t out, Communicator& group, nn::LinearOptions options = {},
+                       bool gather_output = false);
+  Tensor forward(const Tensor& x) const;
+
+  Tensor weight, bias;
+
+ private:
+  Communicator& group_;
+  bool gather_output_;
+};
+
+/// y = x Wᵀ + b with the input features split over `group`: this rank holds W's columns
+/// [r·in/n, (r+1)·in/n) ([out, in/n]) and the whole bias, takes its slice of x (a
+/// column-parallel output) and returns all of y. Initialised as nn::Linear(in, out) would be;
+/// the bias is replicated, so the group's ranks must draw it from the same seed.
+class RowParallelLinear : public nn::Module {
+ public:
+  RowParallelLinear(int64_t in, int64_t out, Communicator& group, nn::LinearOptions options = {});
+  Tensor forward(const Tensor& x) const;
+
+  Tensor weight, bias;
+
+ private:
+  Communicator& group_;
+};
+
+}  // namespace dlf::parallel
