@@ -1,6 +1,8 @@
 #include <dlf/autograd/function.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/nn_ops.h>
+#include <dlf/core/ops/reduce.h>
 #include <dlf/nn/init.h>
 #include <dlf/parallel/tensor_parallel.h>
 
@@ -89,6 +91,51 @@ RowParallelLinear::RowParallelLinear(int64_t in, int64_t out, Communicator& grou
 Tensor RowParallelLinear::forward(const Tensor& x) const {
   const Tensor y = reduce_from_tp_region(linear(x, weight), group_);
   return bias.defined() ? y + bias : y;
+}
+
+VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab, int64_t dim, Communicator& group,
+                                               DType dtype)
+    : group_(group) {
+  const int64_t rows = share(vocab, group, "VocabParallelEmbedding");
+  first_ = group.rank() * rows;
+  weight = register_parameter("weight", Tensor::empty({rows, dim}, dtype));
+  nn::init::normal_(weight);
+}
+
+namespace {
+// The ids outside [first, first + rows): which ones, and all ids made local (0 where outside).
+std::pair<Tensor, Tensor> local_ids(const Tensor& ids, int64_t first, int64_t rows) {
+  const Tensor local = ids - double(first);
+  const Tensor outside =
+      where(lt(local, full({}, 0, {.dtype = local.dtype(), .device = local.device()})),
+            full({}, 1, {.dtype = DType::b8, .device = local.device()}),
+            ge(local, full({}, rows, {.dtype = local.dtype(), .device = local.device()})));
+  return {outside, masked_fill(local, outside, 0)};
+}
+}  // namespace
+
+Tensor VocabParallelEmbedding::forward(const Tensor& indices) const {
+  const auto [outside, local] = local_ids(indices, first_, weight.size(0));
+  const Tensor partial = masked_fill(embedding(weight, local), outside.unsqueeze(-1), 0);
+  return reduce_from_tp_region(partial, group_);
+}
+
+Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
+                                    Communicator& group) {
+  DLF_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
+            "vocab_parallel_cross_entropy: expected logits [N, V/n] and targets [N], got ",
+            shape_str(logits.shape()), " and ", shape_str(targets.shape()));
+  const int64_t rows = logits.size(1);
+  // The row max is a constant shift (no gradient), taken over the whole vocabulary.
+  Tensor shift = max(logits.detach(), {1}, true).contiguous();
+  group.allreduce(shift, ReduceOp::max);
+  const Tensor shifted = logits - shift;
+  const Tensor sum_exp = reduce_from_tp_region(sum(exp(shifted), {1}), group);
+  const auto [outside, local] = local_ids(targets, group.rank() * rows, rows);
+  const Tensor columns = arange(double(rows), {.dtype = DType::i64, .device = logits.device()});
+  const Tensor miss = ne(columns.unsqueeze(0), local.unsqueeze(1));  // [N, V/n]: not the target
+  const Tensor target_logit = masked_fill(sum(masked_fill(shifted, miss, 0), {1}), outside, 0);
+  return mean(log(sum_exp) - reduce_from_tp_region(target_logit, group));
 }
 
 }  // namespace dlf::parallel

@@ -126,3 +126,45 @@ TEST_CASE("tensor parallel: a gathered column-parallel output is the whole layer
 }
 
 }  // namespace dlf
+
+namespace dlf {
+
+TEST_CASE("vocabulary parallel: embedding and cross-entropy equal the whole vocabulary's") {
+  constexpr int64_t V = 12, C = 5, N = 7;
+  Generator gen(9);
+  const Tensor table = randn({V, C}, {.dtype = DType::f64}, &gen);
+  const Tensor ids = from_vector<int64_t>({0, 11, 3, 6, 6, 9, 2}, {N});
+  const Tensor logits = randn({N, V}, {.dtype = DType::f64}, &gen) * 3.0;
+  const Tensor g = randn({N, C}, {.dtype = DType::f64}, &gen);
+  // Whole-vocabulary references.
+  Tensor w = table.detach().requires_grad_();
+  embedding(w, ids).backward(g);
+  Tensor l = logits.detach().requires_grad_();
+  const Tensor loss = cross_entropy(l, ids);
+  loss.backward();
+  for (int n : {2, 3, 4}) {
+    CAPTURE(n);
+    std::mutex mutex;
+    parallel::run_ranks(parallel::devices_of(DeviceType::cpu, n), [&](Communicator& tp) {
+      const int64_t rows = V / n, first = tp.rank() * rows;
+      parallel::VocabParallelEmbedding emb(V, C, tp, DType::f64);
+      CHECK(emb.first_row() == first);
+      {
+        autograd::NoGradGuard no_grad;
+        emb.weight.copy_(table.narrow(0, first, rows));
+      }
+      const Tensor e = emb.forward(ids);
+      e.backward(g);
+      Tensor lr = logits.narrow(1, first, rows).contiguous().requires_grad_();
+      const Tensor lossr = parallel::vocab_parallel_cross_entropy(lr, ids, tp);
+      lossr.backward();
+      std::lock_guard lock(mutex);
+      test::check_close(e, embedding(table, ids), 1e-12, 1e-12);
+      test::check_close(emb.weight.grad(), w.grad().narrow(0, first, rows), 1e-12, 1e-12);
+      CHECK(lossr.item<double>() == doctest::Approx(loss.item<double>()).epsilon(1e-12));
+      test::check_close(lr.grad(), l.grad().narrow(1, first, rows), 1e-12, 1e-12);
+    });
+  }
+}
+
+}  // namespace dlf

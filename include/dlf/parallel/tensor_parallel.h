@@ -47,4 +47,28 @@ class RowParallelLinear : public nn::Module {
   Communicator& group_;
 };
 
+/// An embedding table with its rows (the vocabulary) split over `group`: this rank holds rows
+/// [r·V/n, (r+1)·V/n), looks up the ids that fall there, and the ranks' partial lookups are
+/// summed. Initialised N(0, 1) as nn::Embedding.
+class VocabParallelEmbedding : public nn::Module {
+ public:
+  VocabParallelEmbedding(int64_t vocab, int64_t dim, Communicator& group, DType dtype = DType::f32);
+  Tensor forward(const Tensor& indices) const;
+  /// The first id this rank holds.
+  int64_t first_row() const { return first_; }
+
+  Tensor weight;
+
+ private:
+  Communicator& group_;
+  int64_t first_;
+};
+
+/// Mean cross-entropy of logits split over `group` along the vocabulary (this rank's
+/// [N, V/n], columns from r·V/n) against targets [N] of the whole vocabulary — without ever
+/// gathering the logits: the max, the sum of exponentials and the target's logit are reduced
+/// over the group (Megatron-LM's vocab-parallel cross-entropy).
+Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
+                                    Communicator& group);
+
 }  // namespace dlf::parallel
