@@ -1,5 +1,7 @@
 #include <dlf/models/gpt_tensor_parallel.h>
 #include <dlf/models/registry.h>
+#include <dlf/parallel/ddp.h>
+#include <dlf/parallel/mesh.h>
 
 #include <mutex>
 
@@ -85,6 +87,65 @@ TEST_CASE("tensor-parallel GPT: tp = 2 and 4 give one device's losses and gradie
             [&](parallel::Communicator& tp) { models::TensorParallelGPT model(config, tp); });
       },
       {"do not split over 3 tensor-parallel ranks"});
+}
+
+TEST_CASE("dp x tp layouts of gpt-nano give one device's losses after 3 steps") {
+  const models::GPTConfig config = models::gpt_config("gpt-nano");
+  constexpr int64_t kBatch = 8;
+  Generator gen(4);
+  std::vector<Tensor> xs, ys;
+  for (int s = 0; s < kSteps; ++s) {
+    xs.push_back(randint(0, config.vocab, {kBatch, 16}, {.dtype = DType::i64}, &gen));
+    ys.push_back(randint(0, config.vocab, {kBatch, 16}, {.dtype = DType::i64}, &gen));
+  }
+  manual_seed(12);
+  models::GPT whole(config);
+  nn::NamedTensors initial;
+  for (auto& [name, t] : whole.state_dict()) initial.emplace_back(name, t.clone());
+  std::vector<double> reference;
+  {
+    nn::optim::SGD opt({{.params = whole.parameters()}}, {.lr = 0.1, .momentum = 0.9});
+    for (int s = 0; s < kSteps; ++s) {
+      opt.zero_grad();
+      Tensor loss = whole.loss(xs[s], ys[s]);
+      loss.backward();
+      opt.step();
+      reference.push_back(loss.item<double>());
+    }
+  }
+  const parallel::Layout layouts[] = {{.dp = 2}, {.tp = 2},         {.dp = 2, .tp = 2},
+                                      {.dp = 4}, {.tp = 4},         {.dp = 4, .tp = 2},
+                                      {.dp = 8}, {.dp = 2, .tp = 4}};
+  for (const parallel::Layout& layout : layouts) {
+    CAPTURE(layout.dp);
+    CAPTURE(layout.tp);
+    std::vector<double> losses;
+    std::mutex mutex;
+    parallel::run_ranks(
+        parallel::devices_of(DeviceType::cpu, layout.devices()),
+        [&](parallel::Communicator& world) {
+          parallel::Mesh mesh(world, layout);
+          models::TensorParallelGPT model(config, mesh.tp());
+          model.load_shard(initial);
+          parallel::DistributedDataParallel ddp(model, mesh.dp());
+          nn::optim::SGD opt({{.params = model.parameters()}}, {.lr = 0.1, .momentum = 0.9});
+          const int64_t rows = kBatch / layout.dp, first = mesh.dp_rank() * rows;
+          for (int s = 0; s < kSteps; ++s) {
+            opt.zero_grad();
+            Tensor loss = model.loss(xs[s].narrow(0, first, rows), ys[s].narrow(0, first, rows));
+            loss.backward();
+            ddp.synchronize();
+            opt.step();
+            Tensor global = loss.detach().clone();
+            mesh.dp().allreduce(global, parallel::ReduceOp::avg);
+            std::lock_guard lock(mutex);
+            if (world.rank() == 0) losses.push_back(global.item<double>());
+          }
+        });
+    REQUIRE(losses.size() == kSteps);
+    for (int s = 0; s < kSteps; ++s)
+      CHECK(losses[s] == doctest::Approx(reference[s]).epsilon(1e-5));
+  }
 }
 
 }  // namespace dlf
