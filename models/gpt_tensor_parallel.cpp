@@ -115,4 +115,34 @@ void TensorParallelGPT::load_shard(const nn::NamedTensors& whole) {
   }
 }
 
+nn::NamedTensors TensorParallelGPT::whole_state_dict() const {
+  autograd::NoGradGuard no_grad;
+  const int64_t n = tp_.size();
+  nn::NamedTensors whole;
+  for (const auto& [name, p] : named_parameters()) {
+    Tensor w;
+    if (name.ends_with("wte.weight") || name.ends_with("mlp.c_fc.weight") ||
+        name.ends_with("mlp.c_fc.bias")) {
+      w = tp_.allgather(p.contiguous());
+    } else if (name.ends_with("attn.c_attn.weight") || name.ends_with("attn.c_attn.bias")) {
+      // Rank blocks [q_r; k_r; v_r] back into [q; k; v].
+      const Tensor all = tp_.allgather(p.contiguous());
+      Shape blocks = {n, 3, p.size(0) / 3};
+      for (int64_t d = 1; d < p.dim(); ++d) blocks.push_back(p.size(d));
+      Shape order = {1, 0};
+      for (int64_t d = 2; d < int64_t(blocks.size()); ++d) order.push_back(d);
+      Shape shape = p.shape();
+      shape[0] *= n;
+      w = all.view(blocks).permute(order).contiguous().reshape(shape);
+    } else if (name.ends_with("c_proj.weight")) {
+      w = tp_.allgather(p.transpose(0, 1).contiguous()).transpose(0, 1).contiguous();
+    } else {
+      w = p.clone();
+    }
+    whole.emplace_back(name, w);
+    if (name == "transformer.wte.weight") whole.emplace_back("lm_head.weight", w);
+  }
+  return whole;
+}
+
 }  // namespace dlf::models

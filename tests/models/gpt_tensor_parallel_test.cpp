@@ -148,4 +148,28 @@ TEST_CASE("dp x tp layouts of gpt-nano give one device's losses after 3 steps") 
   }
 }
 
+TEST_CASE("tensor-parallel GPT: the gathered shards are the whole model, name for name") {
+  const models::GPTConfig config = models::gpt_config("gpt-nano");
+  manual_seed(13);
+  models::GPT whole(config);
+  const nn::NamedTensors expected = whole.state_dict();
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    std::mutex mutex;
+    parallel::run_ranks(parallel::devices_of(DeviceType::cpu, n), [&](parallel::Communicator& tp) {
+      models::TensorParallelGPT model(config, tp);
+      model.load_shard(expected);
+      const nn::NamedTensors gathered = model.whole_state_dict();
+      std::lock_guard lock(mutex);
+      REQUIRE(gathered.size() == expected.size());
+      std::map<std::string, Tensor> by_name(gathered.begin(), gathered.end());
+      for (const auto& [name, t] : expected) {
+        CAPTURE(name);
+        REQUIRE(by_name.contains(name));
+        test::check_close(by_name.at(name), t, 0, 0);
+      }
+    });
+  }
+}
+
 }  // namespace dlf

@@ -62,6 +62,9 @@ class TensorParallelGPT : public nn::Module {
   Tensor loss(const Tensor& idx, const Tensor& targets) const;
   /// Copies this rank's share of a whole GPT's parameters (GPT::state_dict() names).
   void load_shard(const nn::NamedTensors& whole);
+  /// The whole GPT's parameters, gathered from the group's shards (collective), named as
+  /// GPT::state_dict() names them — lm_head.weight included — for checkpoints and sampling.
+  nn::NamedTensors whole_state_dict() const;
 
   const GPTConfig& config() const { return config_; }
   std::shared_ptr<ParallelGPTTransformer> transformer;
