@@ -12,7 +12,14 @@
 namespace dlf::models {
 namespace {
 
-nn::TransformerOptions block_options(const GPTConfig& c) {
+// lm_head holds the token embedding under its own name (weight tying, as nanoGPT).
+struct TiedHead : nn::Module {
+  explicit TiedHead(const Tensor& weight) { register_parameter("weight", weight); }
+};
+
+}  // namespace
+
+nn::TransformerOptions gpt_block_options(const GPTConfig& c) {
   return {.dim = c.dim,
           .heads = c.heads,
           .mlp_hidden = 4 * c.dim,
@@ -23,13 +30,6 @@ nn::TransformerOptions block_options(const GPTConfig& c) {
           .dtype = c.dtype};
 }
 
-// lm_head holds the token embedding under its own name (weight tying, as nanoGPT).
-struct TiedHead : nn::Module {
-  explicit TiedHead(const Tensor& weight) { register_parameter("weight", weight); }
-};
-
-}  // namespace
-
 GPTTransformer::GPTTransformer(const GPTConfig& c)
     : wte(register_module("wte", std::make_shared<nn::Embedding>(c.vocab, c.dim, c.dtype))),
       wpe(register_module("wpe", std::make_shared<nn::Embedding>(c.context, c.dim, c.dtype))),
@@ -37,7 +37,7 @@ GPTTransformer::GPTTransformer(const GPTConfig& c)
       h(register_module("h", std::make_shared<nn::ModuleList<nn::TransformerBlock>>())),
       ln_f(register_module("ln_f", std::make_shared<nn::LayerNorm>(c.dim, 1e-5, true, c.dtype))) {
   for (int64_t i = 0; i < c.layers; ++i)
-    h->push_back(std::make_shared<nn::TransformerBlock>(block_options(c)));
+    h->push_back(std::make_shared<nn::TransformerBlock>(gpt_block_options(c)));
 }
 
 GPT::GPT(GPTConfig config, Generator* gen) : config_(std::move(config)) {

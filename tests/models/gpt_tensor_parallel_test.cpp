@@ -5,6 +5,7 @@
 
 #include <mutex>
 
+#include "models/one_device_reference.h"
 #include "test_util.h"
 
 namespace dlf {
@@ -98,21 +99,9 @@ TEST_CASE("dp x tp layouts of gpt-nano give one device's losses after 3 steps") 
     xs.push_back(randint(0, config.vocab, {kBatch, 16}, {.dtype = DType::i64}, &gen));
     ys.push_back(randint(0, config.vocab, {kBatch, 16}, {.dtype = DType::i64}, &gen));
   }
-  manual_seed(12);
-  models::GPT whole(config);
-  nn::NamedTensors initial;
-  for (auto& [name, t] : whole.state_dict()) initial.emplace_back(name, t.clone());
-  std::vector<double> reference;
-  {
-    nn::optim::SGD opt({{.params = whole.parameters()}}, {.lr = 0.1, .momentum = 0.9});
-    for (int s = 0; s < kSteps; ++s) {
-      opt.zero_grad();
-      Tensor loss = whole.loss(xs[s], ys[s]);
-      loss.backward();
-      opt.step();
-      reference.push_back(loss.item<double>());
-    }
-  }
+  const test::OneDeviceRun one = test::train_one_device(config, 12, xs, ys);
+  const nn::NamedTensors& initial = one.initial;
+  const std::vector<double>& reference = one.losses;
   const parallel::Layout layouts[] = {{.dp = 2}, {.tp = 2},         {.dp = 2, .tp = 2},
                                       {.dp = 4}, {.tp = 4},         {.dp = 4, .tp = 2},
                                       {.dp = 8}, {.dp = 2, .tp = 4}};

@@ -23,6 +23,9 @@ struct GPTConfig {
   DType dtype = DType::f32;
 };
 
+/// A block of this config: pre-LayerNorm, GELU (tanh), causal, MLP 4·dim.
+nn::TransformerOptions gpt_block_options(const GPTConfig& config);
+
 /// The trunk, named `transformer` in the model: wte, wpe, h.{i}, ln_f.
 class GPTTransformer : public nn::Module {
  public:
