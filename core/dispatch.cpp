@@ -114,6 +114,12 @@ void set_autograd_hook(AutogradHook hook) { autograd_hook = hook; }
 
 // ---- dispatch ----
 
+MathPrecision math_precision(DType dtype) {
+  if (dtype == DType::f64) return MathPrecision::f64;
+  if (dtype == DType::bf16) return MathPrecision::bf16;
+  return MathPrecision::f32;
+}
+
 Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const Tensor> outputs) {
   if (op.cost) return op.cost(inputs, attrs, outputs);
   Cost c;
@@ -140,13 +146,7 @@ Device output_device(const OpDef& op, const std::vector<Tensor>& inputs, const A
   return first->device();
 }
 
-MathPrecision precision_of(DType dtype) {
-  if (dtype == DType::f64) return MathPrecision::f64;
-  if (dtype == DType::bf16) return MathPrecision::bf16;
-  return MathPrecision::f32;
-}
-
-// "matmul [8,256,384] [384,1152]": what a trace span is called.
+// "matmul [8, 256, 384] [384, 1152]": what a trace span is called.
 std::string span_name(const OpDef& op, Inputs inputs) {
   std::ostringstream name;
   name << op.name;
@@ -160,7 +160,8 @@ void charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs
   const Cost c = op_cost(op, inputs, attrs, outputs);
   const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
   const double bytes = c.bytes_read + c.bytes_written;
-  const double seconds = sim::op_seconds(sim::spec_of(device), c.flops, bytes, precision_of(dtype));
+  const double seconds =
+      sim::op_seconds(sim::spec_of(device), c.flops, bytes, math_precision(dtype));
   const double start = sim::timeline(device).run(sim::Stream::compute, seconds);
   if (trace::enabled()) {
     trace::span(device, sim::Stream::compute, span_name(op, inputs), start, seconds,

@@ -76,11 +76,11 @@ void GPTStage::load_from(const nn::NamedTensors& whole) {
 void GPTStage::tie_gradients(parallel::Communicator& pp) {
   if (pp.size() == 1) return;
   const bool ends = first || last;
-  auto tied = pp.split(ends ? 0 : 1 + pp.rank(), pp.rank(), "embedding");
+  if (!ends_) ends_ = pp.split(ends ? 0 : 1 + pp.rank(), pp.rank(), "embedding");
   if (!ends) return;
   const Tensor& copy = first ? wte : head;
   Tensor g = copy.grad().defined() ? copy.grad().contiguous().clone() : zeros_like(copy);
-  tied->allreduce(g);
+  ends_->allreduce(g);
   copy.set_grad(g);
 }
 

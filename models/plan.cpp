@@ -1,3 +1,4 @@
+#include <dlf/core/op.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/linalg.h>
 #include <dlf/core/ops/nn_ops.h>
@@ -17,12 +18,6 @@ namespace {
 
 // The meta device plans run on (one at a time, in the calling thread).
 constexpr Device kPlanDevice{DeviceType::meta, 64};
-
-MathPrecision precision_of(DType dtype) {
-  return dtype == DType::bf16  ? MathPrecision::bf16
-         : dtype == DType::f64 ? MathPrecision::f64
-                               : MathPrecision::f32;
-}
 
 // One transformer block's shard on a tensor-parallel rank (Megatron-LM): c_attn and c_fc keep
 // 1/tp of their output columns (heads / tp heads), both c_proj 1/tp of their input rows.
@@ -198,7 +193,6 @@ Plan plan_gpt(const PlanOptions& options) {
   };
   plan.p2p_s = l.pp > 1 ? collective(sim::Collective::send_recv, boundary, pp_pair) : 0;
 
-  double optimizer_s = 0;
   for (const Kind& k : kinds) {
     const StageShape shape{c,     l.tp,   k.first, k.last, int(c.layers / l.pp), o.micro_batch,
                            o.seq, o.dtype};
@@ -241,7 +235,7 @@ Plan plan_gpt(const PlanOptions& options) {
     }
     plan.stage_s =
         std::max(plan.stage_s, s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s);
-    optimizer_s = std::max(optimizer_s, s.optimizer_s);
+    plan.optimizer_s = std::max(plan.optimizer_s, s.optimizer_s);
     const double dp = collective(sim::Collective::allreduce, double(run.grad_bytes), dp_group);
     if (dp > plan.dp_allreduce_s) {
       plan.dp_allreduce_s = dp;
@@ -251,12 +245,12 @@ Plan plan_gpt(const PlanOptions& options) {
     if (k.stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
   }
   plan.bubble_fraction = double(l.pp - 1) / double(m + l.pp - 1);
-  plan.step_s = double(m + l.pp - 1) * plan.stage_s + plan.dp_exposed_s + optimizer_s;
+  plan.step_s = double(m + l.pp - 1) * plan.stage_s + plan.dp_exposed_s + plan.optimizer_s;
   const double tokens = double(o.global_batch * o.seq);
   plan.tokens_per_s = tokens / plan.step_s;
   const double model_flops =
       (6.0 * double(plan.parameters) + 12.0 * c.layers * double(o.seq) * c.dim) * tokens;
-  plan.mfu = model_flops / (plan.step_s * l.devices() * o.spec.peak_flops(precision_of(o.dtype)));
+  plan.mfu = model_flops / (plan.step_s * l.devices() * o.spec.peak_flops(math_precision(o.dtype)));
   plan.fits = o.spec.memory_bytes == 0 || plan.worst.peak_bytes <= o.spec.memory_bytes;
   return plan;
 }
@@ -294,7 +288,7 @@ std::string describe(const Plan& p) {
                 "(of %.1f) + optimizer %.1f ms\n",
                 p.step_s, long(p.micro_batches + o.layout.pp - 1), p.stage_s * 1e3,
                 100 * p.bubble_fraction, p.dp_exposed_s * 1e3, p.dp_allreduce_s * 1e3,
-                w.optimizer_s * 1e3);
+                p.optimizer_s * 1e3);
   os << line;
   std::snprintf(line, sizeof line, "  predicted %.0f tokens/s, MFU %.1f %%\n", p.tokens_per_s,
                 100 * p.mfu);

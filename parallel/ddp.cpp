@@ -62,7 +62,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
     : reducer_(std::make_shared<Reducer>()) {
   DLF_CHECK(options.bucket_bytes > 0, "DDP: bucket_bytes must be positive");
   reducer_->comm = &comm;
-  if (options.broadcast_parameters) {
+  {
     autograd::NoGradGuard no_grad;
     for (auto& [name, t] : module.named_parameters()) comm.broadcast(t, 0);
     for (auto& [name, t] : module.named_buffers()) comm.broadcast(t, 0);

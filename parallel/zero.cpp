@@ -1,6 +1,5 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
-#include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/join.h>
 #include <dlf/core/ops/optim.h>
 #include <dlf/parallel/zero.h>
@@ -78,13 +77,11 @@ double ZeroOptimizer::clip_grad_norm(const std::vector<Tensor>& params, double m
   double total = 0;
   for (double s : all.to_vector<double>()) total += s;
   total = std::sqrt(total);
-  if (total > max_norm) {
-    const double scale = max_norm / (total + 1e-6);
-    for (const Tensor& p : params) {
-      if (owner_of_.at(p.storage().get()) == comm_.rank() && p.grad().defined())
-        p.set_grad(p.grad() * scale);
-    }
+  std::vector<Tensor> mine;
+  for (const Tensor& p : params) {
+    if (owner_of_.at(p.storage().get()) == comm_.rank()) mine.push_back(p);
   }
+  nn::optim::scale_gradients(mine, total, max_norm);
   return total;
 }
 

@@ -4,12 +4,20 @@
 #include <vector>
 
 #include <dlf/device/device.h>
+#include <dlf/device/sim_spec.h>
 
 namespace dlf::app {
 
-/// `kind` is "cpu", "sim" (a100-40gb), "sim:PRESET", "sim:SPEC.json", "meta:PRESET" or "auto"
-/// (cpu for one device, sim for more). Sim and meta devices get the spec, fresh clocks and
-/// peaks. Throws dlf::Error for an unknown kind, preset or unreadable spec.
+/// What a `--device` argument names: "cpu", "sim" (a100-40gb), "sim:PRESET", "sim:SPEC.json"
+/// or "meta:PRESET". dlf::Error for an unknown kind, preset or an unreadable spec.
+struct DeviceArg {
+  DeviceType type = DeviceType::cpu;
+  SimSpec spec;  ///< for sim and meta
+};
+DeviceArg parse_device_arg(const std::string& arg);
+
+/// `count` devices of `kind` (as parse_device_arg takes, or "auto": cpu for one device, sim
+/// for more). Sim and meta devices get the spec, fresh clocks and peaks.
 std::vector<Device> setup_devices(int count, const std::string& kind);
 
 }  // namespace dlf::app

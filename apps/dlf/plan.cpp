@@ -5,6 +5,8 @@
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 
+#include "devices.h"
+
 namespace dlf::app {
 
 void run_plan(const PlanCommand& c) {
@@ -14,18 +16,16 @@ void run_plan(const PlanCommand& c) {
   const int dp = c.dp > 0 ? c.dp : c.devices / tp_pp;
   DLF_CHECK(dp * tp_pp == c.devices, "dp ", dp, " x tp ", c.tp, " x pp ", c.pp, " = ", dp * tp_pp,
             " devices, but --devices is ", c.devices);
-  const std::string type = c.device.substr(0, c.device.find(':'));
-  DLF_CHECK(type == "sim" || type == "meta", "--device '", c.device,
+  const DeviceArg device = parse_device_arg(c.device);
+  DLF_CHECK(device.type != DeviceType::cpu, "--device '", c.device,
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");
-  const std::string preset =
-      type.size() < c.device.size() ? c.device.substr(type.size() + 1) : "a100-40gb";
   DLF_CHECK(c.dtype == "f32" || c.dtype == "bf16", "--dtype is f32 or bf16, not '", c.dtype, "'");
   DLF_CHECK(c.schedule == "1f1b" || c.schedule == "gpipe", "--schedule is 1f1b or gpipe, not '",
             c.schedule, "'");
   const models::Plan plan =
       models::plan_gpt({.model = models::gpt_config(c.model),
                         .layout = {.dp = dp, .tp = c.tp, .pp = c.pp},
-                        .spec = sim_spec_from(preset),
+                        .spec = device.spec,
                         .global_batch = c.batch,
                         .micro_batch = c.micro_batch,
                         .seq = c.seq,

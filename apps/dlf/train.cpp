@@ -59,11 +59,10 @@ void check_host_memory(const std::string& model, int replicas) {
   const double needed =
       16.0 * double(models::gpt_parameter_count(models::gpt_config(model))) * replicas;
   const double host = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
-  DLF_CHECK(
-      needed < host, model, ": ", replicas, " replica(s) need at least ", format_bytes(needed),
-      " of host memory for parameters, gradients and Adam state; this "
-      "machine has ",
-      format_bytes(host), ". Plan the layout instead: dlf plan --model ", model, " --devices N");
+  DLF_CHECK(needed < host, model, ": ", replicas, " replica(s) need at least ",
+            format_bytes(needed), " of host memory for parameters, gradients and Adam state; ",
+            "this machine has ", format_bytes(host), ". Plan the layout instead: dlf plan --model ",
+            model, " --devices N");
 }
 
 // What every rank of a run shares (read-only, except the lead rank's streams).

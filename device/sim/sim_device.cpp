@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -129,20 +130,29 @@ std::string_view collective_name(Collective kind) {
   return names[static_cast<int>(kind)];
 }
 
-LinkSpec link_between(const SimSpec& spec, int a, int b) {
-  if (spec.topology == Topology::nodes && a / spec.node_size != b / spec.node_size)
-    return spec.network;
+namespace {
+// The path a message between devices a and b takes: one link, or |a - b| of them on a ring.
+LinkSpec path_between(const SimSpec& spec, int a, int b) {
+  switch (spec.topology) {
+    case Topology::ring:
+      return {spec.interconnect.bandwidth, spec.interconnect.latency * std::abs(a - b)};
+    case Topology::nodes:
+      return a / spec.node_size != b / spec.node_size ? spec.network : spec.interconnect;
+    case Topology::fully_connected:
+      break;
+  }
   return spec.interconnect;
 }
+}  // namespace
 
 double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
                           std::span<const int> group) {
   const int n = static_cast<int>(group.size());
   if (n <= 1) return 0;
-  // The slowest link between ring neighbours bounds every step of the ring.
+  // The slowest path between ring neighbours bounds every step of the ring.
   LinkSpec link = spec.interconnect;
   for (int i = 0; i < n; ++i) {
-    LinkSpec l = link_between(spec, group[i], group[(i + 1) % n]);
+    const LinkSpec l = path_between(spec, group[i], group[(i + 1) % n]);
     if (l.bandwidth < link.bandwidth) link.bandwidth = l.bandwidth;
     link.latency = std::max(link.latency, l.latency);
   }

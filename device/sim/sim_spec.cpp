@@ -86,68 +86,69 @@ constexpr int64_t GiB = int64_t(1) << 30;
 // (not TF32: PyTorch leaves TF32 matmul off by default); f64 the FP64 tensor-core rate; link
 // bandwidths per direction. Latencies and launch overhead are typical measured orders of
 // magnitude (a CUDA kernel launch ~5 µs, an NCCL hop a few µs), not datasheet figures.
-SimSpec preset_a100(const char* name, int64_t memory, double bandwidth) {
-  SimSpec s;  // NVIDIA A100 SXM4 datasheet; DGX A100 node: 8 GPUs on NVSwitch, 8x HDR IB
-  s.name = name;
-  s.memory_bytes = memory;
-  s.peak_flops_f64 = 19.5 * TF;
-  s.peak_flops_f32 = 19.5 * TF;
-  s.peak_flops_bf16 = 312 * TF;
-  s.memory_bandwidth = bandwidth;
-  s.launch_overhead = 5 * us;
-  s.host_link = {32 * GB, 10 * us};     // PCIe 4.0 x16
-  s.interconnect = {300 * GB, 5 * us};  // NVLink 3: 600 GB/s both directions
-  s.topology = Topology::nodes;
-  s.node_size = 8;
-  s.network = {25 * GB, 10 * us};  // one 200 Gb/s HDR InfiniBand port per GPU
-  return s;
-}
-
-SimSpec preset_h100() {
-  SimSpec s;  // NVIDIA H100 SXM5 datasheet; DGX H100 node: 8 GPUs on NVSwitch, 8x NDR IB
-  s.name = "h100-80gb";
-  s.memory_bytes = 80 * GiB;
-  s.peak_flops_f64 = 67 * TF;
-  s.peak_flops_f32 = 67 * TF;
-  s.peak_flops_bf16 = 989 * TF;
-  s.memory_bandwidth = 3350 * GB;
-  s.launch_overhead = 5 * us;
-  s.host_link = {64 * GB, 10 * us};     // PCIe 5.0 x16
-  s.interconnect = {450 * GB, 5 * us};  // NVLink 4: 900 GB/s both directions
-  s.topology = Topology::nodes;
-  s.node_size = 8;
-  s.network = {50 * GB, 10 * us};  // one 400 Gb/s NDR InfiniBand port per GPU
-  return s;
-}
-
-SimSpec preset_l4() {
-  SimSpec s;  // NVIDIA L4 datasheet: PCIe card, no NVLink; peers talk over PCIe
-  s.name = "l4-24gb";
-  s.memory_bytes = 24 * GiB;
-  s.peak_flops_f64 = 0.47 * TF;
-  s.peak_flops_f32 = 30.3 * TF;
-  s.peak_flops_bf16 = 121 * TF;
-  s.memory_bandwidth = 300 * GB;
-  s.launch_overhead = 5 * us;
-  s.host_link = {32 * GB, 10 * us};     // PCIe 4.0 x16
-  s.interconnect = {32 * GB, 10 * us};  // PCIe peer to peer through the host's switch
-  s.topology = Topology::nodes;
-  s.node_size = 8;
-  s.network = {12.5 * GB, 20 * us};  // 100 Gb/s Ethernet per node port
-  return s;
+// Nodes are DGX-style: 8 GPUs on NVSwitch (A100, H100) or PCIe (L4), one network port per GPU.
+const std::vector<SimSpec>& presets() {
+  static const std::vector<SimSpec> all = [] {
+    const SimSpec a100_40 = {
+        .name = "a100-40gb",  // NVIDIA A100 SXM4 40GB
+        .memory_bytes = 40 * GiB,
+        .peak_flops_f64 = 19.5 * TF,
+        .peak_flops_f32 = 19.5 * TF,
+        .peak_flops_bf16 = 312 * TF,
+        .memory_bandwidth = 1555 * GB,
+        .launch_overhead = 5 * us,
+        .host_link = {32 * GB, 10 * us},     // PCIe 4.0 x16
+        .interconnect = {300 * GB, 5 * us},  // NVLink 3: 600 GB/s both directions
+        .topology = Topology::nodes,
+        .node_size = 8,
+        .network = {25 * GB, 10 * us}};  // 200 Gb/s HDR InfiniBand
+    // The A100 SXM4 80GB: HBM2e, otherwise the 40GB's figures.
+    SimSpec a100_80 = a100_40;
+    a100_80.name = "a100-80gb";
+    a100_80.memory_bytes = 80 * GiB;
+    a100_80.memory_bandwidth = 2039 * GB;
+    const SimSpec h100 = {.name = "h100-80gb",  // NVIDIA H100 SXM5
+                          .memory_bytes = 80 * GiB,
+                          .peak_flops_f64 = 67 * TF,
+                          .peak_flops_f32 = 67 * TF,
+                          .peak_flops_bf16 = 989 * TF,
+                          .memory_bandwidth = 3350 * GB,
+                          .launch_overhead = 5 * us,
+                          .host_link = {64 * GB, 10 * us},     // PCIe 5.0 x16
+                          .interconnect = {450 * GB, 5 * us},  // NVLink 4: 900 GB/s both directions
+                          .topology = Topology::nodes,
+                          .node_size = 8,
+                          .network = {50 * GB, 10 * us}};  // 400 Gb/s NDR InfiniBand
+    const SimSpec l4 = {
+        .name = "l4-24gb",  // NVIDIA L4: a PCIe card, no NVLink
+        .memory_bytes = 24 * GiB,
+        .peak_flops_f64 = 0.47 * TF,
+        .peak_flops_f32 = 30.3 * TF,
+        .peak_flops_bf16 = 121 * TF,
+        .memory_bandwidth = 300 * GB,
+        .launch_overhead = 5 * us,
+        .host_link = {32 * GB, 10 * us},     // PCIe 4.0 x16
+        .interconnect = {32 * GB, 10 * us},  // peer to peer through the host's PCIe switch
+        .topology = Topology::nodes,
+        .node_size = 8,
+        .network = {12.5 * GB, 20 * us}};  // 100 Gb/s Ethernet
+    return std::vector<SimSpec>{a100_40, a100_80, h100, l4};
+  }();
+  return all;
 }
 
 }  // namespace
 
 std::vector<std::string> sim_preset_names() {
-  return {"a100-40gb", "a100-80gb", "h100-80gb", "l4-24gb"};
+  std::vector<std::string> names;
+  for (const SimSpec& p : presets()) names.push_back(p.name);
+  return names;
 }
 
 SimSpec sim_preset(std::string_view name) {
-  if (name == "a100-40gb") return preset_a100("a100-40gb", 40 * GiB, 1555 * GB);
-  if (name == "a100-80gb") return preset_a100("a100-80gb", 80 * GiB, 2039 * GB);
-  if (name == "h100-80gb") return preset_h100();
-  if (name == "l4-24gb") return preset_l4();
+  for (const SimSpec& p : presets()) {
+    if (p.name == name) return p;
+  }
   std::string known;
   for (const auto& n : sim_preset_names()) known += (known.empty() ? "" : ", ") + n;
   throw Error(detail::concat("unknown device preset '", name, "': known presets are ", known,

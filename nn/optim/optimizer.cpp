@@ -131,6 +131,15 @@ void Adam::update(Tensor& p, const Tensor& grad, double weight_decay, std::vecto
                 .step = steps()});
 }
 
+void scale_gradients(const std::vector<Tensor>& params, double total_norm, double max_norm) {
+  if (total_norm <= max_norm) return;
+  autograd::NoGradGuard no_grad;
+  const double scale = max_norm / (total_norm + 1e-6);
+  for (const Tensor& p : params) {
+    if (p.grad().defined()) p.set_grad(p.grad() * scale);
+  }
+}
+
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   autograd::NoGradGuard no_grad;
   double total = 0;
@@ -138,12 +147,7 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     if (p.grad().defined()) total += sum_squares(p.grad()).item<double>();
   }
   total = std::sqrt(total);
-  if (total > max_norm) {
-    const double scale = max_norm / (total + 1e-6);
-    for (const Tensor& p : params) {
-      if (p.grad().defined()) p.set_grad(p.grad() * scale);
-    }
-  }
+  scale_gradients(params, total, max_norm);
   return total;
 }
 

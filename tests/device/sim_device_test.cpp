@@ -150,6 +150,12 @@ TEST_CASE("collective cost: the alpha-beta model of ring, tree and point-to-poin
   CHECK(sim::collective_seconds(s, Collective::send_recv, bytes, std::vector<int>{3, 4}) ==
         doctest::Approx(20e-6 + 8e6 / 10e9));
   CHECK(sim::collective_seconds(s, Collective::allreduce, bytes, one) == 0);
+  // On a ring a message to a device three places on crosses three links.
+  s.topology = Topology::ring;
+  CHECK(sim::collective_seconds(s, Collective::send_recv, bytes, std::vector<int>{1, 4}) ==
+        doctest::Approx(3 * 2e-6 + 8e6 / 100e9));
+  CHECK(sim::collective_seconds(s, Collective::allgather, bytes, node) ==
+        doctest::Approx(3 * (3 * 2e-6 + 2e6 / 100e9)));  // 3 -> 0 is three links back
 }
 
 TEST_CASE("trace: ops on a sim device become spans with shapes, memory a counter track") {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <dlf/core/tensor.h>
+#include <dlf/device/sim_spec.h>
 
 namespace dlf {
 
@@ -56,6 +57,9 @@ struct Cost {
   double bytes_read = 0;
   double bytes_written = 0;
 };
+
+/// The arithmetic an op on `dtype` runs in: which peak rate of a sim device it is timed at.
+MathPrecision math_precision(DType dtype);
 
 struct TensorMeta {
   Shape shape;

@@ -2,6 +2,7 @@
 // memory capacity and a virtual clock with a compute and a communication stream. The dispatch
 // point charges every op there; communicators charge collectives.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <span>
 #include <string>
@@ -30,7 +31,6 @@ class Timeline {
   /// Runs a task of `seconds` on `stream`, starting no earlier than `not_before`; returns its
   /// start time.
   double run(Stream stream, double seconds, double not_before = 0);
-  Event record(Stream stream) const { return {now(stream)}; }
   /// `stream` does nothing more until `event` has happened.
   void wait(Stream stream, Event event);
 
@@ -62,11 +62,9 @@ std::string_view collective_name(Collective kind);
 /// buffer (allreduce's input, allgather's output): the alpha–beta model of the algorithm the
 /// communicators run — ring reduce-scatter + allgather for allreduce, ring allgather and
 /// reduce-scatter, a binomial tree for broadcast, one message for send/recv, a dissemination
-/// barrier. The slowest link the group crosses sets alpha and beta.
+/// barrier. The slowest path between ring neighbours of the group sets alpha and beta.
 double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
                           std::span<const int> group);
-/// The link a message between devices `a` and `b` takes.
-LinkSpec link_between(const SimSpec& spec, int a, int b);
 
 /// The allocator behind a sim or meta device (allocator_for() returns it).
 Allocator& device_allocator(Device device);

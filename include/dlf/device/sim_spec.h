@@ -15,7 +15,8 @@ struct LinkSpec {
 };
 
 enum class Topology : uint8_t {
-  ring,             ///< each device talks to its two neighbours over `interconnect`
+  ring,             ///< devices in a line of `interconnect` links: a message from device a
+                    ///< to device b crosses |a - b| of them (a latency each)
   fully_connected,  ///< every pair over `interconnect` (a switch, e.g. NVSwitch)
   nodes,            ///< nodes of `node_size` fully connected devices, joined by `network`
 };

@@ -22,7 +22,7 @@ class GPTStage : public nn::Module {
   /// the head start uninitialised: load them before training).
   void load_from(const nn::NamedTensors& whole);
   /// Sums wte's gradient on the first stage and lm_head's on the last over `pp` (collective
-  /// for every stage; a no-op with one stage).
+  /// for every stage; a no-op with one stage). The first call makes the two ends' group.
   void tie_gradients(parallel::Communicator& pp);
 
   bool first, last;
@@ -31,6 +31,7 @@ class GPTStage : public nn::Module {
 
  private:
   GPTConfig config_;
+  std::unique_ptr<parallel::Communicator> ends_;  // the first and last stage
 };
 
 }  // namespace dlf::models

@@ -15,12 +15,13 @@
 #include <dlf/device/sim_spec.h>
 #include <dlf/models/gpt.h>
 #include <dlf/parallel/mesh.h>
+#include <dlf/parallel/pipeline.h>
 
 namespace dlf::models {
 
 using parallel::Layout;
 
-enum class PipelineSchedule { one_f_one_b, gpipe };
+using parallel::PipelineSchedule;
 
 struct PlanOptions {
   GPTConfig model;
@@ -50,6 +51,7 @@ struct Plan {
   StagePlan worst;     ///< the stage with the highest peak memory
   double stage_s = 0;  ///< slowest stage's time per micro-batch, p2p included
   double p2p_s = 0, bubble_fraction = 0, dp_allreduce_s = 0, dp_exposed_s = 0;
+  double optimizer_s = 0;  ///< the slowest stage's AdamW step
   double step_s = 0, tokens_per_s = 0, mfu = 0;
   bool fits = true;
 };

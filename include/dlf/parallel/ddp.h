@@ -16,12 +16,12 @@ namespace dlf::parallel {
 
 struct DDPOptions {
   int64_t bucket_bytes = int64_t(25) << 20;  ///< PyTorch's default bucket_cap_mb = 25
-  bool broadcast_parameters = true;          ///< start every replica from rank 0's values
 };
 
 class DistributedDataParallel {
  public:
-  /// Registers the gradient hooks and (by default) broadcasts rank 0's parameters and buffers.
+  /// Broadcasts rank 0's parameters and buffers, so every replica starts alike, and registers
+  /// the gradient hooks.
   /// Every rank of `comm` must construct it, with the same module structure.
   DistributedDataParallel(nn::Module& module, Communicator& comm, DDPOptions options = {});
   ~DistributedDataParallel();

@@ -30,9 +30,6 @@ class ZeroOptimizer {
   /// Loads a whole state (as consolidated_state_dict() gave) and keeps this rank's share.
   void load_state_dict(const nn::NamedTensors& state);
 
-  /// The rank that owns parameter `index` of `group`.
-  int owner(size_t group, size_t index) const { return owners_[group][index]; }
-
  private:
   void drop_unowned_state();
   nn::optim::Optimizer& opt_;

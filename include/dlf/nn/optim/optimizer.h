@@ -105,5 +105,8 @@ inline Adam AdamW(std::vector<ParamGroup> groups, AdamOptions options) {
 /// Scales the gradients of `params` so their global L2 norm is at most max_norm; returns the
 /// norm before clipping.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+/// clip_grad_norm's second half, for a caller that computed the global norm itself (a
+/// sharded optimizer): scales the gradients of `params` when `total_norm` exceeds max_norm.
+void scale_gradients(const std::vector<Tensor>& params, double total_norm, double max_norm);
 
 }  // namespace dlf::nn::optim
