@@ -5,13 +5,16 @@
 #include <dlf/core/ops/normalization.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
+#include <dlf/models/gpt_parallel.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/optim/optimizer.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 namespace dlf::models {
 namespace {
@@ -162,26 +165,16 @@ Plan plan_gpt(const PlanOptions& options) {
   DLF_CHECK(l.dp > 0 && l.tp > 0 && l.pp > 0, "plan: dp, tp and pp must be positive");
   DLF_CHECK(c.heads % l.tp == 0, "plan: tp ", l.tp, " does not divide ", c.name, "'s ", c.heads,
             " attention heads");
-  DLF_CHECK(c.layers % l.pp == 0, "plan: pp ", l.pp, " does not divide ", c.name, "'s ", c.layers,
-            " layers into equal stages");
   if (o.seq == 0) o.seq = c.context;
   DLF_CHECK(o.seq > 0 && o.seq <= c.context, "plan: seq ", o.seq, " is outside 1..", c.context);
   DLF_CHECK(o.micro_batch > 0, "plan: the micro-batch must be positive");
   if (o.global_batch == 0) o.global_batch = l.dp * o.micro_batch * (l.pp > 1 ? 4 * l.pp : 1);
+  const std::vector<std::pair<int64_t, int64_t>> stage_blocks = gpt_stage_blocks(c, l.pp);
   DLF_CHECK(o.global_batch % (l.dp * o.micro_batch) == 0, "plan: the global batch ", o.global_batch,
             " is not a multiple of dp x micro-batch = ", l.dp * o.micro_batch);
   plan.micro_batches = o.global_batch / (l.dp * o.micro_batch);
   plan.parameters = gpt_parameter_count(c);
   const int64_t m = plan.micro_batches;
-
-  // The first, a middle and the last stage (one stage when pp = 1).
-  struct Kind {
-    int stage;
-    bool first, last;
-  };
-  std::vector<Kind> kinds = {{0, true, l.pp == 1}};
-  if (l.pp > 2) kinds.push_back({1, false, false});
-  if (l.pp > 1) kinds.push_back({l.pp - 1, false, true});
 
   const double elem = double(dtype_size(o.dtype));
   const double boundary = double(o.micro_batch * o.seq * c.dim) * elem;  // [b, T, C]
@@ -193,20 +186,25 @@ Plan plan_gpt(const PlanOptions& options) {
   };
   plan.p2p_s = l.pp > 1 ? collective(sim::Collective::send_recv, boundary, pp_pair) : 0;
 
-  for (const Kind& k : kinds) {
-    const StageShape shape{c,     l.tp,   k.first, k.last, int(c.layers / l.pp), o.micro_batch,
-                           o.seq, o.dtype};
-    const StageRun run = run_stage(shape, o.spec);
+  // Every stage, each kind (first or not, last or not, how many blocks) run once.
+  std::map<std::tuple<bool, bool, int>, StageRun> runs;
+  for (int stage = 0; stage < l.pp; ++stage) {
+    const bool first = stage == 0, last = stage == l.pp - 1;
+    const auto [begin, end] = stage_blocks[stage];
+    const StageShape shape{c, l.tp, first, last, int(end - begin), o.micro_batch, o.seq, o.dtype};
+    const auto key = std::make_tuple(first, last, shape.layers);
+    if (!runs.contains(key)) runs.emplace(key, run_stage(shape, o.spec));
+    const StageRun& run = runs.at(key);
     // Megatron's tp collectives: two allreduces of [b, T, C] per layer each way, one more for
     // the vocabulary-parallel embedding (forward) and head (backward), three of [b, T] floats
     // for the vocabulary-parallel cross-entropy.
-    const int big = 4 * shape.layers + (k.first ? 1 : 0) + (k.last ? 1 : 0);
+    const int big = 4 * shape.layers + (first ? 1 : 0) + (last ? 1 : 0);
     double tp_comm = big * collective(sim::Collective::allreduce, boundary, tp_group);
-    if (k.last)
+    if (last)
       tp_comm += 3 * collective(sim::Collective::allreduce, 4.0 * o.micro_batch * o.seq, tp_group);
     const int in_flight =
-        o.schedule == PipelineSchedule::gpipe ? int(m) : int(std::min<int64_t>(l.pp - k.stage, m));
-    StagePlan s{.stage = k.stage,
+        o.schedule == PipelineSchedule::gpipe ? int(m) : int(std::min<int64_t>(l.pp - stage, m));
+    StagePlan s{.stage = stage,
                 .layers = shape.layers,
                 .parameters = run.parameters,
                 .activation_bytes = run.activation_bytes,
@@ -242,7 +240,7 @@ Plan plan_gpt(const PlanOptions& options) {
       // DDP's buckets go while the last micro-batch's backward runs.
       plan.dp_exposed_s = std::max(0.0, dp - s.backward_s);
     }
-    if (k.stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
+    if (stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
   }
   plan.bubble_fraction = double(l.pp - 1) / double(m + l.pp - 1);
   plan.step_s = double(m + l.pp - 1) * plan.stage_s + plan.dp_exposed_s + plan.optimizer_s;
@@ -253,6 +251,36 @@ Plan plan_gpt(const PlanOptions& options) {
   plan.mfu = model_flops / (plan.step_s * l.devices() * o.spec.peak_flops(math_precision(o.dtype)));
   plan.fits = o.spec.memory_bytes == 0 || plan.worst.peak_bytes <= o.spec.memory_bytes;
   return plan;
+}
+
+int64_t default_micro_batch(const Layout& layout, int64_t global_batch) {
+  return layout.pp > 1 ? 1 : std::max<int64_t>(1, global_batch / layout.dp);
+}
+
+std::vector<Plan> rank_layouts(const PlanOptions& options, int devices) {
+  DLF_CHECK(options.global_batch > 0, "rank_layouts: the global batch must be set");
+  const GPTConfig& c = options.model;
+  std::vector<Plan> plans;
+  for (int tp = 1; tp <= devices; ++tp) {
+    for (int pp = 1; tp * pp <= devices; ++pp) {
+      const Layout l{.dp = devices / (tp * pp), .tp = tp, .pp = pp};
+      const int64_t micro = default_micro_batch(l, options.global_batch);
+      if (l.devices() != devices || c.heads % tp != 0 || pp > c.layers + 1 ||
+          options.global_batch % (l.dp * micro) != 0)
+        continue;
+      PlanOptions o = options;
+      o.layout = l;
+      o.micro_batch = micro;
+      plans.push_back(plan_gpt(o));
+    }
+  }
+  DLF_CHECK(!plans.empty(), "no dp x tp x pp layout of ", devices, " devices divides ", c.name,
+            " (", c.heads, " heads, ", c.layers, " layers) and a batch of ", options.global_batch);
+  std::stable_sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
+    if (a.fits != b.fits) return a.fits;
+    return a.fits ? a.step_s < b.step_s : a.worst.peak_bytes < b.worst.peak_bytes;
+  });
+  return plans;
 }
 
 std::string describe(const Plan& p) {

@@ -10,11 +10,12 @@ namespace dlf::parallel {
 struct DistributedDataParallel::Reducer {
   struct Bucket {
     std::vector<Tensor> params;
-    int pending = 0;  // parameters whose gradient is not final yet in this backward
+    int pending = 0;  // gradients not final yet in this step (parameters x backward passes)
     bool launched = false;
   };
 
   Communicator* comm;
+  int backward_passes = 1;
   std::vector<Bucket> buckets;
   std::vector<Work> works;
   double step_comm_seconds = 0;                  // reductions started in this backward
@@ -61,7 +62,9 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
                                                  DDPOptions options)
     : reducer_(std::make_shared<Reducer>()) {
   DLF_CHECK(options.bucket_bytes > 0, "DDP: bucket_bytes must be positive");
+  DLF_CHECK(options.backward_passes > 0, "DDP: backward_passes must be positive");
   reducer_->comm = &comm;
+  reducer_->backward_passes = options.backward_passes;
   {
     autograd::NoGradGuard no_grad;
     for (auto& [name, t] : module.named_parameters()) comm.broadcast(t, 0);
@@ -86,7 +89,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
   }
   for (size_t b = 0; b < reducer_->buckets.size(); ++b) {
     Reducer::Bucket& bucket = reducer_->buckets[b];
-    bucket.pending = static_cast<int>(bucket.params.size());
+    bucket.pending = static_cast<int>(bucket.params.size()) * options.backward_passes;
     for (const Tensor& p : bucket.params) {
       std::weak_ptr<Reducer> weak = reducer_;
       p.register_grad_ready_hook([weak, b](const Tensor&) {
@@ -113,7 +116,7 @@ void DistributedDataParallel::synchronize() {
   r.comm_seconds = r.step_comm_seconds;
   r.step_comm_seconds = 0;
   for (Reducer::Bucket& b : r.buckets) {
-    b.pending = static_cast<int>(b.params.size());
+    b.pending = static_cast<int>(b.params.size()) * r.backward_passes;
     b.launched = false;
   }
   r.works.clear();

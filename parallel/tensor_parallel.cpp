@@ -1,4 +1,5 @@
 #include <dlf/autograd/function.h>
+#include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/nn_ops.h>
@@ -6,7 +7,9 @@
 #include <dlf/nn/init.h>
 #include <dlf/parallel/tensor_parallel.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace dlf::parallel {
 namespace {
@@ -93,13 +96,21 @@ Tensor RowParallelLinear::forward(const Tensor& x) const {
   return bias.defined() ? y + bias : y;
 }
 
+int64_t vocab_shard_rows(int64_t vocab, int ranks) { return (vocab + ranks - 1) / ranks; }
+
 VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab, int64_t dim, Communicator& group,
                                                DType dtype)
     : group_(group) {
-  const int64_t rows = share(vocab, group, "VocabParallelEmbedding");
+  const int64_t rows = vocab_shard_rows(vocab, group.size());
   first_ = group.rank() * rows;
   weight = register_parameter("weight", Tensor::empty({rows, dim}, dtype));
   nn::init::normal_(weight);
+  const int64_t words = std::clamp<int64_t>(vocab - first_, 0, rows);
+  if (words < rows) {
+    autograd::NoGradGuard no_grad;
+    Tensor padding = weight.narrow(0, words, rows - words);
+    padding.copy_(zeros_like(padding));
+  }
 }
 
 namespace {
@@ -115,25 +126,34 @@ std::pair<Tensor, Tensor> local_ids(const Tensor& ids, int64_t first, int64_t ro
 }  // namespace
 
 Tensor VocabParallelEmbedding::forward(const Tensor& indices) const {
+  if (group_.size() == 1) return embedding(weight, indices);
   const auto [outside, local] = local_ids(indices, first_, weight.size(0));
   const Tensor partial = masked_fill(embedding(weight, local), outside.unsqueeze(-1), 0);
   return reduce_from_tp_region(partial, group_);
 }
 
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
-                                    Communicator& group) {
+                                    Communicator& group, int64_t vocab) {
   DLF_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
             "vocab_parallel_cross_entropy: expected logits [N, V/n] and targets [N], got ",
             shape_str(logits.shape()), " and ", shape_str(targets.shape()));
-  const int64_t rows = logits.size(1);
-  // The row max is a constant shift (no gradient), taken over the whole vocabulary.
-  Tensor shift = max(logits.detach(), {1}, true).contiguous();
-  group.allreduce(shift, ReduceOp::max);
-  const Tensor shifted = logits - shift;
-  const Tensor sum_exp = reduce_from_tp_region(sum(exp(shifted), {1}), group);
-  const auto [outside, local] = local_ids(targets, group.rank() * rows, rows);
+  const int64_t rows = logits.size(1), first = group.rank() * rows;
+  const int64_t words = vocab > 0 ? std::clamp<int64_t>(vocab - first, 0, rows) : rows;
+  if (group.size() == 1 && words == rows) return cross_entropy(logits, targets);
   const Tensor columns = arange(double(rows), {.dtype = DType::i64, .device = logits.device()});
-  const Tensor miss = ne(columns.unsqueeze(0), local.unsqueeze(1));  // [N, V/n]: not the target
+  Tensor scores = logits;
+  if (words < rows) {  // padding: exp(-inf) = 0 in the sum, and no gradient
+    const Tensor padding =
+        ge(columns, full({}, double(words), {.dtype = DType::i64, .device = logits.device()}));
+    scores = masked_fill(logits, padding.unsqueeze(0), -std::numeric_limits<double>::infinity());
+  }
+  // The row max is a constant shift (no gradient), taken over the whole vocabulary.
+  Tensor shift = max(scores.detach(), {1}, true).contiguous();
+  group.allreduce(shift, ReduceOp::max);
+  const Tensor shifted = scores - shift;
+  const Tensor sum_exp = reduce_from_tp_region(sum(exp(shifted), {1}), group);
+  const auto [outside, local] = local_ids(targets, first, rows);
+  const Tensor miss = ne(columns.unsqueeze(0), local.unsqueeze(1));  // [N, k]: not the target
   const Tensor target_logit = masked_fill(sum(masked_fill(shifted, miss, 0), {1}), outside, 0);
   return mean(log(sum_exp) - reduce_from_tp_region(target_logit, group));
 }

@@ -151,4 +151,48 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   return total;
 }
 
+namespace {
+
+// Calls fn(place, name) for every slot of every parameter of `opt` that `params` names:
+// "0.3.exp_avg" and "transformer.h.0.attn.c_attn.weight.exp_avg".
+template <typename Fn>
+void for_each_slot(const Optimizer& opt, const NamedTensors& params, Fn fn) {
+  std::map<const Storage*, std::string> names;
+  for (const auto& [name, p] : params) names.emplace(p.storage().get(), name);
+  const std::vector<std::string> slots = opt.slot_names();
+  const auto& groups = opt.param_groups();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t i = 0; i < groups[g].params.size(); ++i) {
+      auto it = names.find(groups[g].params[i].storage().get());
+      if (it == names.end()) continue;
+      for (const std::string& slot : slots)
+        fn(std::to_string(g) + "." + std::to_string(i) + "." + slot, it->second + "." + slot);
+    }
+  }
+}
+
+NamedTensors renamed(const Optimizer& opt, const NamedTensors& state, const NamedTensors& params,
+                     bool to_names) {
+  const std::map<std::string, Tensor> given(state.begin(), state.end());
+  NamedTensors out;
+  if (auto step = given.find("step"); step != given.end()) out.push_back(*step);
+  for_each_slot(opt, params, [&](const std::string& place, const std::string& name) {
+    auto it = given.find(to_names ? place : name);
+    if (it != given.end()) out.emplace_back(to_names ? name : place, it->second);
+  });
+  return out;
+}
+
+}  // namespace
+
+NamedTensors state_by_name(const Optimizer& opt, const NamedTensors& state,
+                           const NamedTensors& params) {
+  return renamed(opt, state, params, true);
+}
+
+NamedTensors state_by_place(const Optimizer& opt, const NamedTensors& named,
+                            const NamedTensors& params) {
+  return renamed(opt, named, params, false);
+}
+
 }  // namespace dlf::nn::optim

@@ -1,6 +1,5 @@
-#include <dlf/models/gpt_pipeline.h>
+#include <dlf/models/gpt_distributed.h>
 #include <dlf/models/registry.h>
-#include <dlf/parallel/pipeline.h>
 
 #include <mutex>
 
@@ -35,28 +34,18 @@ std::pair<std::vector<double>, std::vector<int64_t>> train_pipeline(
   std::vector<int64_t> peaks(pp);
   std::mutex mutex;
   parallel::run_ranks(parallel::devices_of(type, pp), [&](parallel::Communicator& world) {
+    parallel::Mesh mesh(world, {.pp = pp});
+    models::DistributedGPT gpt(config, mesh, initial,
+                               {.micro_batches = micro, .schedule = schedule});
+    nn::optim::SGD opt({{.params = gpt.module().parameters()}}, {.lr = 0.1, .momentum = 0.9});
     const Device dev = world.device();
-    models::GPTStage stage(config, world.rank(), pp);
-    stage.to(dev);
-    stage.load_from(initial);
-    nn::optim::SGD opt({{.params = stage.parameters()}}, {.lr = 0.1, .momentum = 0.9});
-    const int64_t rows = kBatch / micro;
     if (type != DeviceType::cpu) allocator_for(dev).reset_peak();
     for (int s = 0; s < kSteps; ++s) {
       opt.zero_grad();
-      const double loss = parallel::run_pipeline(
-          world,
-          {.micro_batches = micro,
-           .schedule = schedule,
-           .activation_shape = {rows, kSeq, config.dim}},
-          [&](const Tensor& input, int m) {
-            return stage.forward(input, data.x[s].narrow(0, m * rows, rows).to(dev),
-                                 data.y[s].narrow(0, m * rows, rows).to(dev));
-          });
-      stage.tie_gradients(world);
+      const double loss = gpt.forward_backward(data.x[s], data.y[s]);
       opt.step();
       std::lock_guard lock(mutex);
-      if (world.rank() == pp - 1) losses.push_back(loss);
+      if (world.rank() == 0) losses.push_back(loss);
     }
     if (type != DeviceType::cpu) peaks[world.rank()] = allocator_for(dev).stats().peak_bytes;
   });
@@ -71,31 +60,60 @@ TEST_CASE(
   config.layers = 4;  // four blocks: two per stage, or one per stage over four
   const Data data = make_data(config.vocab);
   const test::OneDeviceRun one = test::train_one_device(config, 21, data.x, data.y);
-  const nn::NamedTensors& initial = one.initial;
-  const std::vector<double>& reference = one.losses;
   for (int pp : {1, 2, 4}) {
     for (auto schedule :
          {parallel::PipelineSchedule::gpipe, parallel::PipelineSchedule::one_f_one_b}) {
       CAPTURE(pp);
       CAPTURE(int(schedule));
       const auto losses =
-          train_pipeline(config, initial, data, pp, schedule, DeviceType::cpu).first;
+          train_pipeline(config, one.initial, data, pp, schedule, DeviceType::cpu).first;
       REQUIRE(losses.size() == kSteps);
       for (int s = 0; s < kSteps; ++s)
-        CHECK(losses[s] == doctest::Approx(reference[s]).epsilon(1e-5));
+        CHECK(losses[s] == doctest::Approx(one.losses[s]).epsilon(1e-5));
     }
   }
   // Per-stage peak memory on sim devices, 8 micro-batches over 4 stages: under GPipe every
   // stage holds all 8 micro-batches' activations at once, under 1F1B stage s at most 4 - s.
-  const auto gpipe = train_pipeline(config, initial, data, 4, parallel::PipelineSchedule::gpipe,
+  const auto gpipe = train_pipeline(config, one.initial, data, 4, parallel::PipelineSchedule::gpipe,
                                     DeviceType::sim, 8);
   const auto one_f_one_b = train_pipeline(
-      config, initial, data, 4, parallel::PipelineSchedule::one_f_one_b, DeviceType::sim, 8);
+      config, one.initial, data, 4, parallel::PipelineSchedule::one_f_one_b, DeviceType::sim, 8);
   CHECK(one_f_one_b.first == gpipe.first);  // the same arithmetic in another order of micro-batches
   CHECK(one_f_one_b.second[0] < gpipe.second[0]);
   CHECK(one_f_one_b.second[3] < gpipe.second[3]);
-  test::check_error([&] { models::GPTStage(config, 0, 3); },
-                    {"4 layers do not split into 3 equal stages"});
+}
+
+TEST_CASE("pipeline: the forward-only pass (evaluation) gives the stage-less loss, no gradients") {
+  models::GPTConfig config = models::gpt_config("gpt-nano");
+  const Data data = make_data(config.vocab);
+  manual_seed(5);
+  models::GPT whole(config);
+  double expected = 0;
+  {
+    autograd::NoGradGuard no_grad;
+    expected = whole.loss(data.x[0], data.y[0]).item<double>();
+  }
+  std::mutex mutex;
+  parallel::run_ranks(parallel::devices_of(DeviceType::cpu, 4), [&](parallel::Communicator& world) {
+    parallel::Mesh mesh(world, {.dp = 2, .pp = 2});
+    models::DistributedGPT gpt(config, mesh, whole.state_dict(), {.micro_batches = 2});
+    const int64_t rows = kBatch / 2, first = mesh.dp_rank() * rows;
+    const double loss =
+        gpt.loss(data.x[0].narrow(0, first, rows), data.y[0].narrow(0, first, rows));
+    std::lock_guard lock(mutex);
+    CHECK(loss == doctest::Approx(expected).epsilon(1e-6));
+    for (const Tensor& p : gpt.module().parameters()) CHECK(!p.grad().defined());
+  });
+  test::check_error(
+      [&] {
+        parallel::run_ranks(
+            parallel::devices_of(DeviceType::cpu, 1), [&](parallel::Communicator& world) {
+              parallel::Mesh mesh(world, {});
+              models::DistributedGPT gpt(config, mesh, whole.state_dict(), {.micro_batches = 3});
+              gpt.loss(data.x[0], data.y[0]);
+            });
+      },
+      {"batch of 8 sequences does not split into 3 micro-batches"});
 }
 
 }  // namespace dlf

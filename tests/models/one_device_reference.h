@@ -12,9 +12,11 @@ struct OneDeviceRun {
   std::vector<double> losses;  ///< one per batch
 };
 
-/// Builds `config` from `seed`, then takes an SGD step (lr 0.1, momentum 0.9) on each batch.
+/// Builds `config` from `seed`, then takes an SGD step (lr 0.1, momentum 0.9) on each batch,
+/// the gradients clipped to `clip` when it is positive.
 inline OneDeviceRun train_one_device(const models::GPTConfig& config, uint64_t seed,
-                                     const std::vector<Tensor>& xs, const std::vector<Tensor>& ys) {
+                                     const std::vector<Tensor>& xs, const std::vector<Tensor>& ys,
+                                     double clip = 0) {
   manual_seed(seed);
   models::GPT whole(config);
   OneDeviceRun run;
@@ -24,6 +26,7 @@ inline OneDeviceRun train_one_device(const models::GPTConfig& config, uint64_t s
     opt.zero_grad();
     Tensor loss = whole.loss(xs[s], ys[s]);
     loss.backward();
+    if (clip > 0) nn::optim::clip_grad_norm(whole.parameters(), clip);
     opt.step();
     run.losses.push_back(loss.item<double>());
   }

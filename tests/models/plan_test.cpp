@@ -113,10 +113,33 @@ TEST_CASE("plan: GPT-3 175B on 1024 devices in a moment, and what does not fit s
   CHECK_FALSE(models::plan_gpt(o).fits);
   test::check_error([] { models::plan_gpt(options("gpt-nano", {.tp = 3})); },
                     {"tp 3 does not divide gpt-nano's 4 attention heads"});
-  test::check_error([] { models::plan_gpt(options("gpt-nano", {.pp = 3})); },
-                    {"pp 3 does not divide gpt-nano's 2 layers"});
+  test::check_error([] { models::plan_gpt(options("gpt-nano", {.pp = 4})); },
+                    {"2 blocks and the head make at most 3 pipeline stages, not 4"});
   test::check_error([] { models::plan_gpt(options("gpt-nano", {.dp = 2}, 3)); },
                     {"global batch 3 is not a multiple of dp x micro-batch = 4"});
+}
+
+TEST_CASE("rank_layouts: every layout that divides the model, the fastest that fits first") {
+  PlanOptions o = options("gpt-mini", {}, 8);
+  // gpt-mini: 6 heads (tp 1, 2), 6 blocks and the head (pp <= 7): of 8 devices, dp x tp x pp =
+  // 8x1x1, 4x1x2, 2x1x4, 4x2x1, 2x2x2, 1x2x4.
+  const std::vector<models::Plan> all = models::rank_layouts(o, 8);
+  CHECK(all.size() == 6);
+  REQUIRE(all.front().fits);
+  for (size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1].step_s <= all[i].step_s);
+  for (const models::Plan& p : all)
+    CHECK(p.options.micro_batch == models::default_micro_batch(p.options.layout, 8));
+  // A device too small for the fastest layout's peak: another layout is chosen, and fits.
+  const models::Plan fastest = all.front();
+  o.spec.memory_bytes = fastest.worst.peak_bytes - 1;
+  const std::vector<models::Plan> small = models::rank_layouts(o, 8);
+  CHECK(small.front().fits);
+  CHECK(small.front().options.layout.devices() == 8);
+  CHECK_FALSE((small.front().options.layout.dp == fastest.options.layout.dp &&
+               small.front().options.layout.tp == fastest.options.layout.tp &&
+               small.front().options.layout.pp == fastest.options.layout.pp));
+  test::check_error([&] { models::rank_layouts(options("gpt-nano", {}, 3), 5); },
+                    {"no dp x tp x pp layout of 5 devices divides gpt-nano"});
 }
 
 }  // namespace dlf

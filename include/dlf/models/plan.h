@@ -9,6 +9,7 @@
 // pipeline by its schedule.
 #pragma once
 #include <string>
+#include <vector>
 
 #include <dlf/core/dtype.h>
 #include <dlf/device/allocator.h>
@@ -56,8 +57,18 @@ struct Plan {
   bool fits = true;
 };
 
-/// Throws dlf::Error for a layout that does not divide the model or the batch.
+/// Throws dlf::Error for a layout that does not divide the model or the batch. The stages are
+/// gpt_stage_blocks()'s, as a run has them.
 Plan plan_gpt(const PlanOptions& options);
+
+/// Sequences per micro-batch when none is asked for: with a pipeline 1 (the most micro-batches,
+/// the smallest bubble), without one the replica's whole share of the batch.
+int64_t default_micro_batch(const Layout& layout, int64_t global_batch);
+
+/// Plans every dp × tp × pp layout of `devices` that divides the model and options'
+/// global_batch (which must be set), each with default_micro_batch(); best first: the layouts
+/// that fit by predicted step time, then the others by peak memory.
+std::vector<Plan> rank_layouts(const PlanOptions& options, int devices);
 /// A few lines for people.
 std::string describe(const Plan& plan);
 /// One `plan` JSON line (bench/ and shared/BENCH.md style).

@@ -16,6 +16,9 @@ namespace dlf::parallel {
 
 struct DDPOptions {
   int64_t bucket_bytes = int64_t(25) << 20;  ///< PyTorch's default bucket_cap_mb = 25
+  /// Backward passes per step (micro-batches) whose gradients accumulate before they are
+  /// averaged: a bucket goes when its gradients are final in the last of them.
+  int backward_passes = 1;
 };
 
 class DistributedDataParallel {

@@ -48,8 +48,9 @@ class RowParallelLinear : public nn::Module {
 };
 
 /// An embedding table with its rows (the vocabulary) split over `group`: this rank holds rows
-/// [r·V/n, (r+1)·V/n), looks up the ids that fall there, and the ranks' partial lookups are
-/// summed. Initialised N(0, 1) as nn::Embedding.
+/// [r·k, (r+1)·k) with k = ⌈V/n⌉, looks up the ids that fall there, and the ranks' partial
+/// lookups are summed. Rows past V (padding, on the last ranks when n does not divide V) are
+/// zero and never looked up. Initialised N(0, 1) as nn::Embedding.
 class VocabParallelEmbedding : public nn::Module {
  public:
   VocabParallelEmbedding(int64_t vocab, int64_t dim, Communicator& group, DType dtype = DType::f32);
@@ -64,11 +65,15 @@ class VocabParallelEmbedding : public nn::Module {
   int64_t first_;
 };
 
-/// Mean cross-entropy of logits split over `group` along the vocabulary (this rank's
-/// [N, V/n], columns from r·V/n) against targets [N] of the whole vocabulary — without ever
-/// gathering the logits: the max, the sum of exponentials and the target's logit are reduced
-/// over the group (Megatron-LM's vocab-parallel cross-entropy).
+/// Rows per rank when `vocab` rows are split over `ranks`: ⌈vocab / ranks⌉ (the last ranks pad).
+int64_t vocab_shard_rows(int64_t vocab, int ranks);
+
+/// Mean cross-entropy of logits split over `group` along the vocabulary (this rank's [N, k],
+/// columns from r·k) against targets [N] of the whole vocabulary — without ever gathering the
+/// logits: the max, the sum of exponentials and the target's logit are reduced over the group
+/// (Megatron-LM's vocab-parallel cross-entropy). Columns at or past `vocab` (padding) take no
+/// part; 0 means every column is a word.
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
-                                    Communicator& group);
+                                    Communicator& group, int64_t vocab = 0);
 
 }  // namespace dlf::parallel

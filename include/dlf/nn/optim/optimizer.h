@@ -102,6 +102,17 @@ inline Adam AdamW(std::vector<ParamGroup> groups, AdamOptions options) {
   return Adam(std::move(groups), options);
 }
 
+/// An optimizer's state_dict() with each parameter's slots named after the parameter
+/// ("transformer.wte.weight.exp_avg") instead of its place ("0.0.exp_avg"): the form
+/// checkpoints keep, which loads into any model holding those parameters however it groups,
+/// orders or shards them. `params` names the optimizer's parameters (named_parameters()).
+NamedTensors state_by_name(const Optimizer& opt, const NamedTensors& state,
+                           const NamedTensors& params);
+/// The inverse, for load_state_dict(): the slots `named` has for the parameters of `opt` that
+/// `params` names, under their places, and the step.
+NamedTensors state_by_place(const Optimizer& opt, const NamedTensors& named,
+                            const NamedTensors& params);
+
 /// Scales the gradients of `params` so their global L2 norm is at most max_norm; returns the
 /// norm before clipping.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);

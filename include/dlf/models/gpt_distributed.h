@@ -1,0 +1,64 @@
+// One rank of a GPT trained over a dp × tp × pp mesh (Megatron-LM's 3-D parallelism): its
+// pipeline stage of the model, sharded over its tp group (ParallelGPT); its dp replica's rows
+// cut into micro-batches that flow through the pipeline (1F1B or GPipe); gradients averaged over
+// dp once per step (DDP, overlapping the last micro-batch's backward) and the tied embedding's
+// summed over the pipeline's two ends. Every rank of the mesh makes the same calls (SPMD); one
+// device is the 1 × 1 × 1 mesh.
+#pragma once
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include <dlf/models/gpt_parallel.h>
+#include <dlf/parallel/ddp.h>
+#include <dlf/parallel/mesh.h>
+#include <dlf/parallel/pipeline.h>
+
+namespace dlf::models {
+
+struct DistributedGPTOptions {
+  int micro_batches = 1;  ///< per step, per dp replica
+  parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
+  int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
+};
+
+class DistributedGPT {
+ public:
+  /// This rank's stage and shard of the GPT whose parameters are `whole` (GPT::state_dict()
+  /// names, the same on every rank), on the rank's device.
+  DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh, const nn::NamedTensors& whole,
+                 DistributedGPTOptions options = {});
+
+  ParallelGPT& module() { return *model_; }
+  const parallel::DistributedDataParallel* ddp() const { return ddp_ ? &*ddp_ : nullptr; }
+
+  /// Forward and backward of this replica's rows x, y [b, T] (b a multiple of the
+  /// micro-batches): afterwards every gradient is ready for the optimizer. Returns the mean
+  /// loss over the whole global batch, on every rank.
+  double forward_backward(const Tensor& x, const Tensor& y);
+  /// The mean loss of this replica's rows x, y without gradients, averaged over the replicas;
+  /// on every rank.
+  double loss(const Tensor& x, const Tensor& y);
+  /// The global L2 norm of the gradients, each parameter of the whole model counted once;
+  /// scales them to `max_norm` when above. The norm before clipping, on every rank.
+  double clip_grad_norm(double max_norm);
+
+  /// The whole model (GPT::state_dict() names) and the whole optimizer state, from this rank's
+  /// `optimizer_state` (nn::optim::state_by_name of its optimizer), gathered onto world rank 0
+  /// (dp 0, tp 0, stage 0); the other ranks get nothing. Collective over the mesh.
+  std::pair<nn::NamedTensors, nn::NamedTensors> gather_whole(
+      const nn::NamedTensors& optimizer_state);
+  /// This rank's share of a whole optimizer state by name (what gather_whole gave).
+  nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const;
+
+ private:
+  parallel::PipelineStep pipeline_step(const Tensor& x, bool forward_only) const;
+  double run(const Tensor& x, const Tensor& y, bool forward_only);
+
+  parallel::Mesh& mesh_;
+  DistributedGPTOptions options_;
+  std::unique_ptr<ParallelGPT> model_;
+  std::optional<parallel::DistributedDataParallel> ddp_;
+};
+
+}  // namespace dlf::models

@@ -1,0 +1,138 @@
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/core/factory.h>
+#include <dlf/core/ops/optim.h>
+#include <dlf/models/gpt_distributed.h>
+#include <dlf/nn/optim/optimizer.h>
+#include <dlf/parallel/transfer.h>
+
+#include <cmath>
+#include <map>
+
+namespace dlf::models {
+namespace {
+
+// "transformer.wte.weight.exp_avg" -> "transformer.wte.weight" (slot names have no dots).
+std::string parameter_of(const std::string& slot) { return slot.substr(0, slot.rfind('.')); }
+
+// The head on the last stage is a copy of wte: its state is wte's, so whole states keep wte's.
+constexpr const char* kHeadCopy = "lm_head.weight";
+constexpr const char* kEmbedding = "transformer.wte.weight";
+
+}  // namespace
+
+DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
+                               const nn::NamedTensors& whole, DistributedGPTOptions options)
+    : mesh_(mesh), options_(options) {
+  DLF_CHECK(options.micro_batches > 0, "micro-batches must be positive, got ",
+            options.micro_batches);
+  model_ = std::make_unique<ParallelGPT>(config, mesh.tp(), mesh.pp_rank(), mesh.layout().pp);
+  model_->to(mesh.tp().device());
+  model_->load_shard(whole);
+  if (mesh.layout().dp > 1)
+    ddp_.emplace(*model_, mesh.dp(),
+                 parallel::DDPOptions{.bucket_bytes = options.bucket_bytes,
+                                      .backward_passes = options.micro_batches});
+}
+
+parallel::PipelineStep DistributedGPT::pipeline_step(const Tensor& x, bool forward_only) const {
+  const int m = options_.micro_batches;
+  DLF_CHECK(x.dim() == 2 && x.size(0) % m == 0, "a replica's batch of ", x.size(0),
+            " sequences does not split into ", m, " micro-batches");
+  return {.micro_batches = m,
+          .schedule = options_.schedule,
+          .activation_shape = {x.size(0) / m, x.size(1), model_->config().dim},
+          .activation_dtype = model_->config().dtype,
+          .forward_only = forward_only};
+}
+
+double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) {
+  const parallel::PipelineStep step = pipeline_step(x, forward_only);
+  const Device device = mesh_.tp().device();
+  const int64_t rows = step.activation_shape[0];
+  const double loss = parallel::run_pipeline(mesh_.pp(), step, [&](const Tensor& input, int m) {
+    MemoryScope activations(MemoryCategory::activations);
+    const ParallelGPT& model = *model_;
+    return model.forward(input, model.first ? x.narrow(0, m * rows, rows).to(device) : Tensor(),
+                         model.last ? y.narrow(0, m * rows, rows).to(device) : Tensor());
+  });
+  // The loss is on the last stage (the same on its tp ranks): to every stage, then averaged
+  // over the replicas.
+  Tensor global = full({1}, model_->last ? loss : 0.0, {.dtype = DType::f64, .device = device});
+  mesh_.pp().allreduce(global);
+  mesh_.dp().allreduce(global, parallel::ReduceOp::avg);
+  return global.item<double>();
+}
+
+double DistributedGPT::forward_backward(const Tensor& x, const Tensor& y) {
+  const double loss = run(x, y, false);
+  if (ddp_) ddp_->synchronize();
+  model_->tie_gradients(mesh_.pp());
+  return loss;
+}
+
+double DistributedGPT::loss(const Tensor& x, const Tensor& y) { return run(x, y, true); }
+
+double DistributedGPT::clip_grad_norm(double max_norm) {
+  autograd::NoGradGuard no_grad;
+  // Each parameter once: a replicated one on tp rank 0 only, the head's copy not at all.
+  double squares = 0;
+  for (const auto& [name, p] : model_->named_parameters()) {
+    if (!p.grad().defined() || name == kHeadCopy) continue;
+    if (mesh_.tp_rank() == 0 || model_->sharded(name))
+      squares += sum_squares(p.grad()).item<double>();
+  }
+  Tensor total = full({1}, squares, {.dtype = DType::f64, .device = mesh_.tp().device()});
+  mesh_.tp().allreduce(total);
+  mesh_.pp().allreduce(total);
+  const double norm = std::sqrt(total.item<double>());
+  nn::optim::scale_gradients(model_->parameters(), norm, max_norm);
+  return norm;
+}
+
+std::pair<nn::NamedTensors, nn::NamedTensors> DistributedGPT::gather_whole(
+    const nn::NamedTensors& optimizer_state) {
+  if (mesh_.dp_rank() != 0) return {};  // the replicas hold the same
+  nn::NamedTensors model = model_->whole_state_dict();
+  nn::NamedTensors state;
+  for (const auto& [name, t] : optimizer_state) {
+    if (name == "step") {
+      if (model_->first) state.emplace_back(name, t);
+    } else if (parameter_of(name) != kHeadCopy) {
+      state.emplace_back(name, model_->gather(parameter_of(name), t));
+    }
+  }
+  if (mesh_.tp_rank() != 0) return {};
+  parallel::Communicator& pp = mesh_.pp();
+  if (pp.rank() != 0) {
+    parallel::send_named(pp, model, 0);
+    parallel::send_named(pp, state, 0);
+    return {};
+  }
+  for (int s = 1; s < pp.size(); ++s) {
+    for (auto& named : {&model, &state}) {
+      nn::NamedTensors part = parallel::recv_named(pp, s);
+      named->insert(named->end(), part.begin(), part.end());
+    }
+  }
+  return {std::move(model), std::move(state)};
+}
+
+nn::NamedTensors DistributedGPT::shard_optimizer_state(const nn::NamedTensors& whole) const {
+  std::map<std::string, std::vector<std::string>> mine;  // whole parameter -> this rank's
+  for (const auto& [name, p] : model_->named_parameters())
+    mine[name == kHeadCopy ? kEmbedding : name].push_back(name);
+  nn::NamedTensors state;
+  for (const auto& [name, t] : whole) {
+    if (name == "step") {
+      state.emplace_back(name, t);
+      continue;
+    }
+    const std::string slot = name.substr(name.rfind('.'));
+    auto it = mine.find(parameter_of(name));
+    if (it == mine.end()) continue;
+    for (const std::string& p : it->second) state.emplace_back(p + slot, model_->shard(p, t));
+  }
+  return state;
+}
+
+}  // namespace dlf::models
