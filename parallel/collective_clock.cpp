@@ -21,8 +21,10 @@ double ready_time(Device device) {
 }
 
 Work run_collective(Device self, sim::Collective kind, double bytes, std::span<const int> group,
-                    double start, bool async, std::string_view group_name) {
+                    double start, bool async, std::string_view group_name, int peer) {
   if (self.type == DeviceType::cpu) return {};
+  const int pair[] = {self.index, peer >= 0 ? group[peer] : 0};
+  if (peer >= 0) group = pair;
   const double seconds = sim::collective_seconds(sim::spec_of(self), kind, bytes, group);
   sim::Timeline& clock = sim::timeline(self);
   const double begin = clock.run(sim::Stream::comm, seconds, start);

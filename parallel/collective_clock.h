@@ -12,9 +12,10 @@ namespace dlf::parallel::detail {
 double ready_time(Device device);
 
 /// Runs a collective on `self`'s communication stream from `start` (the latest ready time of
-/// the group), for the time the cost model gives over `group` (device indices); the compute
-/// stream waits for it unless `async`.
+/// the group), for the time the cost model gives over `group` (its ranks' device indices); the
+/// compute stream waits for it unless `async`. With `peer` >= 0 it is a message between `self`
+/// and rank `peer` of the group, over the link between their two devices.
 Work run_collective(Device self, sim::Collective kind, double bytes, std::span<const int> group,
-                    double start, bool async, std::string_view group_name);
+                    double start, bool async, std::string_view group_name, int peer = -1);
 
 }  // namespace dlf::parallel::detail

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include <dlf/core/shape.h>
+
 namespace dlf::parallel::detail {
 namespace {
 
@@ -36,11 +38,55 @@ void reduce_typed(std::span<const void* const> inputs, void* out, int64_t lo, in
 
 }  // namespace
 
+Shape gathered_shape(const Shape& shape, int size, const std::string& group) {
+  DLF_CHECK(!shape.empty(), "allgather on group '", group, "': needs a tensor with dim 0");
+  Shape out = shape;
+  out[0] *= size;
+  return out;
+}
+
+Shape scattered_shape(const Shape& shape, int size, const std::string& group) {
+  DLF_CHECK(!shape.empty() && shape[0] % size == 0, "reduce_scatter on group '", group,
+            "': dim 0 of ", shape_str(shape), " must divide into ", size, " equal parts");
+  Shape out = shape;
+  out[0] /= size;
+  return out;
+}
+
 void check_reducible(DType dtype, ReduceOp op, const std::string& group) {
   DLF_CHECK(dtype != DType::b8, "collective on group '", group,
             "': bool tensors cannot be reduced");
   DLF_CHECK(op != ReduceOp::avg || is_floating(dtype), "collective on group '", group,
             "': avg needs a floating dtype, got ", dtype_name(dtype));
+}
+
+void check_contiguous(const Tensor& t, const char* what, const std::string& group) {
+  DLF_CHECK(t.is_contiguous(), what, " on group '", group, "': the tensor must be contiguous");
+}
+
+void check_rank(int root, int size, const char* what, const std::string& group) {
+  DLF_CHECK(root >= 0 && root < size, what, " on group '", group, "': rank ", root,
+            " is not in 0..", size - 1);
+}
+
+void check_peer(int peer, int self, int size, const char* what, const std::string& group) {
+  check_rank(peer, size, what, group);
+  DLF_CHECK(peer != self, what, " on group '", group, "': rank ", self, " cannot be its own peer");
+}
+
+void check_same_tensor(const char* what, const std::string& group, int r, const Shape& shape0,
+                       DType dtype0, const Shape& shape, DType dtype) {
+  DLF_CHECK(shape == shape0 && dtype == dtype0, what, " on group '", group,
+            "': ranks disagree on the tensor (rank 0 has ", shape_str(shape0), " ",
+            dtype_name(dtype0), ", rank ", r, " has ", shape_str(shape), " ", dtype_name(dtype),
+            ")");
+}
+
+void check_message(const Shape& shape, DType dtype, int src, const Tensor& t,
+                   const std::string& group) {
+  DLF_CHECK(shape == t.shape() && dtype == t.dtype(), "recv on group '", group, "': rank ", src,
+            " sent ", shape_str(shape), " ", dtype_name(dtype), ", this rank expects ",
+            shape_str(t.shape()), " ", dtype_name(t.dtype()));
 }
 
 void reduce_range(std::span<const void* const> inputs, void* out, int64_t lo, int64_t hi,

@@ -84,9 +84,6 @@ struct Group {
   std::map<std::pair<int64_t, int>, std::shared_ptr<Group>> children;  // (split, color)
 };
 
-// Whether there are bytes to move (none on meta devices, none in an empty tensor).
-bool has_data(const Tensor& t) { return t.device().has_data() && t.numel() > 0; }
-
 class InProcessCommunicator final : public Communicator {
  public:
   InProcessCommunicator(std::shared_ptr<Group> group, int rank, std::string name)
@@ -126,10 +123,7 @@ class InProcessCommunicator final : public Communicator {
 
   Tensor allgather(const Tensor& t) override {
     const double start = publish(t, "allgather");
-    Shape shape = t.shape();
-    DLF_CHECK(!shape.empty(), "allgather on group '", name_, "': needs a tensor with dim 0");
-    shape[0] *= size();
-    Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+    Tensor out = Tensor::empty(gathered_shape(t.shape(), size(), name_), t.dtype(), t.device());
     if (has_data(t)) {
       for (int r = 0; r < size(); ++r) {
         std::memcpy(static_cast<std::byte*>(out.raw_data()) + r * t.nbytes(), group_->slots[r].in,
@@ -143,11 +137,8 @@ class InProcessCommunicator final : public Communicator {
 
   Tensor reduce_scatter(const Tensor& t, ReduceOp op) override {
     check_reducible(t.dtype(), op, name_);
-    DLF_CHECK(!t.shape().empty() && t.shape()[0] % size() == 0, "reduce_scatter on group '", name_,
-              "': dim 0 of ", shape_str(t.shape()), " must divide into ", size(), " equal parts");
+    const Shape shape = scattered_shape(t.shape(), size(), name_);
     const double start = publish(t, "reduce_scatter");
-    Shape shape = t.shape();
-    shape[0] /= size();
     Tensor out = Tensor::empty(shape, t.dtype(), t.device());
     if (has_data(t)) {
       const int64_t part = out.numel();
@@ -159,7 +150,7 @@ class InProcessCommunicator final : public Communicator {
   }
 
   void broadcast(Tensor& t, int root) override {
-    check_rank(root, "broadcast");
+    check_rank(root, size(), "broadcast", name_);
     const double start = publish(t, "broadcast");
     if (rank_ != root && has_data(t)) {
       std::memcpy(t.raw_data(), group_->slots[root].in, t.nbytes());
@@ -170,9 +161,8 @@ class InProcessCommunicator final : public Communicator {
   }
 
   void send(const Tensor& t, int dst) override {
-    check_rank(dst, "send");
-    DLF_CHECK(dst != rank_, "send on group '", name_, "': rank ", rank_, " sends to itself");
-    DLF_CHECK(t.is_contiguous(), "send on group '", name_, "': the tensor must be contiguous");
+    check_peer(dst, rank_, size(), "send", name_);
+    check_contiguous(t, "send", name_);
     Message m{has_data(t) ? t.clone() : Tensor(), t.shape(), t.dtype(), ready_time(device())};
     run(Collective::send_recv, t.nbytes(), m.sent, true, dst);
     std::lock_guard lock(group_->mutex);
@@ -181,8 +171,8 @@ class InProcessCommunicator final : public Communicator {
   }
 
   void recv(Tensor& t, int src) override {
-    check_rank(src, "recv");
-    DLF_CHECK(t.is_contiguous(), "recv on group '", name_, "': the tensor must be contiguous");
+    check_peer(src, rank_, size(), "recv", name_);
+    check_contiguous(t, "recv", name_);
     Message m;
     {
       std::unique_lock lock(group_->mutex);
@@ -195,9 +185,7 @@ class InProcessCommunicator final : public Communicator {
       m = std::move(box.front());
       box.pop_front();
     }
-    DLF_CHECK(m.shape == t.shape() && m.dtype == t.dtype(), "recv on group '", name_, "': rank ",
-              src, " sent ", shape_str(m.shape), " ", dtype_name(m.dtype), ", this rank expects ",
-              shape_str(t.shape()), " ", dtype_name(t.dtype()));
+    check_message(m.shape, m.dtype, src, t, name_);
     if (has_data(t)) {
       std::memcpy(t.raw_data(), m.data.raw_data(), t.nbytes());
       t.storage()->bump_version();
@@ -249,15 +237,10 @@ class InProcessCommunicator final : public Communicator {
   }
 
  private:
-  void check_rank(int r, const char* what) const {
-    DLF_CHECK(r >= 0 && r < size(), what, " on group '", name_, "': rank ", r, " is not in 0..",
-              size() - 1);
-  }
-
   // Puts this rank's tensor in its slot, waits for all, checks they agree; returns the start
   // time of the collective (the latest ready time in the group).
   double publish(const Tensor& t, const char* what) {
-    DLF_CHECK(t.is_contiguous(), what, " on group '", name_, "': the tensor must be contiguous");
+    check_contiguous(t, what, name_);
     Slot& mine = group_->slots[rank_];
     mine.in = has_data(t) ? t.raw_data() : nullptr;
     mine.shape = t.shape();
@@ -267,10 +250,7 @@ class InProcessCommunicator final : public Communicator {
     const Slot& first = group_->slots[0];
     for (int r = 1; r < size(); ++r) {
       const Slot& other = group_->slots[r];
-      DLF_CHECK(other.shape == first.shape && other.dtype == first.dtype, what, " on group '",
-                name_, "': ranks disagree on the tensor (rank 0 has ", shape_str(first.shape), " ",
-                dtype_name(first.dtype), ", rank ", r, " has ", shape_str(other.shape), " ",
-                dtype_name(other.dtype), ")");
+      check_same_tensor(what, name_, r, first.shape, first.dtype, other.shape, other.dtype);
     }
     return latest_ready();
   }
@@ -289,10 +269,7 @@ class InProcessCommunicator final : public Communicator {
 
   // Charges the collective to this rank's clock; point to point goes over the link to `peer`.
   Work run(Collective kind, double bytes, double start, bool async, int peer = -1) {
-    if (peer < 0)
-      return run_collective(device(), kind, bytes, group_->device_indices, start, async, name_);
-    const int pair[] = {device().index, group_->devices[peer].index};
-    return run_collective(device(), kind, bytes, pair, start, async, name_);
+    return run_collective(device(), kind, bytes, group_->device_indices, start, async, name_, peer);
   }
 
   std::shared_ptr<Group> group_;

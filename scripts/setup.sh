@@ -9,6 +9,8 @@ packages=(
   # libraries
   libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libcereal-dev libcli11-dev
   libhdf5-dev zlib1g-dev doctest-dev
+  # MPI backend of the communicator (mpirun)
+  libopenmpi-dev openmpi-bin
   # data: the default text corpus and Fashion-MNIST
   fortunes dataset-fashion-mnist
 )

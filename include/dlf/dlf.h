@@ -30,6 +30,9 @@
 #include <dlf/error.h>
 #include <dlf/json_line.h>
 #include <dlf/models/gpt.h>
+#include <dlf/models/gpt_distributed.h>
+#include <dlf/models/gpt_parallel.h>
+#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/activation.h>
 #include <dlf/nn/checkpoint.h>
@@ -47,5 +50,11 @@
 #include <dlf/nn/optim/schedule.h>
 #include <dlf/nn/transformer.h>
 #include <dlf/parallel/communicator.h>
+#include <dlf/parallel/ddp.h>
 #include <dlf/parallel/launch.h>
 #include <dlf/parallel/mesh.h>
+#include <dlf/parallel/mpi.h>
+#include <dlf/parallel/pipeline.h>
+#include <dlf/parallel/tensor_parallel.h>
+#include <dlf/parallel/transfer.h>
+#include <dlf/parallel/zero.h>

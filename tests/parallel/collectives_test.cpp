@@ -1,6 +1,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "collective_reference.h"
 #include "test_util.h"
 
 namespace dlf {
@@ -9,56 +10,10 @@ namespace {
 using parallel::Communicator;
 using parallel::ReduceOp;
 
-constexpr int64_t kNumel = 1001;  // not a multiple of any world size: uneven parts
-
-// Rank r's input: values whose sums depend on the order they are added in.
-Tensor input_of(int rank, DType dtype) {
-  std::vector<double> v(kNumel);
-  for (int64_t i = 0; i < kNumel; ++i)
-    v[i] = dtype == DType::i64
-               ? double((rank + 1) * (i % 17) - 40)
-               : std::sin(0.37 * double(i + 1) * (rank + 1)) * std::pow(10.0, rank % 3);
-  return from_vector(v, {kNumel}).to(dtype);
-}
-
-// Rank-order sum, avg (sum / n) or max, in the dtype's accumulator, as the contract says.
-std::vector<double> reference(int n, DType dtype, ReduceOp op) {
-  std::vector<double> out(kNumel);
-  std::vector<std::vector<float>> f32;
-  std::vector<std::vector<double>> f64;
-  for (int r = 0; r < n; ++r) {
-    f32.push_back(input_of(r, dtype).to(DType::f32).to_vector<float>());
-    f64.push_back(input_of(r, dtype).to_vector<double>());
-  }
-  for (int64_t i = 0; i < kNumel; ++i) {
-    if (dtype == DType::f32 || dtype == DType::bf16) {
-      float acc = f32[0][i];
-      for (int r = 1; r < n; ++r) {
-        float x = f32[r][i];
-        acc = op == ReduceOp::max ? std::max(acc, x) : acc + x;
-      }
-      if (op == ReduceOp::avg) acc /= float(n);
-      out[i] = dtype == DType::bf16 ? double(float(bf16(acc))) : double(acc);
-    } else {
-      double acc = f64[0][i];
-      for (int r = 1; r < n; ++r) {
-        double x = f64[r][i];
-        acc = op == ReduceOp::max ? std::max(acc, x) : acc + x;
-      }
-      if (op == ReduceOp::avg) acc /= n;
-      out[i] = acc;
-    }
-  }
-  return out;
-}
-
-void require_equal(const Tensor& t, const std::vector<double>& expected) {
-  const std::vector<double> got = t.to_vector<double>();
-  REQUIRE(got.size() == expected.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != expected[i]) FAIL_CHECK("element ", i, ": ", got[i], " != ", expected[i]);
-  }
-}
+using test::input_of;
+using test::kNumel;
+using test::reference;
+using test::require_equal;
 
 void on_ranks(int n, const std::function<void(Communicator&)>& fn) {
   parallel::run_ranks(parallel::devices_of(DeviceType::cpu, n), fn);
