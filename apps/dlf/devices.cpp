@@ -6,7 +6,8 @@
 
 namespace dlf::app {
 
-DeviceArg parse_device_arg(const std::string& arg) {
+DeviceArg parse_device_arg(const std::string& arg, int devices) {
+  if (arg == "auto") return parse_device_arg(devices == 1 ? "cpu" : "sim");
   if (arg == "cpu") return {};
   const std::string type = arg.substr(0, arg.find(':'));
   DLF_CHECK(type == "sim" || type == "meta", "unknown --device '", arg,
@@ -15,9 +16,14 @@ DeviceArg parse_device_arg(const std::string& arg) {
   return {type == "sim" ? DeviceType::sim : DeviceType::meta, sim_spec_from(preset)};
 }
 
-std::vector<Device> setup_devices(int count, const std::string& kind) {
+parallel::PipelineSchedule parse_schedule(const std::string& arg) {
+  DLF_CHECK(arg == "1f1b" || arg == "gpipe", "--schedule is 1f1b or gpipe, not '", arg, "'");
+  return arg == "gpipe" ? parallel::PipelineSchedule::gpipe
+                        : parallel::PipelineSchedule::one_f_one_b;
+}
+
+std::vector<Device> setup_devices(int count, const DeviceArg& arg) {
   DLF_CHECK(count > 0, "--devices must be positive, got ", count);
-  const DeviceArg arg = parse_device_arg(kind == "auto" ? (count == 1 ? "cpu" : "sim") : kind);
   std::vector<Device> devices = parallel::devices_of(arg.type, count);
   if (arg.type == DeviceType::cpu) return devices;
   for (Device d : devices) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <dlf/dlf.h>
+#include <dlf/parallel/mpi.h>
 
 #include "demo.h"
 #include "plan.h"
@@ -75,8 +76,20 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
   cmd->add_option("--log-every", o.log_every, "steps between progress lines when not on a terminal")
       ->check(kPositive)
       ->capture_default_str();
-  cmd->add_option("--devices", o.devices, "data-parallel ranks, one per device")
-      ->check(kPositive)
+  cmd->add_option("--devices", o.devices,
+                  "ranks, one per device (default: dp x tp x pp, or 1); alone, the layout is "
+                  "planned: the fastest predicted dp x tp x pp that fits")
+      ->check(kPositive);
+  cmd->add_option("--dp", o.dp, "data-parallel replicas (default: devices / (tp x pp))")
+      ->check(kPositive);
+  cmd->add_option("--tp", o.tp, "tensor-parallel ways (Megatron-LM: heads, MLP, vocabulary)")
+      ->check(kPositive);
+  cmd->add_option("--pp", o.pp, "pipeline stages (blocks balanced by FLOPs)")->check(kPositive);
+  cmd->add_option("--micro-batch", o.micro_batch,
+                  "sequences per micro-batch (default: 1 with a pipeline, else the replica's "
+                  "share)")
+      ->check(kPositive);
+  cmd->add_option("--schedule", o.schedule, "pipeline schedule: 1f1b or gpipe")
       ->capture_default_str();
   cmd->add_option("--device", o.device,
                   "cpu, sim (a100-40gb), sim:PRESET (a100-40gb, a100-80gb, h100-80gb, l4-24gb) or "
@@ -84,8 +97,8 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_option("--trace", o.trace, "write a Chrome trace of the simulated devices (Perfetto)");
   cmd->add_flag("--zero", o.zero,
-                "shard the optimizer state over the ranks (ZeRO stage 1): 1/N of the state and "
-                "of the update per rank");
+                "shard the optimizer state over the data-parallel ranks (ZeRO stage 1): 1/N of the "
+                "state and of the update per rank");
   cmd->add_option("--bucket-mb", o.bucket_mb, "size of the gradient buckets allreduced together")
       ->check(kPositive)
       ->capture_default_str();
@@ -139,6 +152,15 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }
+
+// One line on stderr and exit code 1; under mpirun the other processes, which may be waiting
+// for this one in a collective, end with it.
+int fail(const std::string& line) {
+  std::cerr << line << "\n" << std::flush;
+  if (dlf::parallel::launched_by_mpi()) dlf::parallel::mpi_abort(1);
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,14 +208,11 @@ int main(int argc, char** argv) {
     if (*eval_cmd) dlf::app::run_eval(eval);
     if (*plan_cmd) dlf::app::run_plan(plan);
   } catch (const dlf::Error& e) {
-    std::cerr << "dlf: " << e.what() << "\n";
-    return 1;
+    return fail(std::string("dlf: ") + e.what());
   } catch (const std::bad_alloc&) {
-    std::cerr << "dlf: out of host memory (try a smaller --batch or --seq)\n";
-    return 1;
+    return fail("dlf: out of host memory (try a smaller --batch or --seq)");
   } catch (const std::exception& e) {  // a bug, but still one line and no abort
-    std::cerr << "dlf: internal error: " << e.what() << "\n";
-    return 1;
+    return fail(std::string("dlf: internal error: ") + e.what());
   }
   return 0;
 }

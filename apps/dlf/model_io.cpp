@@ -10,8 +10,8 @@ std::unique_ptr<models::GPT> build_model(const RunConfig& run) {
   return std::make_unique<models::GPT>(models::gpt_config(run.model));
 }
 
-int64_t sequence_length(const RunConfig& run, const models::GPT& model) {
-  const int64_t context = model.config().context;
+int64_t sequence_length(const RunConfig& run, const models::GPTConfig& model) {
+  const int64_t context = model.context;
   DLF_CHECK(run.seq <= context, "--seq ", run.seq, " is longer than ", run.model, "'s context of ",
             context, " tokens");
   return run.seq > 0 ? run.seq : context;

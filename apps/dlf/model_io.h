@@ -13,7 +13,7 @@ namespace dlf::app {
 /// The model named by the config, initialised from its seed.
 std::unique_ptr<models::GPT> build_model(const RunConfig& run);
 /// The config's sequence length: its own, or the model's context.
-int64_t sequence_length(const RunConfig& run, const models::GPT& model);
+int64_t sequence_length(const RunConfig& run, const models::GPTConfig& model);
 nn::data::TextDataset open_dataset(const RunConfig& run);
 /// Mean loss over `batches` validation windows (no autograd, eval mode).
 double validation_loss(models::GPT& model, const nn::data::TextDataset& data, int64_t batches,

@@ -20,18 +20,14 @@ void run_plan(const PlanCommand& c) {
   DLF_CHECK(device.type != DeviceType::cpu, "--device '", c.device,
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");
   DLF_CHECK(c.dtype == "f32" || c.dtype == "bf16", "--dtype is f32 or bf16, not '", c.dtype, "'");
-  DLF_CHECK(c.schedule == "1f1b" || c.schedule == "gpipe", "--schedule is 1f1b or gpipe, not '",
-            c.schedule, "'");
-  const models::Plan plan =
-      models::plan_gpt({.model = models::gpt_config(c.model),
-                        .layout = {.dp = dp, .tp = c.tp, .pp = c.pp},
-                        .spec = device.spec,
-                        .global_batch = c.batch,
-                        .micro_batch = c.micro_batch,
-                        .seq = c.seq,
-                        .dtype = c.dtype == "bf16" ? DType::bf16 : DType::f32,
-                        .schedule = c.schedule == "gpipe" ? models::PipelineSchedule::gpipe
-                                                          : models::PipelineSchedule::one_f_one_b});
+  const models::Plan plan = models::plan_gpt({.model = models::gpt_config(c.model),
+                                              .layout = {.dp = dp, .tp = c.tp, .pp = c.pp},
+                                              .spec = device.spec,
+                                              .global_batch = c.batch,
+                                              .micro_batch = c.micro_batch,
+                                              .seq = c.seq,
+                                              .dtype = c.dtype == "bf16" ? DType::bf16 : DType::f32,
+                                              .schedule = parse_schedule(c.schedule)});
   if (c.json) {
     std::printf("%s\n", models::to_json_line(plan).c_str());
   } else {

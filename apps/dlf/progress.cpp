@@ -3,13 +3,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <utility>
 
 namespace dlf::app {
 
-Progress::Progress(int64_t first, int64_t total, int64_t every)
+Progress::Progress(int64_t first, int64_t total, int64_t every, std::string unit)
     : first_(first),
       total_(total),
       every_(every < 1 ? 1 : every),
+      unit_(std::move(unit)),
       terminal_(isatty(STDERR_FILENO) != 0),
       start_(std::chrono::steady_clock::now()) {}
 
@@ -24,19 +26,19 @@ std::string Progress::eta(int64_t step) const {
   return buf;
 }
 
-void Progress::update(int64_t step, double loss, double tokens_per_s, const std::string& extra) {
+void Progress::update(int64_t step, double loss, double per_s, const std::string& extra) {
   const bool last = step + 1 == total_;
   if (terminal_) {
     constexpr int kWidth = 30;
     const int filled = static_cast<int>(kWidth * (step + 1) / total_);
-    std::fprintf(stderr, "\r[%s%s] step %ld/%ld  loss %.4f  %.0f tok/s%s  ETA %s \x1b[K",
+    std::fprintf(stderr, "\r[%s%s] step %ld/%ld  loss %.4f  %.0f %s/s%s  ETA %s \x1b[K",
                  std::string(filled, '#').c_str(), std::string(kWidth - filled, '.').c_str(),
-                 static_cast<long>(step + 1), static_cast<long>(total_), loss, tokens_per_s,
+                 static_cast<long>(step + 1), static_cast<long>(total_), loss, per_s, unit_.c_str(),
                  extra.c_str(), eta(step).c_str());
     bar_drawn_ = true;
   } else if ((step + 1) % every_ == 0 || step == first_ || last) {
-    std::fprintf(stderr, "step %ld/%ld  loss %.4f  %.0f tok/s%s  ETA %s\n",
-                 static_cast<long>(step + 1), static_cast<long>(total_), loss, tokens_per_s,
+    std::fprintf(stderr, "step %ld/%ld  loss %.4f  %.0f %s/s%s  ETA %s\n",
+                 static_cast<long>(step + 1), static_cast<long>(total_), loss, per_s, unit_.c_str(),
                  extra.c_str(), eta(step).c_str());
   }
   std::fflush(stderr);

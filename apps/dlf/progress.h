@@ -8,11 +8,12 @@ namespace dlf::app {
 
 class Progress {
  public:
-  /// Steps first..total-1 will be reported; `every` spaces the plain lines.
-  Progress(int64_t first, int64_t total, int64_t every);
-  /// After step `step` (0-based) finished with this loss and tokens/s; `extra` follows them
+  /// Steps first..total-1 will be reported; `every` spaces the plain lines; throughput is in
+  /// `unit`s per second ("tok", "img").
+  Progress(int64_t first, int64_t total, int64_t every, std::string unit);
+  /// After step `step` (0-based) finished with this loss and throughput; `extra` follows them
   /// (the simulated step time and memory).
-  void update(int64_t step, double loss, double tokens_per_s, const std::string& extra = {});
+  void update(int64_t step, double loss, double per_s, const std::string& extra = {});
   /// A line of its own (an evaluation, a checkpoint), not overwritten by the bar.
   void note(const std::string& line);
   void finish();
@@ -20,6 +21,7 @@ class Progress {
  private:
   std::string eta(int64_t step) const;
   int64_t first_, total_, every_;
+  std::string unit_;
   bool terminal_;
   bool bar_drawn_ = false;
   std::chrono::steady_clock::time_point start_;

@@ -41,7 +41,7 @@ double run_eval(const EvalOptions& o) {
   Trained t = load_trained(o.checkpoint);
   if (!o.data.empty()) t.run.data = o.data;
   const nn::data::TextDataset data = open_dataset(t.run);
-  const int64_t seq = sequence_length(t.run, *t.model);
+  const int64_t seq = sequence_length(t.run, t.model->config());
   const double loss = validation_loss(*t.model, data, o.batches, t.run.batch, seq);
   std::printf(
       "%s: validation loss %.4f, perplexity %.2f, %.3f bits per byte (%ld x %ld x %ld tokens)\n",

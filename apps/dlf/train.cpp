@@ -7,28 +7,28 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include <dlf/core/factory.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 #include <dlf/json_line.h>
+#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/checkpoint.h>
-#include <dlf/nn/data/prefetch.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
-#include <dlf/parallel/ddp.h>
 #include <dlf/parallel/launch.h>
+#include <dlf/parallel/mpi.h>
 #include <dlf/parallel/zero.h>
 
 #include "devices.h"
 #include "model_io.h"
 #include "progress.h"
+#include "task.h"
 
 namespace dlf::app {
 namespace {
-
-using nn::data::TextBatch;
 
 // On resume the run continues as the checkpoint describes it; only a new step target (which
 // also stretches the schedule) and the model name (which must agree) come from the command line.
@@ -42,22 +42,12 @@ RunConfig resumed_config(const TrainOptions& o, const nn::Checkpoint& ckpt) {
   return run;
 }
 
-nn::Checkpoint snapshot(const models::GPT& model, nn::NamedTensors optimizer, int64_t step,
-                        const RunConfig& run) {
-  return {.model = model.state_dict(),
-          .optimizer = std::move(optimizer),
-          .step = step,
-          .rng_seed = default_generator().seed(),
-          .rng_offset = default_generator().offset(),
-          .config = to_json(run)};
-}
-
 // Every rank's replica lives in host memory (sim devices keep their data there too): refuse a
 // run whose parameters, gradients and Adam state alone would not fit, before the kernel's OOM
 // killer ends it mid-initialisation.
-void check_host_memory(const std::string& model, int replicas) {
-  const double needed =
-      16.0 * double(models::gpt_parameter_count(models::gpt_config(model))) * replicas;
+void check_host_memory(const RunConfig& run, int replicas) {
+  const std::string& model = run.model;
+  const double needed = 16.0 * double(parameter_count(run)) * replicas;
   const double host = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   DLF_CHECK(needed < host, model, ": ", replicas, " replica(s) need at least ",
             format_bytes(needed), " of host memory for parameters, gradients and Adam state; ",
@@ -69,8 +59,13 @@ void check_host_memory(const std::string& model, int replicas) {
 struct Job {
   const TrainOptions& o;
   const RunConfig& run;
-  const nn::Checkpoint* ckpt;  // resume from this, or null
-  const nn::data::TextDataset& data;
+  parallel::Layout layout;
+  int64_t micro_batch;  // sequences
+  parallel::PipelineSchedule schedule;
+  const nn::Checkpoint* ckpt;       // resume from this, or null
+  const nn::NamedTensors& initial;  // the whole model to start from
+  int64_t parameters;               // the whole model's
+  const TaskData& data;
   std::ofstream& metrics;
 };
 
@@ -91,99 +86,129 @@ SimStep worst_over_ranks(parallel::Communicator& world, SimStep mine) {
 std::string describe(const SimStep& s, int64_t capacity) {
   char text[160];
   std::snprintf(text, sizeof text,
-                "  | sim %.2f ms/step (allreduce %.2f ms, %.2f exposed), peak %s%s%s",
+                "  | sim %.2f ms/step (dp allreduce %.2f ms, %.2f exposed), peak %s%s%s",
                 s.seconds * 1e3, s.comm_seconds * 1e3, s.exposed_comm_seconds * 1e3,
                 format_bytes(s.peak_bytes).c_str(), capacity > 0 ? " of " : "",
                 capacity > 0 ? format_bytes(double(capacity)).c_str() : "");
   return text;
 }
 
-// One rank's training loop. Every rank holds a replica and takes its share of each batch; the
-// lead rank (0) logs, evaluates and saves. Returns the last step's loss over the whole batch.
+std::string describe(const parallel::Layout& l, int micro_batches, int64_t micro_batch,
+                     parallel::PipelineSchedule schedule) {
+  std::string text = "dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp) + " x pp " +
+                     std::to_string(l.pp);
+  if (l.pp > 1 || micro_batches > 1) {
+    text +=
+        ", " + std::to_string(micro_batches) + " micro-batches of " + std::to_string(micro_batch);
+    if (l.pp > 1) text += schedule == parallel::PipelineSchedule::gpipe ? " (GPipe)" : " (1F1B)";
+  }
+  return text;
+}
+
+// One rank's training loop, the same for every model family: its task holds its part of the
+// model and its share of each batch. The lead rank (world rank 0) logs and saves. Returns the
+// last step's loss.
 double train_rank(parallel::Communicator& world, const Job& job) {
   const TrainOptions& o = job.o;
   const RunConfig& run = job.run;
   const bool lead = world.rank() == 0;
-  const int ranks = world.size();
   const Device device = world.device();
   const bool simulated = device.type != DeviceType::cpu;
+  const int64_t first = job.ckpt != nullptr ? job.ckpt->step : 0;
 
-  std::unique_ptr<models::GPT> model = build_model(run);  // seeds this rank's generator
-  model->to(device);
-  const int64_t seq = sequence_length(run, *model);
-  nn::optim::Adam opt =
-      nn::optim::AdamW(nn::optim::decay_groups(model->named_parameters(), run.weight_decay),
-                       {.lr = run.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
-  std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the ranks
-  if (o.zero && ranks > 1) zero.emplace(opt, world);
-  int64_t first = 0;
+  parallel::Mesh mesh(world, job.layout);
+  const std::unique_ptr<RankTask> task = make_task({.run = run,
+                                                    .mesh = mesh,
+                                                    .initial = job.initial,
+                                                    .micro_batch = job.micro_batch,
+                                                    .schedule = job.schedule,
+                                                    .bucket_bytes = o.bucket_mb << 20,
+                                                    .eval_batches = o.eval_batches,
+                                                    .first_step = first},
+                                                   job.data);
+  const nn::NamedTensors params = task->named_parameters();
+  std::vector<Tensor> tensors;
+  for (const auto& [name, p] : params) tensors.push_back(p);
+  nn::optim::Adam opt = nn::optim::AdamW(nn::optim::decay_groups(params, run.weight_decay),
+                                         {.lr = run.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
+  if (o.zero && job.layout.dp > 1) zero.emplace(opt, mesh.dp());
   if (job.ckpt != nullptr) {
-    nn::restore_module(*model, *job.ckpt);
+    const nn::NamedTensors state =
+        nn::optim::state_by_place(opt, task->shard_optimizer_state(job.ckpt->optimizer), params);
     if (zero) {
-      zero->load_state_dict(job.ckpt->optimizer);
+      zero->load_state_dict(state);
     } else {
-      opt.load_state_dict(job.ckpt->optimizer);
+      opt.load_state_dict(state);
     }
     default_generator().manual_seed(job.ckpt->rng_seed);
     default_generator().set_offset(job.ckpt->rng_offset);
-    first = job.ckpt->step;
   }
-  std::optional<parallel::DistributedDataParallel> ddp;
-  if (ranks > 1)
-    ddp.emplace(*model, world, parallel::DDPOptions{.bucket_bytes = o.bucket_mb << 20});
 
   auto record = [&](const JsonLine& line) {
     if (lead && job.metrics.is_open()) job.metrics << line.str() << "\n" << std::flush;
   };
   if (lead) {
-    std::fprintf(stderr, "%s: %.2fM parameters, batch %ld x %ld tokens", run.model.c_str(),
-                 double(model->num_parameters()) / 1e6, static_cast<long>(run.batch),
-                 static_cast<long>(seq));
-    if (ranks > 1) std::fprintf(stderr, " over %d ranks", ranks);
+    std::fprintf(stderr, "%s: %.2fM parameters, batch %s", run.model.c_str(),
+                 double(job.parameters) / 1e6, task->batch_description().c_str());
+    const int micro_batches = int(run.batch / job.layout.dp / job.micro_batch);
+    const std::string layout = describe(job.layout, micro_batches, job.micro_batch, job.schedule);
+    if (world.size() > 1) {
+      std::fprintf(stderr, " over %d ranks (%s)", world.size(), layout.c_str());
+    } else if (micro_batches > 1) {
+      std::fprintf(stderr, " (%s)", layout.c_str());
+    }
     if (simulated) std::fprintf(stderr, " on %s", sim::spec_of(device).name.c_str());
     std::fprintf(stderr, ", %s from step %ld to %ld\n", first > 0 ? "resuming" : "training",
                  static_cast<long>(first), static_cast<long>(run.steps));
   }
   const int64_t warmup =
       run.warmup > 0 ? run.warmup : std::min(std::max<int64_t>(1, run.steps / 20), run.steps - 1);
-  const int64_t rows = run.batch / ranks, row0 = world.rank() * rows;
-  nn::data::Prefetcher<TextBatch> batches(
-      [&](int64_t step) {
-        TextBatch b = job.data.sample(nn::data::Split::train, step, run.batch, seq, run.seed);
-        if (ranks > 1)
-          b = {b.x.narrow(0, row0, rows).contiguous(), b.y.narrow(0, row0, rows).contiguous()};
-        return b;
-      },
-      first);
-  Progress progress(first, run.steps, o.log_every);
-  auto evaluate = [&](int64_t step) {
-    const double val = validation_loss(*model, job.data, o.eval_batches, run.batch, seq);
-    char line[96];
-    std::snprintf(line, sizeof line, "step %ld: validation loss %.4f", static_cast<long>(step),
-                  val);
-    progress.note(line);
-    record(JsonLine().add("step", step).add_exact("val_loss", val));
-  };
-  auto save = [&](int64_t step) {  // every rank: a sharded optimizer state is gathered first
-    nn::NamedTensors state = zero ? zero->consolidated_state_dict() : opt.state_dict();
+  Progress progress(first, run.steps, o.log_every, task->item_unit());
+  auto evaluate = [&](int64_t step) {  // every rank
+    const Evaluation e = task->evaluate();
     if (!lead) return;
-    nn::save_checkpoint(o.checkpoint, snapshot(*model, std::move(state), step, run));
+    char line[160];
+    std::snprintf(line, sizeof line, "step %ld: validation loss %.4f", static_cast<long>(step),
+                  e.loss);
+    std::string text = line;
+    JsonLine json;
+    json.add("step", step).add_exact("val_loss", e.loss);
+    if (!e.metric.empty()) {
+      std::snprintf(line, sizeof line, ", %s %.4f", e.metric.c_str(), e.value);
+      text += line;
+      json.add("val_" + e.metric, e.value);
+    }
+    progress.note(text);
+    record(json);
+  };
+  auto save = [&](int64_t step) {  // every rank: the shards and stages are gathered first
+    const nn::NamedTensors state = zero ? zero->consolidated_state_dict() : opt.state_dict();
+    auto [whole, whole_state] = task->gather_whole(nn::optim::state_by_name(opt, state, params));
+    if (!lead) return;
+    nn::save_checkpoint(o.checkpoint, {.model = std::move(whole),
+                                       .optimizer = std::move(whole_state),
+                                       .step = step,
+                                       .rng_seed = default_generator().seed(),
+                                       .rng_offset = default_generator().offset(),
+                                       .config = to_json(run)});
     progress.note("step " + std::to_string(step) + ": checkpoint saved to " + o.checkpoint);
   };
   auto report = [&](int64_t step, double loss, double norm, double seconds, const SimStep& s) {
-    const double tokens_per_s = double(run.batch * seq) / seconds;
-    progress.update(step, loss, tokens_per_s,
+    const double per_s = task->items_per_step() / seconds;
+    progress.update(step, loss, per_s,
                     simulated ? describe(s, sim::spec_of(device).memory_bytes) : "");
     JsonLine line;
     line.add("step", step + 1)
         .add_exact("loss", loss)
         .add("lr", opt.lr())
         .add("grad_norm", norm)
-        .add("tokens_per_s", tokens_per_s)
+        .add(std::string(task->item_unit()) + "_per_s", per_s)
         .add("step_ms", seconds * 1e3);
     if (simulated) {
       line.add("sim_step_ms", s.seconds * 1e3)
-          .add("sim_tokens_per_s", double(run.batch * seq) / s.seconds)
+          .add(std::string("sim_") + task->item_unit() + "_per_s",
+               task->items_per_step() / s.seconds)
           .add("sim_allreduce_ms", s.comm_seconds * 1e3)
           .add("sim_exposed_allreduce_ms", s.exposed_comm_seconds * 1e3)
           .add("sim_peak_bytes", s.peak_bytes);
@@ -192,7 +217,7 @@ double train_rank(parallel::Communicator& world, const Job& job) {
   };
 
   const int64_t stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps;
-  double loss_value = 0;
+  double loss = 0, my_peak = 0;
   for (int64_t step = first; step < stop; ++step) {
     const auto start = std::chrono::steady_clock::now();
     double sim_start = 0;
@@ -201,17 +226,10 @@ double train_rank(parallel::Communicator& world, const Job& job) {
       allocator_for(device).reset_peak();
     }
     opt.set_lr(nn::optim::warmup_cosine_lr(step, run.lr, warmup, run.steps, run.min_lr));
-    const TextBatch batch = batches.next();
     opt.zero_grad();
-    Tensor loss;
-    {
-      MemoryScope activations(MemoryCategory::activations);
-      loss = model->loss(batch.x.to(device), batch.y.to(device));
-    }
-    loss.backward();
-    if (ddp) ddp->synchronize();
-    const double norm = zero ? zero->clip_grad_norm(model->parameters(), run.grad_clip)
-                             : nn::optim::clip_grad_norm(model->parameters(), run.grad_clip);
+    loss = task->forward_backward();
+    const double norm =
+        zero ? zero->clip_grad_norm(tensors, run.grad_clip) : task->clip_grad_norm(run.grad_clip);
     if (zero) {
       zero->step();
     } else {
@@ -219,34 +237,79 @@ double train_rank(parallel::Communicator& world, const Job& job) {
     }
     SimStep sim_step;
     if (simulated) {
+      const parallel::DistributedDataParallel* ddp = task->ddp();
       sim_step = {sim::timeline(device).now() - sim_start, ddp ? ddp->comm_seconds() : 0,
                   ddp ? ddp->exposed_comm_seconds() : 0,
                   double(allocator_for(device).stats().peak_bytes)};
+      my_peak = std::max(my_peak, sim_step.peak_bytes);
+      if (world.size() > 1) sim_step = worst_over_ranks(world, sim_step);
     }
-    // Logging: the loss over the whole batch and the worst rank's simulated step.
-    Tensor global_loss = loss.detach();
-    if (ranks > 1) {
-      global_loss = global_loss.clone();
-      world.allreduce(global_loss, parallel::ReduceOp::avg);
-      if (simulated) sim_step = worst_over_ranks(world, sim_step);
-    }
-    loss_value = global_loss.item<double>();
     const bool last = step + 1 == stop;
     if (lead) {
-      report(step, loss_value, norm,
+      report(step, loss, norm,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
              sim_step);
-      if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last) evaluate(step + 1);
     }
+    if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last) evaluate(step + 1);
     if (!o.checkpoint.empty() && o.save_every > 0 && (step + 1) % o.save_every == 0 && !last)
       save(step + 1);
   }
-  if (lead) {
-    progress.finish();
-    evaluate(stop);
+  if (lead) progress.finish();
+  if (simulated && job.layout.pp > 1) {  // each stage's peak: the worst of its ranks
+    Tensor peak = full({1}, my_peak, {.dtype = DType::f64, .device = device});
+    mesh.dp().allreduce(peak, parallel::ReduceOp::max);
+    mesh.tp().allreduce(peak, parallel::ReduceOp::max);
+    const std::vector<double> stages = mesh.pp().allgather(peak).to(kCPU).to_vector<double>();
+    if (lead) {
+      std::string text = "peak memory by pipeline stage:";
+      JsonLine line;
+      for (size_t s = 0; s < stages.size(); ++s) {
+        text += (s == 0 ? " " : " | ") + format_bytes(stages[s]);
+        line.add("sim_peak_bytes_stage" + std::to_string(s), stages[s]);
+      }
+      progress.note(text);
+      record(line);
+    }
   }
+  evaluate(stop);
   if (!o.checkpoint.empty()) save(stop);
-  return loss_value;
+  return loss;
+}
+
+// The layout of the run: --dp, --tp and --pp as given (tp and pp 1 when unset, dp the rest of
+// the devices; ZeRO's is data-parallel); with --devices alone, the fastest predicted layout
+// that fits, planned on meta devices of the run's device spec (a100-40gb for cpu ranks).
+parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceArg& device,
+                               int64_t seq, bool print) {
+  if (o.dp > 0 || o.tp > 0 || o.pp > 0 || o.zero || devices == 1) {
+    const int tp = std::max(o.tp, 1), pp = std::max(o.pp, 1);
+    DLF_CHECK(o.dp > 0 || devices % (tp * pp) == 0, "tp ", tp, " x pp ", pp, " = ", tp * pp,
+              " ranks per replica do not divide the ", devices, " devices");
+    const int dp = o.dp > 0 ? o.dp : devices / (tp * pp);
+    DLF_CHECK(dp * tp * pp == devices, "dp ", dp, " x tp ", tp, " x pp ", pp, " = ", dp * tp * pp,
+              " ranks, but there are ", devices, " devices");
+    return {.dp = dp, .tp = tp, .pp = pp};
+  }
+  const SimSpec spec = device.type == DeviceType::cpu ? sim_preset("a100-40gb") : device.spec;
+  const std::vector<models::Plan> plans =
+      models::rank_layouts({.model = models::gpt_config(o.run.model),
+                            .layout = {},
+                            .spec = spec,
+                            .global_batch = o.run.batch,
+                            .seq = seq,
+                            .schedule = parse_schedule(o.schedule)},
+                           devices);
+  if (!print) return plans.front().options.layout;
+  std::fprintf(stderr,
+               "layout planned on %d meta devices of %s (predicted step, peak per device):\n",
+               devices, spec.name.c_str());
+  for (const models::Plan& p : plans) {
+    const parallel::Layout& l = p.options.layout;
+    std::fprintf(stderr, "  dp %d x tp %d x pp %d  %9.2f ms  %10s%s%s\n", l.dp, l.tp, l.pp,
+                 p.step_s * 1e3, format_bytes(double(p.worst.peak_bytes)).c_str(),
+                 p.fits ? "" : "  does not fit", &p == &plans.front() ? "  <- chosen" : "");
+  }
+  return plans.front().options.layout;
 }
 
 }  // namespace
@@ -256,19 +319,61 @@ double run_train(TrainOptions o) {
   std::optional<nn::Checkpoint> ckpt;
   if (o.resume) ckpt = nn::load_checkpoint(o.checkpoint);
   const RunConfig run = ckpt ? resumed_config(o, *ckpt) : o.run;
-  const std::vector<Device> devices = setup_devices(o.devices, o.device);
-  DLF_CHECK(run.batch % o.devices == 0, "--batch ", run.batch, " does not split over --devices ",
-            o.devices, ": each rank takes an equal share, so the batch must be a multiple");
+  o.run = run;
+
+  // The ranks: this process's threads, or one per process under mpirun.
+  const bool mpi = parallel::launched_by_mpi();
+  const int given = o.dp > 0 || o.tp > 0 || o.pp > 0
+                        ? std::max(o.dp, 1) * std::max(o.tp, 1) * std::max(o.pp, 1)
+                        : 0;
+  int ranks = o.devices > 0 ? o.devices : (given > 0 ? given : 1);
+  if (mpi) {
+    DLF_CHECK(o.devices == 0 || o.devices == parallel::mpi_world_size(), "under mpirun every ",
+              "process is one rank: leave out --devices (or give mpirun's -np, ",
+              parallel::mpi_world_size(), "); processes x in-process devices are not supported");
+    DLF_CHECK(o.trace.empty(), "--trace is not supported under mpirun yet: trace one process");
+    ranks = parallel::mpi_world_size();
+  }
+  const DeviceArg device = parse_device_arg(o.device, ranks);
+  const std::vector<Device> devices = setup_devices(ranks, device);
   DLF_CHECK(devices[0].type != DeviceType::meta,
             "dlf train computes: use --device cpu or sim (meta devices are for dlf plan)");
   DLF_CHECK(o.trace.empty() || devices[0].type == DeviceType::sim,
             "--trace records the simulated devices' timelines: use --device sim[:PRESET]");
   DLF_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive");
-  check_host_memory(run.model, o.devices);
-  const nn::data::TextDataset data = open_dataset(run);
+  const models::GPTConfig config = models::gpt_config(run.model);
+  const int64_t seq = sequence_length(run, config);
+  const bool lead = !mpi || parallel::mpi_world_rank() == 0;
+  const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
+  DLF_CHECK(!o.zero || layout.tp * layout.pp == 1,
+            "--zero shards the optimizer state of whole replicas: it does not combine with "
+            "--tp or --pp yet");
+  DLF_CHECK(run.batch % layout.dp == 0, "--batch ", run.batch, " does not split over dp ",
+            layout.dp, ": each replica takes an equal share, so the batch must be a multiple");
+  const int64_t micro =
+      o.micro_batch > 0 ? o.micro_batch : models::default_micro_batch(layout, run.batch);
+  DLF_CHECK(run.batch / layout.dp % micro == 0, "a replica's ", run.batch / layout.dp,
+            " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
+  check_host_memory(run, layout.dp);
+  const TaskData data = load_task_data(run);
+
+  // Every rank starts from the same whole model: the checkpoint's, or one initialised once.
+  nn::NamedTensors initial;
+  if (ckpt) {
+    std::set<std::string> names;
+    for (const auto& [name, t] : ckpt->model) names.insert(name);
+    for (const auto& [name, t] : ckpt->optimizer) {
+      DLF_CHECK(name == "step" || names.contains(name.substr(0, name.rfind('.'))),
+                "--resume: ", o.checkpoint, " has optimizer state '", name,
+                "' for no tensor of the model (a checkpoint of an older dlf?)");
+    }
+    initial = ckpt->model;
+  } else {
+    initial = initial_state(run);
+  }
 
   std::ofstream metrics;
-  if (!o.metrics.empty()) {
+  if (!o.metrics.empty() && lead) {
     const std::filesystem::path parent = std::filesystem::path(o.metrics).parent_path();
     std::error_code ignored;  // a failure shows as the open's error below
     if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
@@ -276,12 +381,26 @@ double run_train(TrainOptions o) {
     DLF_CHECK(metrics.good(), "cannot write the metrics file ", o.metrics);
   }
   if (!o.trace.empty()) trace::start();
-  const Job job{o, run, ckpt ? &*ckpt : nullptr, data, metrics};
+  const Job job{o,
+                run,
+                layout,
+                micro,
+                parse_schedule(o.schedule),
+                ckpt ? &*ckpt : nullptr,
+                initial,
+                parameter_count(run),
+                data,
+                metrics};
   double loss = 0;
-  parallel::run_ranks(devices, [&](parallel::Communicator& world) {
+  auto rank = [&](parallel::Communicator& world) {
     const double l = train_rank(world, job);
     if (world.rank() == 0) loss = l;
-  });
+  };
+  if (mpi) {
+    parallel::run_mpi_rank(devices[parallel::mpi_world_rank()], rank);
+  } else {
+    parallel::run_ranks(devices, rank);
+  }
   if (!o.trace.empty()) {
     trace::stop_and_write(o.trace);
     std::fprintf(stderr, "trace written to %s (open in https://ui.perfetto.dev)\n",

@@ -96,7 +96,7 @@ train --steps 4 --until 2 --devices 2 --device cpu --zero --checkpoint "$tmp/z-s
 train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
   fail "train --devices 4: $(cat "$tmp/log")"
 grep -q "on a100-40gb" "$tmp/log" || fail "--devices 4 is not on sim devices by default"
-grep -q "sim .* ms/step (allreduce" "$tmp/log" || fail "no simulated step report: $(cat "$tmp/log")"
+grep -q "sim .* ms/step (dp allreduce" "$tmp/log" || fail "no simulated step report: $(cat "$tmp/log")"
 grep -q '"sim_step_ms"' "$tmp/dp4.jsonl" || fail "no sim_step_ms in the metrics"
 grep -q '"name":"comm"' "$tmp/trace.json" || fail "trace has no comm track"
 grep -q '"name":"allreduce world ' "$tmp/trace.json" || fail "trace has no allreduce"
@@ -111,12 +111,68 @@ err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --devices 2 --device "si
 [ $? -eq 1 ] || fail "out of memory: expected exit 1"
 last=$(printf '%s\n' "$err" | tail -n 1)
 case "$last" in "dlf: rank "*"is out of memory"*parameters*) ;; *) fail "out of memory message: $err" ;; esac
-expect_error 1 train --model gpt-nano --steps 1 --batch 4 --devices 3
+expect_error 1 train --model gpt-nano --steps 1 --batch 4 --devices 3 --dp 3
 expect_error 1 train --model gpt-nano --steps 1 --device tpu
 expect_error 1 train --model gpt-nano --steps 1 --device sim:b200
 expect_error 1 train --model gpt-nano --steps 1 --device cpu --trace "$tmp/t.json"
 expect_error 2 train --model gpt-nano --steps 1 --devices 0
 expect_error 1 train --model gpt3-175b --steps 1
+
+# dp x tp x pp: the mesh gives one device's losses; --devices alone plans the layout
+train --steps 3 --dp 2 --tp 2 --pp 2 --device cpu --metrics "$tmp/mesh.jsonl" 2>"$tmp/log" ||
+  fail "train --dp 2 --tp 2 --pp 2: $(cat "$tmp/log")"
+grep -q "over 8 ranks (dp 2 x tp 2 x pp 2, 2 micro-batches of 1 (1F1B))" "$tmp/log" ||
+  fail "mesh header: $(cat "$tmp/log")"
+same_losses "$tmp/dp1.jsonl" "$tmp/mesh.jsonl" || fail "dp 2 x tp 2 x pp 2 losses differ from one device's"
+train --steps 3 --pp 2 --schedule gpipe --micro-batch 2 --device cpu --metrics "$tmp/gpipe.jsonl" \
+  2>/dev/null || fail "train --pp 2 --schedule gpipe"
+same_losses "$tmp/dp1.jsonl" "$tmp/gpipe.jsonl" || fail "GPipe losses differ from one device's"
+train --steps 2 --devices 4 --device sim 2>"$tmp/log" || fail "train --devices 4: $(cat "$tmp/log")"
+grep -q "layout planned on 4 meta devices of a100-40gb" "$tmp/log" || fail "no layout plan: $(cat "$tmp/log")"
+grep -q "<- chosen" "$tmp/log" || fail "no chosen layout: $(cat "$tmp/log")"
+train --steps 2 --tp 2 --pp 2 --device sim --trace "$tmp/pp-trace.json" 2>"$tmp/log" ||
+  fail "train --tp 2 --pp 2 on sim: $(cat "$tmp/log")"
+grep -q "peak memory by pipeline stage: .* | " "$tmp/log" || fail "no per-stage peak: $(cat "$tmp/log")"
+grep -q '"name":"send_recv pp ' "$tmp/pp-trace.json" || fail "the pipeline's sends are not in the trace"
+# a checkpoint holds the whole model whatever the layout: resume it in the same layout bit for
+# bit, or in another one
+train --steps 4 --tp 2 --pp 2 --device cpu --checkpoint "$tmp/m-straight" \
+  --metrics "$tmp/m-straight.jsonl" 2>/dev/null || fail "train --tp 2 --pp 2 --checkpoint"
+train --steps 4 --until 2 --tp 2 --pp 2 --device cpu --checkpoint "$tmp/m-stopped" \
+  --metrics "$tmp/m-resumed.jsonl" 2>/dev/null || fail "train --tp 2 --pp 2 --until"
+cp -r "$tmp/m-stopped" "$tmp/m-elsewhere"
+"$dlf" --threads 1 train --model gpt-nano --tp 2 --pp 2 --device cpu --checkpoint "$tmp/m-stopped" \
+  --resume --metrics "$tmp/m-resumed.jsonl" 2>"$tmp/log" || fail "resume --tp 2 --pp 2: $(cat "$tmp/log")"
+[ "$(losses "$tmp/m-straight.jsonl")" = "$(losses "$tmp/m-resumed.jsonl")" ] ||
+  fail "tp/pp resumed losses differ: $(losses "$tmp/m-straight.jsonl" | tr '\n' ' ') vs $(losses "$tmp/m-resumed.jsonl" | tr '\n' ' ')"
+"$dlf" --threads 1 train --model gpt-nano --dp 2 --device cpu --checkpoint "$tmp/m-elsewhere" \
+  --resume --metrics "$tmp/m-elsewhere.jsonl" 2>/dev/null || fail "resume a tp/pp checkpoint with dp 2"
+same_losses <(grep '"loss"' "$tmp/m-straight.jsonl" | tail -n 2) "$tmp/m-elsewhere.jsonl" ||
+  fail "resharded resume differs"
+"$dlf" generate --checkpoint "$tmp/m-straight" --prompt "Hi" --tokens 5 >/dev/null ||
+  fail "generate from a tp/pp checkpoint"
+expect_error 1 train --model gpt-nano --steps 1 --tp 3 --device cpu
+expect_error 1 train --model gpt-nano --steps 1 --pp 4 --device cpu
+expect_error 1 train --model gpt-nano --steps 1 --devices 4 --dp 3
+expect_error 1 train --model gpt-nano --steps 1 --batch 4 --pp 2 --micro-batch 3
+expect_error 1 train --model gpt-nano --steps 1 --tp 2 --zero
+expect_error 1 train --model gpt-nano --steps 1 --pp 2 --schedule zigzag
+
+# MPI: one rank per process gives the in-process run's losses, bit for bit; checkpoints too
+mpi() { mpirun --allow-run-as-root --oversubscribe -np "$1" "$dlf" --threads 1 train --model gpt-nano \
+  --batch 4 --seq 32 --device cpu "${@:2}"; }
+mpi 2 --steps 3 --dp 2 --metrics "$tmp/mpi2.jsonl" >"$tmp/log" 2>&1 || fail "mpirun -np 2: $(cat "$tmp/log")"
+[ "$(losses "$tmp/dp2.jsonl")" = "$(losses "$tmp/mpi2.jsonl")" ] ||
+  fail "mpirun -np 2 losses differ from the in-process dp 2's"
+train --steps 3 --tp 2 --pp 2 --device cpu --metrics "$tmp/tp2pp2.jsonl" 2>/dev/null || fail "tp 2 x pp 2"
+mpi 4 --steps 3 --tp 2 --pp 2 --metrics "$tmp/mpi4.jsonl" --checkpoint "$tmp/mpi-ckpt" >"$tmp/log" 2>&1 ||
+  fail "mpirun -np 4 --tp 2 --pp 2: $(cat "$tmp/log")"
+[ "$(losses "$tmp/tp2pp2.jsonl")" = "$(losses "$tmp/mpi4.jsonl")" ] ||
+  fail "mpirun -np 4 losses differ from the in-process tp 2 x pp 2's"
+"$dlf" eval --checkpoint "$tmp/mpi-ckpt" --batches 1 | grep -q "validation loss" ||
+  fail "eval of a checkpoint written under mpirun"
+err=$(mpi 2 --steps 1 --devices 4 2>&1) && fail "mpirun with --devices 4 per process was accepted"
+grep -q "processes x in-process devices are not supported" <<<"$err" || fail "hybrid refusal: $err"
 
 # plan: GPT-3 175B over 1024 devices on meta devices
 out=$("$dlf" plan --model gpt3-175b --devices 1024 --tp 8 --pp 8 --device sim:h100-80gb --batch 1536 --dtype bf16) ||

@@ -30,6 +30,7 @@ class DistributedGPT {
                  DistributedGPTOptions options = {});
 
   ParallelGPT& module() { return *model_; }
+  const ParallelGPT& module() const { return *model_; }
   const parallel::DistributedDataParallel* ddp() const { return ddp_ ? &*ddp_ : nullptr; }
 
   /// Forward and backward of this replica's rows x, y [b, T] (b a multiple of the

@@ -1,0 +1,79 @@
+// What `dlf train` trains, per model family: one rank's part of the model, its share of each
+// batch, the loss, the evaluation, and the whole state for checkpoints. The training loop
+// (train.cpp) — schedule, clipping, optimizer, logging, checkpoints — is the same for all.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <dlf/nn/data/text_dataset.h>
+#include <dlf/nn/module.h>
+#include <dlf/parallel/ddp.h>
+#include <dlf/parallel/mesh.h>
+#include <dlf/parallel/pipeline.h>
+
+#include "run_config.h"
+
+namespace dlf::app {
+
+/// A task's score on held-out data.
+struct Evaluation {
+  double loss = 0;
+  std::string metric;  ///< what `value` is ("accuracy"); empty: loss only
+  double value = 0;
+};
+
+/// What every rank's task is built from.
+struct TaskSetup {
+  const RunConfig& run;
+  parallel::Mesh& mesh;
+  const nn::NamedTensors& initial;  ///< the whole model's state to start from
+  int64_t micro_batch = 0;          ///< sequences per micro-batch (pipelines)
+  parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
+  int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
+  int64_t eval_batches = 4;
+  int64_t first_step = 0;  ///< where batches start (resume)
+};
+
+class RankTask {
+ public:
+  virtual ~RankTask() = default;
+  /// This rank's parameters, named as the whole model names them.
+  virtual nn::NamedTensors named_parameters() const = 0;
+  /// Forward and backward of this rank's share of the next training batch: afterwards every
+  /// gradient is ready for the optimizer. The batch's mean loss, on every rank.
+  virtual double forward_backward() = 0;
+  /// The global gradient norm (each parameter counted once), clipped to `max_norm`.
+  virtual double clip_grad_norm(double max_norm) = 0;
+  /// The held-out score, the same on every rank (collective).
+  virtual Evaluation evaluate() = 0;
+  /// The whole model and optimizer state (by parameter name) on world rank 0, nothing on the
+  /// others (collective).
+  virtual std::pair<nn::NamedTensors, nn::NamedTensors> gather_whole(
+      const nn::NamedTensors& optimizer_state) = 0;
+  /// This rank's share of a whole optimizer state by parameter name.
+  virtual nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const = 0;
+  /// The data-parallel reducer, for its simulated communication times; null without one.
+  virtual const parallel::DistributedDataParallel* ddp() const = 0;
+  /// What one training step consumes ("8 x 256 tokens") and how many items that is.
+  virtual std::string batch_description() const = 0;
+  virtual double items_per_step() const = 0;
+  virtual const char* item_unit() const = 0;  ///< "tok", "img"
+};
+
+/// The data a run reads, loaded once per process and shared by its ranks.
+struct TaskData {
+  std::optional<nn::data::TextDataset> text;
+};
+TaskData load_task_data(const RunConfig& run);
+
+/// The whole model a run starts from, initialised from the run's seed: its state dict.
+nn::NamedTensors initial_state(const RunConfig& run);
+/// Parameters of the run's model (tied ones once), without building it.
+int64_t parameter_count(const RunConfig& run);
+
+/// The task of the run's model family.
+std::unique_ptr<RankTask> make_task(const TaskSetup& setup, const TaskData& data);
+
+}  // namespace dlf::app
