@@ -1,0 +1,166 @@
+// BERT for masked-language modelling as Hugging Face's BertForMaskedLM builds it: word,
+// position and token-type embeddings, post-LayerNorm encoder layers with bidirectional attention
+// and a GELU (erf) feed-forward, and a prediction head (dense, GELU, LayerNorm) whose decoder is
+// tied to the word embedding. Parameter names and shapes are Hugging Face's
+// (bert.embeddings.word_embeddings.weight, bert.encoder.layer.0.attention.self.query.weight, ...,
+// cls.predictions.bias), so its checkpoints map one to one. No pooler (the MLM model has none),
+// no dropout; LayerNorm eps 1e-12.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dlf/core/random.h>
+#include <dlf/nn/containers.h>
+#include <dlf/nn/linear.h>
+#include <dlf/nn/normalization.h>
+
+namespace dlf::models {
+
+struct BertConfig {
+  std::string name;
+  int64_t vocab = 256;
+  int64_t max_positions = 512;
+  int64_t type_vocab = 2;
+  int64_t layers = 2;
+  int64_t heads = 2;
+  int64_t dim = 128;
+  int64_t ffn = 512;
+  DType dtype = DType::f32;
+};
+
+/// bert-tiny, bert-mini (byte-level, 3.4M parameters) and bert-base (Devlin et al. 2019's
+/// sizes over bytes).
+const std::vector<BertConfig>& bert_configs();
+/// The config named `name`; a dlf::Error lists the known names otherwise.
+BertConfig bert_config(const std::string& name);
+
+/// The [MASK] token of byte-level BERT: byte 0 never occurs in text.
+constexpr int64_t kMaskToken = 0;
+
+/// word + position + token-type (0) embeddings, then LayerNorm.
+class BertEmbeddings : public nn::Module {
+ public:
+  explicit BertEmbeddings(const BertConfig& config);
+  /// Token ids [B, T] -> [B, T, dim].
+  Tensor forward(const Tensor& ids) const;
+
+  std::shared_ptr<nn::Embedding> word_embeddings, position_embeddings, token_type_embeddings;
+  std::shared_ptr<nn::LayerNorm> norm;  ///< "LayerNorm"
+};
+
+/// query, key and value projections; the heads attend to every position (fused kernel).
+class BertSelfAttention : public nn::Module {
+ public:
+  explicit BertSelfAttention(const BertConfig& config);
+  /// x [B, T, dim] -> the heads' outputs side by side, [B, T, dim].
+  Tensor forward(const Tensor& x) const;
+
+  std::shared_ptr<nn::Linear> query, key, value;
+  int64_t heads;
+};
+
+/// LayerNorm(dense(h) + residual): Hugging Face's BertSelfOutput and BertOutput.
+class BertResidualNorm : public nn::Module {
+ public:
+  BertResidualNorm(int64_t in, const BertConfig& config);
+  Tensor forward(const Tensor& h, const Tensor& residual) const;
+
+  std::shared_ptr<nn::Linear> dense;
+  std::shared_ptr<nn::LayerNorm> norm;  ///< "LayerNorm"
+};
+
+/// self-attention, then its residual LayerNorm ("output").
+class BertAttention : public nn::Module {
+ public:
+  explicit BertAttention(const BertConfig& config);
+  Tensor forward(const Tensor& x) const;
+
+  std::shared_ptr<BertSelfAttention> self;
+  std::shared_ptr<BertResidualNorm> output;
+};
+
+/// GELU (erf) of a dense layer to ffn units.
+class BertIntermediate : public nn::Module {
+ public:
+  explicit BertIntermediate(const BertConfig& config);
+  Tensor forward(const Tensor& x) const;
+
+  std::shared_ptr<nn::Linear> dense;
+};
+
+/// attention, intermediate, output: post-LayerNorm.
+class BertLayer : public nn::Module {
+ public:
+  explicit BertLayer(const BertConfig& config);
+  Tensor forward(const Tensor& x) const;
+
+  std::shared_ptr<BertAttention> attention;
+  std::shared_ptr<BertIntermediate> intermediate;
+  std::shared_ptr<BertResidualNorm> output;
+};
+
+/// encoder.layer.{i}.
+class BertEncoder : public nn::Module {
+ public:
+  explicit BertEncoder(const BertConfig& config);
+  Tensor forward(const Tensor& x) const;
+
+  std::shared_ptr<nn::ModuleList<BertLayer>> layer;
+};
+
+/// The trunk, named `bert` in the model: embeddings, then the encoder.
+class BertModel : public nn::Module {
+ public:
+  explicit BertModel(const BertConfig& config);
+  /// Token ids [B, T] -> the last layer's output [B, T, dim].
+  Tensor forward(const Tensor& ids) const;
+
+  std::shared_ptr<BertEmbeddings> embeddings;
+  std::shared_ptr<BertEncoder> encoder;
+};
+
+/// LayerNorm(GELU(dense(h))).
+class BertPredictionHeadTransform : public nn::Module {
+ public:
+  explicit BertPredictionHeadTransform(const BertConfig& config);
+  Tensor forward(const Tensor& h) const;
+
+  std::shared_ptr<nn::Linear> dense;
+  std::shared_ptr<nn::LayerNorm> norm;  ///< "LayerNorm"
+};
+
+/// cls.predictions: the transform, then the decoder, whose weight is the word embedding (tied,
+/// named `decoder.weight` too, as in Hugging Face's state_dict) and whose bias is `bias`.
+class BertLMPredictionHead : public nn::Module {
+ public:
+  BertLMPredictionHead(const BertConfig& config, const Tensor& word_embeddings);
+  /// Hidden states [..., dim] -> logits [..., vocab].
+  Tensor forward(const Tensor& h) const;
+
+  Tensor bias;
+  std::shared_ptr<BertPredictionHeadTransform> transform;
+  Tensor decoder_weight;
+};
+
+class BertForMaskedLM : public nn::Module {
+ public:
+  /// Initialised as Hugging Face does (weights N(0, 0.02), biases 0, LayerNorm 1 and 0),
+  /// drawing from `gen` (the default generator if null).
+  explicit BertForMaskedLM(BertConfig config, Generator* gen = nullptr);
+
+  /// Token ids [B, T] (T <= max_positions, token type 0) -> logits [B, T, vocab].
+  Tensor forward(const Tensor& ids) const;
+  /// Mean cross-entropy over the positions whose label [B, T] is not -100. The head runs on
+  /// those positions only: the same loss and gradients as on forward(ids), for less work.
+  Tensor loss(const Tensor& ids, const Tensor& labels) const;
+
+  const BertConfig& config() const { return config_; }
+  std::shared_ptr<BertModel> bert;
+  std::shared_ptr<BertLMPredictionHead> predictions;  ///< "cls.predictions"
+
+ private:
+  BertConfig config_;
+};
+
+}  // namespace dlf::models

@@ -1,0 +1,225 @@
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/core/factory.h>
+#include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/nn_ops.h>
+#include <dlf/models/bert.h>
+#include <dlf/nn/init.h>
+
+#include <algorithm>
+
+namespace dlf::models {
+namespace {
+
+constexpr double kLayerNormEps = 1e-12;
+
+std::shared_ptr<nn::Linear> dense_layer(int64_t in, int64_t out, const BertConfig& c) {
+  return std::make_shared<nn::Linear>(in, out, nn::LinearOptions{.dtype = c.dtype});
+}
+
+std::shared_ptr<nn::LayerNorm> layer_norm(const BertConfig& c) {
+  return std::make_shared<nn::LayerNorm>(c.dim, kLayerNormEps, true, c.dtype);
+}
+
+// GELU (erf) of dense(x). As in nn::MLP: with autograd on, the activation runs as its own op so
+// backward has the matmul's output; without, it runs in the matmul's epilogue.
+Tensor dense_gelu(const nn::Linear& dense, const Tensor& x) {
+  return autograd::grad_enabled() ? gelu(dense.forward(x), GeluApproximation::erf)
+                                  : dense.forward(x, Activation::gelu_erf);
+}
+
+// cls.predictions.decoder: the word embedding and cls.predictions.bias under their tied names.
+struct TiedDecoder : nn::Module {
+  TiedDecoder(const Tensor& weight, const Tensor& bias) {
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
+  }
+};
+
+// `cls`, which holds `predictions` only.
+struct OnlyMLMHead : nn::Module {
+  explicit OnlyMLMHead(std::shared_ptr<BertLMPredictionHead> predictions) {
+    register_module("predictions", std::move(predictions));
+  }
+};
+
+void check_ids(const Tensor& ids, const BertConfig& c) {
+  DLF_CHECK(ids.dim() == 2, "BERT: expected token ids [B, T], got ", shape_str(ids.shape()));
+  DLF_CHECK(ids.size(1) >= 1 && ids.size(1) <= c.max_positions, "BERT '", c.name,
+            "': sequence length ", ids.size(1), " is outside 1..", c.max_positions,
+            " (max_positions)");
+}
+
+}  // namespace
+
+// Hidden sizes after Devlin et al. 2019 (tiny and mini as in Turc et al. 2019's small BERTs),
+// over bytes: vocabulary 256, 512 positions.
+const std::vector<BertConfig>& bert_configs() {
+  static const std::vector<BertConfig> configs = {
+      {.name = "bert-tiny", .layers = 2, .heads = 2, .dim = 128, .ffn = 512},
+      {.name = "bert-mini", .layers = 4, .heads = 4, .dim = 256, .ffn = 1024},
+      {.name = "bert-base", .layers = 12, .heads = 12, .dim = 768, .ffn = 3072},
+  };
+  return configs;
+}
+
+BertConfig bert_config(const std::string& name) {
+  const auto& configs = bert_configs();
+  auto it = std::find_if(configs.begin(), configs.end(),
+                         [&](const BertConfig& c) { return c.name == name; });
+  if (it != configs.end()) return *it;
+  std::string known;
+  for (const auto& c : configs) known += (known.empty() ? "" : ", ") + c.name;
+  throw Error("unknown BERT model '" + name + "'; known: " + known);
+}
+
+BertEmbeddings::BertEmbeddings(const BertConfig& c)
+    : word_embeddings(register_module("word_embeddings",
+                                      std::make_shared<nn::Embedding>(c.vocab, c.dim, c.dtype))),
+      position_embeddings(register_module(
+          "position_embeddings", std::make_shared<nn::Embedding>(c.max_positions, c.dim, c.dtype))),
+      token_type_embeddings(register_module(
+          "token_type_embeddings", std::make_shared<nn::Embedding>(c.type_vocab, c.dim, c.dtype))),
+      norm(register_module("LayerNorm", layer_norm(c))) {}
+
+Tensor BertEmbeddings::forward(const Tensor& ids) const {
+  const int64_t T = ids.size(1);
+  const TensorOptions index{.dtype = DType::i64, .device = ids.device()};
+  // Position and token-type rows are summed once, [T, dim], and broadcast over the batch.
+  const Tensor per_position = position_embeddings->forward(arange(double(T), index)) +
+                              token_type_embeddings->forward(zeros({T}, index));
+  return norm->forward(word_embeddings->forward(ids) + per_position);
+}
+
+BertSelfAttention::BertSelfAttention(const BertConfig& c)
+    : query(register_module("query", dense_layer(c.dim, c.dim, c))),
+      key(register_module("key", dense_layer(c.dim, c.dim, c))),
+      value(register_module("value", dense_layer(c.dim, c.dim, c))),
+      heads(c.heads) {}
+
+Tensor BertSelfAttention::forward(const Tensor& x) const {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / heads;
+  // [B, T, C] -> strided [B, H, T, hd] views: the attention kernel reads them in place.
+  auto split_heads = [&](const nn::Linear& proj) {
+    return proj.forward(x).view({B, T, heads, hd}).transpose(1, 2);
+  };
+  const Tensor y = scaled_dot_product_attention(split_heads(*query), split_heads(*key),
+                                                split_heads(*value), /*causal=*/false);
+  return y.transpose(1, 2).reshape({B, T, C});
+}
+
+BertResidualNorm::BertResidualNorm(int64_t in, const BertConfig& c)
+    : dense(register_module("dense", dense_layer(in, c.dim, c))),
+      norm(register_module("LayerNorm", layer_norm(c))) {}
+
+Tensor BertResidualNorm::forward(const Tensor& h, const Tensor& residual) const {
+  return norm->forward(dense->forward(h) + residual);
+}
+
+BertAttention::BertAttention(const BertConfig& c)
+    : self(register_module("self", std::make_shared<BertSelfAttention>(c))),
+      output(register_module("output", std::make_shared<BertResidualNorm>(c.dim, c))) {}
+
+Tensor BertAttention::forward(const Tensor& x) const {
+  return output->forward(self->forward(x), x);
+}
+
+BertIntermediate::BertIntermediate(const BertConfig& c)
+    : dense(register_module("dense", dense_layer(c.dim, c.ffn, c))) {}
+
+Tensor BertIntermediate::forward(const Tensor& x) const { return dense_gelu(*dense, x); }
+
+BertLayer::BertLayer(const BertConfig& c)
+    : attention(register_module("attention", std::make_shared<BertAttention>(c))),
+      intermediate(register_module("intermediate", std::make_shared<BertIntermediate>(c))),
+      output(register_module("output", std::make_shared<BertResidualNorm>(c.ffn, c))) {}
+
+Tensor BertLayer::forward(const Tensor& x) const {
+  const Tensor a = attention->forward(x);
+  return output->forward(intermediate->forward(a), a);
+}
+
+BertEncoder::BertEncoder(const BertConfig& c)
+    : layer(register_module("layer", std::make_shared<nn::ModuleList<BertLayer>>())) {
+  for (int64_t i = 0; i < c.layers; ++i) layer->push_back(std::make_shared<BertLayer>(c));
+}
+
+Tensor BertEncoder::forward(const Tensor& x) const {
+  Tensor h = x;
+  for (const auto& l : *layer) h = l->forward(h);
+  return h;
+}
+
+BertModel::BertModel(const BertConfig& c)
+    : embeddings(register_module("embeddings", std::make_shared<BertEmbeddings>(c))),
+      encoder(register_module("encoder", std::make_shared<BertEncoder>(c))) {}
+
+Tensor BertModel::forward(const Tensor& ids) const {
+  return encoder->forward(embeddings->forward(ids));
+}
+
+BertPredictionHeadTransform::BertPredictionHeadTransform(const BertConfig& c)
+    : dense(register_module("dense", dense_layer(c.dim, c.dim, c))),
+      norm(register_module("LayerNorm", layer_norm(c))) {}
+
+Tensor BertPredictionHeadTransform::forward(const Tensor& h) const {
+  return norm->forward(dense_gelu(*dense, h));
+}
+
+BertLMPredictionHead::BertLMPredictionHead(const BertConfig& c, const Tensor& word_embeddings)
+    : bias(register_parameter("bias", zeros({c.vocab}, {.dtype = c.dtype}))),
+      transform(register_module("transform", std::make_shared<BertPredictionHeadTransform>(c))),
+      decoder_weight(word_embeddings) {
+  register_module("decoder", std::make_shared<TiedDecoder>(decoder_weight, bias));
+}
+
+Tensor BertLMPredictionHead::forward(const Tensor& h) const {
+  return linear(transform->forward(h), decoder_weight, bias);
+}
+
+BertForMaskedLM::BertForMaskedLM(BertConfig config, Generator* gen) : config_(std::move(config)) {
+  const BertConfig& c = config_;
+  DLF_CHECK(c.vocab > 0 && c.max_positions > 0 && c.type_vocab > 0 && c.layers > 0 && c.heads > 0 &&
+                c.dim % c.heads == 0 && c.ffn > 0,
+            "BERT '", c.name, "': bad config (vocab ", c.vocab, ", max_positions ", c.max_positions,
+            ", type_vocab ", c.type_vocab, ", layers ", c.layers, ", heads ", c.heads, ", dim ",
+            c.dim, ", ffn ", c.ffn, ")");
+  bert = register_module("bert", std::make_shared<BertModel>(c));
+  predictions =
+      std::make_shared<BertLMPredictionHead>(c, bert->embeddings->word_embeddings->weight);
+  register_module("cls", std::make_shared<OnlyMLMHead>(predictions));
+  for (const auto& [name, p] : named_parameters()) {
+    if (name.find("LayerNorm") != std::string::npos) continue;  // gains 1, shifts 0
+    if (p.dim() < 2) {
+      nn::init::zeros_(p);
+    } else {
+      nn::init::normal_(p, 0, 0.02, gen);
+    }
+  }
+}
+
+Tensor BertForMaskedLM::forward(const Tensor& ids) const {
+  check_ids(ids, config_);
+  return predictions->forward(bert->forward(ids));
+}
+
+Tensor BertForMaskedLM::loss(const Tensor& ids, const Tensor& labels) const {
+  check_ids(ids, config_);
+  DLF_CHECK(labels.shape() == ids.shape(), "BERT: labels ", shape_str(labels.shape()),
+            " do not match the tokens ", shape_str(ids.shape()));
+  // The labelled positions (flattened) and their labels, gathered on the host.
+  const Tensor flat = labels.to(kCPU).to(DType::i64).contiguous();
+  const int64_t* l = flat.data<int64_t>();
+  std::vector<int64_t> rows, targets;
+  for (int64_t i = 0; i < flat.numel(); ++i) {
+    if (l[i] == -100) continue;
+    rows.push_back(i);
+    targets.push_back(l[i]);
+  }
+  DLF_CHECK(!rows.empty(), "BERT: every label is -100, so no position has a token to predict");
+  const Tensor hidden = bert->forward(ids).view({-1, config_.dim});
+  // embedding() gathers the rows; its backward scatters their gradients back into `hidden`.
+  const Tensor picked = embedding(hidden, from_vector(rows).to(ids.device()));
+  return cross_entropy(predictions->forward(picked), from_vector(targets).to(ids.device()));
+}
+
+}  // namespace dlf::models
