@@ -209,9 +209,10 @@ Tensor BertForMaskedLM::loss(const Tensor& ids, const Tensor& labels) const {
   // The labelled positions (flattened) and their labels, gathered on the host.
   const Tensor flat = labels.to(kCPU).to(DType::i64).contiguous();
   const int64_t* l = flat.data<int64_t>();
+  const int64_t ignore = CrossEntropyOptions{}.ignore_index;
   std::vector<int64_t> rows, targets;
   for (int64_t i = 0; i < flat.numel(); ++i) {
-    if (l[i] == -100) continue;
+    if (l[i] == ignore) continue;
     rows.push_back(i);
     targets.push_back(l[i]);
   }

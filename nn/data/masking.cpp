@@ -1,12 +1,13 @@
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/nn_ops.h>
 #include <dlf/core/ops/reduce.h>
 #include <dlf/nn/data/masking.h>
 
 namespace dlf::nn::data {
 
 namespace {
-constexpr int64_t kIgnore = -100;  // cross_entropy's ignore_index
+const int64_t kIgnore = CrossEntropyOptions{}.ignore_index;  // -100
 }  // namespace
 
 MaskedBatch mask_tokens(const Tensor& tokens, Generator& gen, int64_t mask_token, int64_t vocab,
