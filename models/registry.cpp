@@ -48,7 +48,20 @@ int64_t gpt_parameter_count(const GPTConfig& c) {
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const auto& c : gpt_configs()) names.push_back(c.name);
+  for (const auto& c : bert_configs()) names.push_back(c.name);
   return names;
+}
+
+ModelFamily model_family(const std::string& name) {
+  auto named = [&](const auto& configs) {
+    return std::any_of(configs.begin(), configs.end(),
+                       [&](const auto& c) { return c.name == name; });
+  };
+  if (named(gpt_configs())) return ModelFamily::gpt;
+  if (named(bert_configs())) return ModelFamily::bert;
+  std::string known;
+  for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+  throw Error("unknown model '" + name + "'; known models: " + known);
 }
 
 GPTConfig gpt_config(const std::string& name) {
@@ -56,9 +69,8 @@ GPTConfig gpt_config(const std::string& name) {
   auto it = std::find_if(configs.begin(), configs.end(),
                          [&](const GPTConfig& c) { return c.name == name; });
   if (it != configs.end()) return *it;
-  std::string known;
-  for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error("unknown model '" + name + "'; known models: " + known);
+  model_family(name);  // throws for a name no family has
+  throw Error("'" + name + "' is not a GPT model");
 }
 
 }  // namespace dlf::models

@@ -37,7 +37,9 @@ const CLI::Validator kModelName(
 void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
   cmd = app.add_subcommand("train", "Train a model on text (the fortunes corpus by default)");
   dlf::app::RunConfig& r = o.run;
-  cmd->add_option("--model", r.model, "model name: gpt-nano, gpt-mini, gpt-small, gpt-medium")
+  cmd->add_option("--model", r.model,
+                  "model name: gpt-nano, gpt-mini, gpt-small, gpt-medium, bert-tiny, bert-mini, "
+                  "bert-base")
       ->check(kModelName)
       ->capture_default_str();
   cmd->add_option("--data", r.data, "text files or folders (default: /usr/share/games/fortunes)");
@@ -46,9 +48,10 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_option("--until", o.until, "stop after this step and checkpoint, as if interrupted")
       ->check(kPositive);
-  cmd->add_option("--batch", r.batch, "sequences per step")
-      ->check(kPositive)
-      ->capture_default_str();
+  r.batch = 0;  // the model's own unless given
+  cmd->add_option("--batch", r.batch,
+                  "sequences or images per step (default: 8 for GPT, 16 for BERT)")
+      ->check(kPositive);
   cmd->add_option("--seq", r.seq, "tokens per sequence (default: the model's context)")
       ->check(kPositive);
   cmd->add_option("--lr", r.lr, "peak learning rate (AdamW, warmup then cosine)")

@@ -70,8 +70,10 @@ TaskData load_task_data(const RunConfig& run);
 
 /// The whole model a run starts from, initialised from the run's seed: its state dict.
 nn::NamedTensors initial_state(const RunConfig& run);
-/// Parameters of the run's model (tied ones once), without building it.
+/// Parameters of the run's model (tied ones once), without building a big one.
 int64_t parameter_count(const RunConfig& run);
+/// Sequences (or images) per step when the command line gives none: the peer's batch.
+int64_t default_batch(const std::string& model);
 
 /// The task of the run's model family.
 std::unique_ptr<RankTask> make_task(const TaskSetup& setup, const TaskData& data);

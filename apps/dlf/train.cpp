@@ -277,11 +277,13 @@ double train_rank(parallel::Communicator& world, const Job& job) {
 }
 
 // The layout of the run: --dp, --tp and --pp as given (tp and pp 1 when unset, dp the rest of
-// the devices; ZeRO's is data-parallel); with --devices alone, the fastest predicted layout
-// that fits, planned on meta devices of the run's device spec (a100-40gb for cpu ranks).
+// the devices; ZeRO's and the non-GPT models' are data-parallel); with --devices alone, the
+// fastest predicted layout that fits, planned on meta devices of the run's device spec
+// (a100-40gb for cpu ranks).
 parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceArg& device,
                                int64_t seq, bool print) {
-  if (o.dp > 0 || o.tp > 0 || o.pp > 0 || o.zero || devices == 1) {
+  const bool gpt = models::model_family(o.run.model) == models::ModelFamily::gpt;
+  if (o.dp > 0 || o.tp > 0 || o.pp > 0 || o.zero || devices == 1 || !gpt) {
     const int tp = std::max(o.tp, 1), pp = std::max(o.pp, 1);
     DLF_CHECK(o.dp > 0 || devices % (tp * pp) == 0, "tp ", tp, " x pp ", pp, " = ", tp * pp,
               " ranks per replica do not divide the ", devices, " devices");
@@ -318,7 +320,8 @@ double run_train(TrainOptions o) {
   DLF_CHECK(!o.resume || !o.checkpoint.empty(), "--resume needs --checkpoint DIR");
   std::optional<nn::Checkpoint> ckpt;
   if (o.resume) ckpt = nn::load_checkpoint(o.checkpoint);
-  const RunConfig run = ckpt ? resumed_config(o, *ckpt) : o.run;
+  RunConfig run = ckpt ? resumed_config(o, *ckpt) : o.run;
+  if (run.batch == 0) run.batch = default_batch(run.model);
   o.run = run;
 
   // The ranks: this process's threads, or one per process under mpirun.
@@ -341,8 +344,8 @@ double run_train(TrainOptions o) {
   DLF_CHECK(o.trace.empty() || devices[0].type == DeviceType::sim,
             "--trace records the simulated devices' timelines: use --device sim[:PRESET]");
   DLF_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive");
-  const models::GPTConfig config = models::gpt_config(run.model);
-  const int64_t seq = sequence_length(run, config);
+  const bool gpt = models::model_family(run.model) == models::ModelFamily::gpt;
+  const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
   DLF_CHECK(!o.zero || layout.tp * layout.pp == 1,

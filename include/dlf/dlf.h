@@ -29,6 +29,7 @@
 #include <dlf/device/trace.h>
 #include <dlf/error.h>
 #include <dlf/json_line.h>
+#include <dlf/models/bert.h>
 #include <dlf/models/gpt.h>
 #include <dlf/models/gpt_distributed.h>
 #include <dlf/models/gpt_parallel.h>
@@ -39,6 +40,7 @@
 #include <dlf/nn/containers.h>
 #include <dlf/nn/conv.h>
 #include <dlf/nn/data/idx.h>
+#include <dlf/nn/data/masking.h>
 #include <dlf/nn/data/prefetch.h>
 #include <dlf/nn/data/text_dataset.h>
 #include <dlf/nn/functional.h>

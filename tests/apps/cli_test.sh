@@ -158,6 +158,23 @@ expect_error 1 train --model gpt-nano --steps 1 --batch 4 --pp 2 --micro-batch 3
 expect_error 1 train --model gpt-nano --steps 1 --tp 2 --zero
 expect_error 1 train --model gpt-nano --steps 1 --pp 2 --schedule zigzag
 
+# BERT: masked LM on the same text, reporting masked-byte accuracy; dp 2 gives one device's
+# losses (each replica's loss weighted by its share of the masked bytes); resume is exact
+bert() { "$dlf" --threads 1 train --model bert-tiny --batch 8 --seq 64 "$@"; }
+bert --steps 3 --metrics "$tmp/bert1.jsonl" 2>"$tmp/log" || fail "train bert-tiny: $(cat "$tmp/log")"
+grep -q "validation loss .*, masked_accuracy 0\.[0-9]" "$tmp/log" || fail "no masked accuracy: $(cat "$tmp/log")"
+bert --steps 3 --devices 2 --device cpu --metrics "$tmp/bert2.jsonl" 2>/dev/null || fail "bert dp 2"
+same_losses "$tmp/bert1.jsonl" "$tmp/bert2.jsonl" || fail "bert dp=2 losses differ from one device's"
+bert --steps 4 --checkpoint "$tmp/b-straight" --metrics "$tmp/b-straight.jsonl" 2>/dev/null ||
+  fail "bert --checkpoint"
+bert --steps 4 --until 2 --checkpoint "$tmp/b-stopped" --metrics "$tmp/b-resumed.jsonl" 2>/dev/null ||
+  fail "bert --until"
+"$dlf" --threads 1 train --model bert-tiny --checkpoint "$tmp/b-stopped" --resume \
+  --metrics "$tmp/b-resumed.jsonl" 2>/dev/null || fail "bert --resume"
+[ "$(losses "$tmp/b-straight.jsonl")" = "$(losses "$tmp/b-resumed.jsonl")" ] || fail "bert resumed losses differ"
+expect_error 1 train --model bert-tiny --steps 1 --tp 2 --device cpu
+expect_error 1 generate --checkpoint "$tmp/b-straight" --prompt hi
+
 # MPI: one rank per process gives the in-process run's losses, bit for bit; checkpoints too
 mpi() { mpirun --allow-run-as-root --oversubscribe -np "$1" "$dlf" --threads 1 train --model gpt-nano \
   --batch 4 --seq 32 --device cpu "${@:2}"; }

@@ -3,12 +3,17 @@
 #include <string>
 #include <vector>
 
+#include <dlf/models/bert.h>
 #include <dlf/models/gpt.h>
 
 namespace dlf::models {
 
-/// Every registered name, in a stable order.
+enum class ModelFamily { gpt, bert };
+
+/// Every registered name, in a stable order: the GPTs, then the BERTs.
 std::vector<std::string> model_names();
+/// The family of a registered model; a dlf::Error lists the known names otherwise.
+ModelFamily model_family(const std::string& name);
 /// The config registered as `name`; a dlf::Error lists the known names otherwise.
 GPTConfig gpt_config(const std::string& name);
 /// Parameters of a GPT of this config without building it (the head is tied to wte).
