@@ -3,7 +3,7 @@ function(dlf_add_test_binary floor)
   file(GLOB _src CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${floor}/*.cpp)
   set(target test_${floor})
   add_executable(${target} ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp ${_src})
-  target_link_libraries(${target} PRIVATE dlf::dlf doctest::doctest ZLIB::ZLIB)  # zlib: IDX test files
+  target_link_libraries(${target} PRIVATE dlf::dlf doctest::doctest ZLIB::ZLIB PNG::PNG)  # IDX, PNG test files
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/tests)
   dlf_project_flags(${target})
 endfunction()

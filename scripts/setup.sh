@@ -8,7 +8,7 @@ packages=(
   g++ cmake make pkg-config git ca-certificates
   # libraries
   libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libcereal-dev libcli11-dev
-  libhdf5-dev zlib1g-dev doctest-dev
+  libhdf5-dev zlib1g-dev libpng-dev doctest-dev
   # MPI backend of the communicator (mpirun)
   libopenmpi-dev openmpi-bin
   # data: the default text corpus and Fashion-MNIST
