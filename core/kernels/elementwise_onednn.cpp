@@ -29,19 +29,18 @@ template <typename Primitive, size_t N>
 using MaybePrepared = std::optional<Prepared<Primitive, N>>;
 
 /// The descriptor of `t` seen from `shape` (which it broadcasts to): broadcast dims get size 1,
-/// and size-1 dims a stride past the data so that oneDNN sees no overlap.
+/// and every size-1 dim the stride a dense layout gives it (stride · size of the next dim).
+/// oneDNN 2.6's broadcasting binary kernels misread other strides there: a [4, 1, 3, 3]
+/// tensor times a scalar came out wrong when its size-1 dim had a stride past the data.
 memory::desc broadcast_desc(const Tensor& t, const Shape& shape) {
   const std::vector<int64_t> byte_strides = broadcast_byte_strides(t, shape);
   const auto elem = static_cast<int64_t>(dtype_size(t.dtype()));
   memory::dims dims(shape.size()), strides(shape.size());
-  int64_t extent = 1;
-  for (size_t d = 0; d < shape.size(); ++d) {
+  for (size_t d = shape.size(); d-- > 0;) {
     dims[d] = byte_strides[d] == 0 ? 1 : shape[d];
-    strides[d] = byte_strides[d] / elem;
-    if (dims[d] > 1) extent = std::max(extent, strides[d] * dims[d]);
-  }
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (dims[d] == 1) strides[d] = extent;
+    strides[d] = dims[d] > 1            ? byte_strides[d] / elem
+                 : d + 1 < shape.size() ? strides[d + 1] * dims[d + 1]
+                                        : 1;
   }
   if (dims.empty()) dims = strides = {1};
   return memory::desc(dims, onednn_type(t.dtype()), strides);

@@ -129,6 +129,8 @@ TEST_CASE("broadcasting: [2,3]+[3], [2,1]*[1,3], scalar-shaped operands, src0 br
     {"[] + [2,3]",    [](const In& x) { return x[0] + x[1]; }, {scalar, m}, {3, 4, 5, 6, 7, 8}},
     {"[2,3] / []",    [](const In& x) { return x[0] / x[1]; }, {m, scalar}, {0.5, 1, 1.5, 2, 2.5, 3}},
     {"[] * []",       [](const In& x) { return x[0] * x[1]; }, {scalar, scalar}, {4}, {}},
+    {"[3,1,2] * 2",   [](const In& x) { return x[0] * 2.0; }, {f64({1, 2, 3, 4, 5, 6}, {3, 1, 2})},
+                                                                           {2, 4, 6, 8, 10, 12}, {3, 1, 2}},
     {"lt [3] vs [2,3]", [](const In& x) { return lt(x[0], x[1]); }, {f64({2, 3, 4}, {3}), m},
                                                                            {0, 0, 0, 1, 1, 1}, {2, 3}, kExact},
     {"where [2,1], [3], []", [](const In& x) { return where(x[0], x[1], x[2]); },
