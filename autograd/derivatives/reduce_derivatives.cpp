@@ -100,6 +100,14 @@ Grads layer_norm_backward(const BackwardContext& c) {
 Grads group_norm_backward(const BackwardContext& c) {
   const Tensor& x = c.input(0);
   const int64_t groups = c.attrs().i("groups");
+  if (!grad_enabled()) {  // first order: one fused pass
+    static const OpDef& fused = find_op("group_norm_backward");
+    std::vector<Tensor> g = dispatch(
+        fused, {c.grad(0), x, c.has_input(1) ? c.input(1) : Tensor(), c.output(1), c.output(2)},
+        {{"groups", groups}});
+    return {c.needs_grad(0) ? g[0] : Tensor(), c.needs_grad(1) ? g[1] : Tensor(),
+            c.needs_grad(2) ? g[2] : Tensor()};
+  }
   const int64_t batch = x.shape()[0], channels = x.shape()[1];
   const Shape grouped{batch, groups, x.numel() / (batch * groups)};
   const Tensor xr = x.reshape(grouped);
@@ -160,6 +168,7 @@ Grads group_norm_backward(const BackwardContext& c) {
                        return {g - exp(c.output(0)) * sum(g, {dim}, true)};
                      }});
   register_nondifferentiable("layer_norm_backward");
+  register_nondifferentiable("group_norm_backward");
   register_backward("layer_norm",
                     {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = layer_norm_backward});
   register_backward("group_norm",

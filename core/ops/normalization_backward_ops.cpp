@@ -1,7 +1,9 @@
-// layer_norm_backward: the fused first-order backward of layer_norm (the formula in
-// autograd/ composes differentiable ops instead when a second derivative is being built).
+// layer_norm_backward and group_norm_backward: the fused first-order backwards of the norms (the
+// formulas in autograd/ compose differentiable ops instead when a second derivative is being
+// built).
 #include <dlf/core/op.h>
 
+#include "core/kernels/group_norm_backward.h"
 #include "core/kernels/layer_norm_backward.h"
 
 namespace dlf {
@@ -32,6 +34,38 @@ const OpDef& layer_norm_backward_op = register_op({
                                        in[3], in[4], out[0], out[1], out[2]);
         },
     // Per element: about 12 flops over two passes; g and x are read twice.
+    .cost = [](Inputs in, const Attrs&, std::span<const Tensor> out) -> Cost {
+      const double bytes = static_cast<double>(in[1].nbytes());
+      return {12.0 * static_cast<double>(in[1].numel()), 4 * bytes,
+              static_cast<double>(out[0].nbytes())};
+    },
+});
+
+// Inputs: grad of y, x [N, C, ...], weight [C] (or undefined), mean and rstd [N, groups] as
+// group_norm gave them. Outputs: dx, dweight, dbias [C].
+const OpDef& group_norm_backward_op = register_op({
+    .name = "group_norm_backward",
+    .infer = [](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
+      const Tensor &g = in[0], &x = in[1], &w = in[2], &mean = in[3], &rstd = in[4];
+      const int64_t groups = a.i("groups");
+      const DType stat = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+      DLF_CHECK(
+          is_floating(x.dtype()) && x.dim() >= 2 && groups > 0 && x.shape()[1] % groups == 0 &&
+              g.shape() == x.shape() && g.dtype() == x.dtype() &&
+              (!w.defined() || (w.shape() == Shape{x.shape()[1]} && w.dtype() == x.dtype())) &&
+              mean.numel() == x.shape()[0] * groups && rstd.numel() == mean.numel() &&
+              mean.dtype() == stat && rstd.dtype() == stat,
+          "group_norm_backward: operands do not match a forward (grad ", shape_str(g.shape()),
+          ", x ", shape_str(x.shape()), ", ", groups, " groups)");
+      const Shape channels{x.shape()[1]};
+      return {{x.shape(), x.dtype()}, {channels, x.dtype()}, {channels, x.dtype()}};
+    },
+    .kernel =
+        [](Inputs in, const Attrs& a, Outputs out) {
+          kernels::group_norm_backward(a.i("groups"), in[0], in[1], in[2], in[3], in[4], out[0],
+                                       out[1], out[2]);
+        },
+    // As layer_norm_backward's: about 12 flops per element, g and x read twice.
     .cost = [](Inputs in, const Attrs&, std::span<const Tensor> out) -> Cost {
       const double bytes = static_cast<double>(in[1].nbytes());
       return {12.0 * static_cast<double>(in[1].numel()), 4 * bytes,

@@ -1,0 +1,14 @@
+// group_norm's fused backward: dx, dweight and dbias in two passes over each (sample, group).
+#pragma once
+#include <dlf/core/tensor.h>
+
+namespace dlf::kernels {
+
+/// g, x [N, C, ...] as any strides, mean and rstd [N, groups] from the forward, weight [C] or
+/// undefined. Writes dx (contiguous, x's shape) and, when defined, dweight and dbias [C]. The
+/// per-channel sums add the samples in order, so results do not depend on the thread count.
+void group_norm_backward(int64_t groups, const Tensor& g, const Tensor& x, const Tensor& weight,
+                         const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                         const Tensor& dweight, const Tensor& dbias);
+
+}  // namespace dlf::kernels
