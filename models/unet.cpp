@@ -31,7 +31,7 @@ std::shared_ptr<nn::Linear> linear(int64_t in, int64_t out, DType dtype) {
 
 const std::vector<UNetConfig>& unet_configs() {
   static const std::vector<UNetConfig> configs = {
-      {.name = "unet-tiny", .base = 32, .layers_per_block = 1, .groups = 8, .time_dim = 128},
+      {.name = "unet-tiny", .base = 16, .layers_per_block = 1, .groups = 8, .time_dim = 64},
       {.name = "unet-small"},
   };
   return configs;
