@@ -4,13 +4,19 @@
 #include <dlf/nn/transformer.h>
 
 namespace dlf::nn {
+namespace {
+const char* named(const TransformerOptions& o, const char* nanogpt, const char* timm) {
+  return o.names == TransformerNames::timm ? timm : nanogpt;
+}
+}  // namespace
 
 MLP::MLP(const TransformerOptions& o)
-    : c_fc(register_module("c_fc",
+    : c_fc(register_module(named(o, "c_fc", "fc1"),
                            std::make_shared<Linear>(o.dim, o.mlp_hidden ? o.mlp_hidden : 4 * o.dim,
                                                     LinearOptions{.dtype = o.dtype}))),
-      c_proj(register_module("c_proj", std::make_shared<Linear>(c_fc->weight.size(0), o.dim,
-                                                                LinearOptions{.dtype = o.dtype}))),
+      c_proj(register_module(
+          named(o, "c_proj", "fc2"),
+          std::make_shared<Linear>(c_fc->weight.size(0), o.dim, LinearOptions{.dtype = o.dtype}))),
       dropout(register_module("dropout", std::make_shared<Dropout>(o.dropout))),
       activation(o.activation) {}
 
@@ -40,9 +46,11 @@ Tensor MLP::forward(const Tensor& x) const {
 
 CausalSelfAttention::CausalSelfAttention(const TransformerOptions& o)
     : c_attn(register_module(
-          "c_attn", std::make_shared<Linear>(o.dim, 3 * o.dim, LinearOptions{.dtype = o.dtype}))),
-      c_proj(register_module(
-          "c_proj", std::make_shared<Linear>(o.dim, o.dim, LinearOptions{.dtype = o.dtype}))),
+          named(o, "c_attn", "qkv"),
+          std::make_shared<Linear>(o.dim, 3 * o.dim, LinearOptions{.dtype = o.dtype}))),
+      c_proj(
+          register_module(named(o, "c_proj", "proj"),
+                          std::make_shared<Linear>(o.dim, o.dim, LinearOptions{.dtype = o.dtype}))),
       dropout(register_module("dropout", std::make_shared<Dropout>(o.dropout))),
       heads(o.heads),
       causal(o.causal) {
@@ -63,9 +71,11 @@ Tensor CausalSelfAttention::forward(const Tensor& x) const {
 }
 
 TransformerBlock::TransformerBlock(const TransformerOptions& o)
-    : ln_1(register_module("ln_1", std::make_shared<LayerNorm>(o.dim, o.ln_eps, true, o.dtype))),
+    : ln_1(register_module(named(o, "ln_1", "norm1"),
+                           std::make_shared<LayerNorm>(o.dim, o.ln_eps, true, o.dtype))),
       attn(register_module("attn", std::make_shared<CausalSelfAttention>(o))),
-      ln_2(register_module("ln_2", std::make_shared<LayerNorm>(o.dim, o.ln_eps, true, o.dtype))),
+      ln_2(register_module(named(o, "ln_2", "norm2"),
+                           std::make_shared<LayerNorm>(o.dim, o.ln_eps, true, o.dtype))),
       mlp(register_module("mlp", std::make_shared<MLP>(o))) {}
 
 Tensor TransformerBlock::forward(const Tensor& x) const {

@@ -1,5 +1,6 @@
 // The transformer's parts, with nanoGPT's names: MLP (c_fc, c_proj), CausalSelfAttention
-// (c_attn, c_proj) and the pre-LayerNorm TransformerBlock (ln_1, attn, ln_2, mlp).
+// (c_attn, c_proj) and the pre-LayerNorm TransformerBlock (ln_1, attn, ln_2, mlp); or with
+// timm's (fc1, fc2; qkv, proj; norm1, attn, norm2, mlp), as its Vision Transformer names them.
 #pragma once
 #include <memory>
 
@@ -8,6 +9,9 @@
 #include <dlf/nn/normalization.h>
 
 namespace dlf::nn {
+
+/// Whose names the parts register under (the C++ members keep nanoGPT's).
+enum class TransformerNames { nanogpt, timm };
 
 struct TransformerOptions {
   int64_t dim = 64;
@@ -18,6 +22,7 @@ struct TransformerOptions {
   double ln_eps = 1e-5;
   double dropout = 0;  ///< on the attention and MLP outputs (residual dropout)
   DType dtype = DType::f32;
+  TransformerNames names = TransformerNames::nanogpt;
 };
 
 /// c_proj(act(c_fc(x))), the activation fused into c_fc's matmul.
