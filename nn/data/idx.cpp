@@ -1,5 +1,6 @@
 #include <zlib.h>
 
+#include <dlf/core/ops/elementwise.h>
 #include <dlf/core/random.h>
 #include <dlf/nn/data/idx.h>
 
@@ -78,6 +79,11 @@ ImageDataset load_fashion_mnist(bool train, const std::string& dir) {
   return out;
 }
 
+ImageDataset normalized(const ImageDataset& data, double mean, double std) {
+  DLF_CHECK(std > 0, "normalized: the standard deviation must be positive, got ", std);
+  return {(data.images - mean) / std, data.labels};
+}
+
 std::vector<int64_t> shuffled_indices(int64_t n, uint64_t seed, int64_t epoch) {
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
@@ -105,6 +111,15 @@ ImageDataset batch_of(const ImageDataset& data, const std::vector<int64_t>& indi
     out.labels.data<int64_t>()[r] = labels.data<int64_t>()[i];
   }
   return out;
+}
+
+ImageDataset shuffled_batch(const ImageDataset& data, int64_t step, int64_t batch, uint64_t seed) {
+  const int64_t n = data.images.size(0);
+  DLF_CHECK(batch >= 1 && batch <= n && step >= 0, "shuffled_batch: batch ", batch, " at step ",
+            step, " does not fit a dataset of ", n, " (need 1 <= batch <= ", n, ", step >= 0)");
+  const int64_t per_epoch = n / batch, first = (step % per_epoch) * batch;
+  const std::vector<int64_t> order = shuffled_indices(n, seed, step / per_epoch);
+  return batch_of(data, {order.begin() + first, order.begin() + first + batch});
 }
 
 }  // namespace dlf::nn::data

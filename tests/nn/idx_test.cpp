@@ -10,6 +10,7 @@
 #include <numeric>
 
 using namespace dlf;
+using dlf::test::check_close;
 using dlf::test::check_error;
 namespace fs = std::filesystem;
 
@@ -77,4 +78,33 @@ TEST_CASE("data: Fashion-MNIST's test set from Debian's package") {
   CHECK(b.labels.to_vector<int64_t>() ==
         std::vector<int64_t>{labels[size_t(order[0])], labels[size_t(order[1])]});
   check_error([&] { nn::data::batch_of(test, {10000}); }, {"10000", "outside"});
+}
+
+TEST_CASE("data: normalized images and seeded shuffled batches") {
+  // Four one-pixel images whose pixel is the label / 4; Fashion-MNIST's mean and std.
+  const nn::data::ImageDataset data{from_vector<float>({0, 0.25f, 0.5f, 1}, {4, 1, 1, 1}),
+                                    from_vector<int64_t>({0, 1, 2, 4})};
+  const nn::data::ImageDataset norm = nn::data::normalized(data);
+  check_close(norm.images, {-0.286 / 0.353, -0.036 / 0.353, 0.214 / 0.353, 0.714 / 0.353},
+              {4, 1, 1, 1}, 1e-6);
+  CHECK(norm.labels.to_vector<int64_t>() == data.labels.to_vector<int64_t>());
+  check_close(nn::data::normalized(data, 0.5, 0.25).images, {-2, -1, 0, 2}, {4, 1, 1, 1});
+  check_error([&] { nn::data::normalized(data, 0, 0); }, {"standard deviation", "0"});
+
+  // Batches of 3 out of 4: one per epoch (the 4th example of each epoch's order left out).
+  for (int64_t step = 0; step < 3; ++step) {
+    const std::vector<int64_t> order = nn::data::shuffled_indices(4, 9, step);
+    const nn::data::ImageDataset b = nn::data::shuffled_batch(data, step, 3, 9);
+    const std::vector<int64_t> want = {data.labels.to_vector<int64_t>()[size_t(order[0])],
+                                       data.labels.to_vector<int64_t>()[size_t(order[1])],
+                                       data.labels.to_vector<int64_t>()[size_t(order[2])]};
+    CHECK(b.labels.to_vector<int64_t>() == want);
+    check_close(b.images * 4.0, std::vector<double>(want.begin(), want.end()), {3, 1, 1, 1});
+  }
+  // Batches of 2: two per epoch, the second half of the order at odd steps.
+  const std::vector<int64_t> epoch1 = nn::data::shuffled_indices(4, 9, 1);
+  CHECK(nn::data::shuffled_batch(data, 3, 2, 9).labels.to_vector<int64_t>() ==
+        std::vector<int64_t>{data.labels.to_vector<int64_t>()[size_t(epoch1[2])],
+                             data.labels.to_vector<int64_t>()[size_t(epoch1[3])]});
+  check_error([&] { nn::data::shuffled_batch(data, 0, 5, 9); }, {"batch 5", "dataset of 4"});
 }

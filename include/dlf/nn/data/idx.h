@@ -25,10 +25,20 @@ struct ImageDataset {
 /// The 60,000 training or 10,000 test images with their labels (0..9).
 ImageDataset load_fashion_mnist(bool train,
                                 const std::string& dir = "/usr/share/datasets/fashion-mnist");
+/// Mean and standard deviation of Fashion-MNIST's training pixels in [0, 1].
+inline constexpr double kFashionMnistMean = 0.2860, kFashionMnistStd = 0.3530;
+/// The images as (x - mean) / std, the labels as they are.
+ImageDataset normalized(const ImageDataset& data, double mean = kFashionMnistMean,
+                        double std = kFashionMnistStd);
 
 /// A permutation of 0..n-1 that depends only on (seed, epoch) (Fisher-Yates on Philox draws).
 std::vector<int64_t> shuffled_indices(int64_t n, uint64_t seed, int64_t epoch);
 /// The images and labels at `indices`, as a new batch.
 ImageDataset batch_of(const ImageDataset& data, const std::vector<int64_t>& indices);
+/// Training batch `step` (0-based) of `batch` examples: epoch e visits the data in the order
+/// shuffled_indices(n, seed, e), cut into n / batch batches (the remainder is left out). A
+/// function of (seed, step) alone, so a run resumed at `step` draws what the uninterrupted run
+/// would have.
+ImageDataset shuffled_batch(const ImageDataset& data, int64_t step, int64_t batch, uint64_t seed);
 
 }  // namespace dlf::nn::data
