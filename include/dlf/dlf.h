@@ -37,6 +37,7 @@
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/models/unet.h>
+#include <dlf/models/vit.h>
 #include <dlf/nn/activation.h>
 #include <dlf/nn/checkpoint.h>
 #include <dlf/nn/containers.h>
@@ -50,6 +51,7 @@
 #include <dlf/nn/functional.h>
 #include <dlf/nn/init.h>
 #include <dlf/nn/linear.h>
+#include <dlf/nn/metrics.h>
 #include <dlf/nn/module.h>
 #include <dlf/nn/normalization.h>
 #include <dlf/nn/optim/optimizer.h>

@@ -1,0 +1,70 @@
+// The Vision Transformer (Dosovitskiy et al. 2021) as timm builds it: a patch embedding (a conv
+// whose kernel and stride are the patch), a class token and learned position embeddings,
+// pre-LayerNorm blocks (eps 1e-6, bidirectional attention, GELU (erf) MLP), a final LayerNorm
+// and a linear head on the class token. Parameter names and shapes are timm's (cls_token,
+// pos_embed, patch_embed.proj.weight, blocks.0.norm1.weight, blocks.0.attn.qkv.weight, ...,
+// norm.weight, head.weight), so its state_dicts map one to one. No dropout.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dlf/core/random.h>
+#include <dlf/nn/containers.h>
+#include <dlf/nn/conv.h>
+#include <dlf/nn/transformer.h>
+
+namespace dlf::models {
+
+struct ViTConfig {
+  std::string name;
+  int64_t image = 28, channels = 1, patch = 4, dim = 0, depth = 0, heads = 0, classes = 10,
+          mlp_ratio = 4;
+  DType dtype = DType::f32;
+};
+
+/// vit-tiny (dim 192, depth 6, 3 heads) and vit-small (timm's small: dim 384, depth 12,
+/// 6 heads), both for 28x28x1 images (Fashion-MNIST) in 4x4 patches and 10 classes.
+const std::vector<ViTConfig>& vit_configs();
+/// The config named `name`; a dlf::Error lists the known names otherwise.
+ViTConfig vit_config(const std::string& name);
+
+/// A block of this config: pre-LayerNorm (eps 1e-6), bidirectional, GELU (erf), timm's names.
+nn::TransformerOptions vit_block_options(const ViTConfig& config);
+
+/// Images [B, C, H, W] -> patch embeddings [B, (H/patch)·(W/patch), dim], row-major patches.
+class PatchEmbed : public nn::Module {
+ public:
+  explicit PatchEmbed(const ViTConfig& config);
+  Tensor forward(const Tensor& images) const;
+
+  std::shared_ptr<nn::Conv2d> proj;
+};
+
+class VisionTransformer : public nn::Module {
+ public:
+  /// Initialised as timm does: pos_embed and Linear weights N(0, 0.02) (timm's trunc_normal_
+  /// cuts at ±2, i.e. 100 standard deviations: the same draw), biases 0, cls_token N(0, 1e-6),
+  /// LayerNorms 1 and 0, the patch conv PyTorch's default; drawing from `gen` (the default
+  /// generator if null).
+  explicit VisionTransformer(ViTConfig config, Generator* gen = nullptr);
+
+  /// Images [B, channels, image, image] -> logits [B, classes] (from the class token).
+  Tensor forward(const Tensor& images) const;
+  /// Mean cross-entropy of forward(images) against labels i64 [B].
+  Tensor loss(const Tensor& images, const Tensor& labels) const;
+
+  const ViTConfig& config() const { return config_; }
+  int64_t num_patches() const;
+
+  Tensor cls_token, pos_embed;  ///< [1, 1, dim], [1, num_patches + 1, dim]
+  std::shared_ptr<PatchEmbed> patch_embed;
+  std::shared_ptr<nn::ModuleList<nn::TransformerBlock>> blocks;
+  std::shared_ptr<nn::LayerNorm> norm;
+  std::shared_ptr<nn::Linear> head;
+
+ private:
+  ViTConfig config_;
+};
+
+}  // namespace dlf::models

@@ -1,0 +1,107 @@
+#include <dlf/core/factory.h>
+#include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/join.h>
+#include <dlf/core/ops/nn_ops.h>
+#include <dlf/models/vit.h>
+#include <dlf/nn/init.h>
+
+#include <algorithm>
+
+namespace dlf::models {
+
+const std::vector<ViTConfig>& vit_configs() {
+  static const std::vector<ViTConfig> configs = {
+      {.name = "vit-tiny", .dim = 192, .depth = 6, .heads = 3},
+      {.name = "vit-small", .dim = 384, .depth = 12, .heads = 6},
+  };
+  return configs;
+}
+
+ViTConfig vit_config(const std::string& name) {
+  const auto& configs = vit_configs();
+  auto it = std::find_if(configs.begin(), configs.end(),
+                         [&](const ViTConfig& c) { return c.name == name; });
+  if (it != configs.end()) return *it;
+  std::string known;
+  for (const auto& c : configs) known += (known.empty() ? "" : ", ") + c.name;
+  throw Error("unknown ViT '" + name + "'; known: " + known);
+}
+
+nn::TransformerOptions vit_block_options(const ViTConfig& c) {
+  return {.dim = c.dim,
+          .heads = c.heads,
+          .mlp_hidden = c.mlp_ratio * c.dim,
+          .causal = false,
+          .activation = Activation::gelu_erf,
+          .ln_eps = 1e-6,
+          .dtype = c.dtype,
+          .names = nn::TransformerNames::timm};
+}
+
+PatchEmbed::PatchEmbed(const ViTConfig& c)
+    : proj(register_module(
+          "proj", std::make_shared<nn::Conv2d>(c.channels, c.dim, Pair{c.patch, c.patch},
+                                               Conv2dOptions{.stride = {c.patch, c.patch}}, true,
+                                               c.dtype))) {}
+
+Tensor PatchEmbed::forward(const Tensor& images) const {
+  return proj->forward(images).flatten(2).transpose(1, 2);
+}
+
+VisionTransformer::VisionTransformer(ViTConfig config, Generator* gen)
+    : config_(std::move(config)) {
+  const ViTConfig& c = config_;
+  DLF_CHECK(c.image > 0 && c.channels > 0 && c.patch > 0 && c.image % c.patch == 0 && c.depth > 0 &&
+                c.heads > 0 && c.dim % c.heads == 0 && c.classes > 0 && c.mlp_ratio > 0,
+            "ViT '", c.name, "': bad config (image ", c.image, ", patch ", c.patch, ", dim ", c.dim,
+            ", depth ", c.depth, ", heads ", c.heads, ", classes ", c.classes, ")");
+  cls_token = register_parameter("cls_token", zeros({1, 1, c.dim}, {.dtype = c.dtype}));
+  pos_embed =
+      register_parameter("pos_embed", zeros({1, num_patches() + 1, c.dim}, {.dtype = c.dtype}));
+  patch_embed = register_module("patch_embed", std::make_shared<PatchEmbed>(c));
+  blocks = register_module("blocks", std::make_shared<nn::ModuleList<nn::TransformerBlock>>());
+  for (int64_t i = 0; i < c.depth; ++i)
+    blocks->push_back(std::make_shared<nn::TransformerBlock>(vit_block_options(c)));
+  norm = register_module("norm", std::make_shared<nn::LayerNorm>(c.dim, 1e-6, true, c.dtype));
+  head = register_module(
+      "head", std::make_shared<nn::Linear>(c.dim, c.classes, nn::LinearOptions{.dtype = c.dtype}));
+
+  nn::init::normal_(cls_token, 0, 1e-6, gen);
+  nn::init::normal_(pos_embed, 0, 0.02, gen);
+  nn::init::linear_default_(patch_embed->proj->weight, patch_embed->proj->bias, gen);
+  for (const auto& [name, p] : named_parameters()) {
+    if (!name.starts_with("blocks.") && !name.starts_with("head.")) continue;
+    if (p.dim() == 2) {
+      nn::init::normal_(p, 0, 0.02, gen);  // Linear weights
+    } else if (name.ends_with(".bias")) {
+      nn::init::zeros_(p);  // LayerNorm gains stay 1
+    }
+  }
+}
+
+int64_t VisionTransformer::num_patches() const {
+  const int64_t side = config_.image / config_.patch;
+  return side * side;
+}
+
+Tensor VisionTransformer::forward(const Tensor& images) const {
+  const ViTConfig& c = config_;
+  DLF_CHECK(images.dim() == 4 && images.size(1) == c.channels && images.size(2) == c.image &&
+                images.size(3) == c.image,
+            "ViT '", c.name, "': expected images [B, ", c.channels, ", ", c.image, ", ", c.image,
+            "], got ", shape_str(images.shape()));
+  const int64_t B = images.size(0);
+  Tensor x = cat({cls_token.expand({B, 1, c.dim}), patch_embed->forward(images)}, 1) + pos_embed;
+  for (const auto& block : *blocks) x = block->forward(x);
+  // LayerNorm acts on each token alone: normalising the class token only is the same logits.
+  return head->forward(norm->forward(x.select(1, 0)));
+}
+
+Tensor VisionTransformer::loss(const Tensor& images, const Tensor& labels) const {
+  DLF_CHECK(labels.dim() == 1 && labels.size(0) == images.size(0), "ViT: labels ",
+            shape_str(labels.shape()), " do not match the batch of images ",
+            shape_str(images.shape()));
+  return cross_entropy(forward(images), labels);
+}
+
+}  // namespace dlf::models
