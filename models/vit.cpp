@@ -1,6 +1,7 @@
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/join.h>
+#include <dlf/core/ops/linalg.h>
 #include <dlf/core/ops/nn_ops.h>
 #include <dlf/models/vit.h>
 #include <dlf/nn/init.h>
@@ -38,14 +39,33 @@ nn::TransformerOptions vit_block_options(const ViTConfig& c) {
           .names = nn::TransformerNames::timm};
 }
 
+namespace {
+Conv2dOptions patch_stride(int64_t patch) {
+  Conv2dOptions o;  // not {.stride = {p, p}}: GCC 12 -O2 once left padding non-zero that way
+  o.stride = {patch, patch};
+  return o;
+}
+}  // namespace
+
 PatchEmbed::PatchEmbed(const ViTConfig& c)
-    : proj(register_module(
-          "proj", std::make_shared<nn::Conv2d>(c.channels, c.dim, Pair{c.patch, c.patch},
-                                               Conv2dOptions{.stride = {c.patch, c.patch}}, true,
-                                               c.dtype))) {}
+    : proj(register_module("proj",
+                           std::make_shared<nn::Conv2d>(c.channels, c.dim, Pair{c.patch, c.patch},
+                                                        patch_stride(c.patch), true, c.dtype))),
+      patch(c.patch) {}
 
 Tensor PatchEmbed::forward(const Tensor& images) const {
-  return proj->forward(images).flatten(2).transpose(1, 2);
+  DLF_CHECK(images.dim() == 4 && images.size(2) % patch == 0 && images.size(3) % patch == 0,
+            "PatchEmbed: expected images [B, C, H, W] with H and W multiples of ", patch, ", got ",
+            shape_str(images.shape()));
+  // Kernel = stride = patch: the conv is one GEMM of the flattened patches (channel, row,
+  // column, as the weight is laid out) with the weight, ~3x faster than oneDNN's conv from one
+  // channel, and it gives [B, N, dim] contiguous where the conv gives [B, dim, N].
+  const int64_t B = images.size(0), C = images.size(1), rows = images.size(2) / patch,
+                cols = images.size(3) / patch;
+  const Tensor patches = images.reshape({B, C, rows, patch, cols, patch})
+                             .permute({0, 2, 4, 1, 3, 5})
+                             .reshape({B, rows * cols, C * patch * patch});
+  return linear(patches, proj->weight.view({proj->weight.size(0), -1}), proj->bias);
 }
 
 VisionTransformer::VisionTransformer(ViTConfig config, Generator* gen)

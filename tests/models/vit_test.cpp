@@ -93,6 +93,9 @@ TEST_CASE("ViT: config errors, forward shapes, loss at init, patch embedding") {
   const Tensor& w = small.patch_embed->proj->weight;
   check_close(patches.select(0, 0).select(0, 1),
               linear(pixels, w.reshape({4, 8}), small.patch_embed->proj->bias), 1e-12, 1e-12);
+  // It is the conv itself, flattened.
+  check_close(patches, small.patch_embed->proj->forward(x).flatten(2).transpose(1, 2), 1e-12,
+              1e-12);
 }
 
 TEST_CASE("ViT: gradients of the images and every parameter match finite differences") {

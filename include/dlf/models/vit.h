@@ -32,13 +32,15 @@ ViTConfig vit_config(const std::string& name);
 /// A block of this config: pre-LayerNorm (eps 1e-6), bidirectional, GELU (erf), timm's names.
 nn::TransformerOptions vit_block_options(const ViTConfig& config);
 
-/// Images [B, C, H, W] -> patch embeddings [B, (H/patch)·(W/patch), dim], row-major patches.
+/// Images [B, C, H, W] -> patch embeddings [B, (H/patch)·(W/patch), dim], row-major patches:
+/// proj (a conv whose kernel and stride are the patch) flattened, as timm's PatchEmbed.
 class PatchEmbed : public nn::Module {
  public:
   explicit PatchEmbed(const ViTConfig& config);
   Tensor forward(const Tensor& images) const;
 
   std::shared_ptr<nn::Conv2d> proj;
+  int64_t patch;
 };
 
 class VisionTransformer : public nn::Module {
