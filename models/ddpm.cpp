@@ -44,6 +44,10 @@ Tensor DDPM::add_noise(const Tensor& x0, const Tensor& noise, const Tensor& t) c
 Tensor DDPM::loss(const UNet& model, const Tensor& x0, Generator& gen) const {
   const Tensor t = randint(0, steps(), {x0.size(0)}, {.dtype = DType::i64}, &gen);
   const Tensor noise = randn(x0.shape(), {.dtype = x0.dtype(), .device = x0.device()}, &gen);
+  return loss(model, x0, noise, t);
+}
+
+Tensor DDPM::loss(const UNet& model, const Tensor& x0, const Tensor& noise, const Tensor& t) const {
   return nn::functional::mse_loss(model.forward(add_noise(x0, noise, t), t), noise);
 }
 

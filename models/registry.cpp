@@ -49,6 +49,8 @@ std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const auto& c : gpt_configs()) names.push_back(c.name);
   for (const auto& c : bert_configs()) names.push_back(c.name);
+  for (const auto& c : vit_configs()) names.push_back(c.name);
+  for (const auto& c : unet_configs()) names.push_back(c.name);
   return names;
 }
 
@@ -59,6 +61,8 @@ ModelFamily model_family(const std::string& name) {
   };
   if (named(gpt_configs())) return ModelFamily::gpt;
   if (named(bert_configs())) return ModelFamily::bert;
+  if (named(vit_configs())) return ModelFamily::vit;
+  if (named(unet_configs())) return ModelFamily::unet;
   std::string known;
   for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
   throw Error("unknown model '" + name + "'; known models: " + known);

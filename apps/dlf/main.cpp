@@ -35,11 +35,13 @@ const CLI::Validator kModelName(
     "MODEL");
 
 void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
-  cmd = app.add_subcommand("train", "Train a model on text (the fortunes corpus by default)");
+  cmd = app.add_subcommand("train",
+                           "Train a model: GPT and BERT on text (the fortunes corpus by default), "
+                           "ViT and UNet on Fashion-MNIST");
   dlf::app::RunConfig& r = o.run;
   cmd->add_option("--model", r.model,
                   "model name: gpt-nano, gpt-mini, gpt-small, gpt-medium, bert-tiny, bert-mini, "
-                  "bert-base")
+                  "bert-base, vit-tiny, vit-small, unet-tiny, unet-small")
       ->check(kModelName)
       ->capture_default_str();
   cmd->add_option("--data", r.data, "text files or folders (default: /usr/share/games/fortunes)");
@@ -50,7 +52,8 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
       ->check(kPositive);
   r.batch = 0;  // the model's own unless given
   cmd->add_option("--batch", r.batch,
-                  "sequences or images per step (default: 8 for GPT, 16 for BERT)")
+                  "sequences or images per step (default: 8 for GPT, 16 for BERT, 64 for ViT, 32 "
+                  "for UNet)")
       ->check(kPositive);
   cmd->add_option("--seq", r.seq, "tokens per sequence (default: the model's context)")
       ->check(kPositive);
@@ -72,7 +75,8 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
   cmd->add_option("--save-every", o.save_every, "steps between checkpoints (default: at the end)");
   cmd->add_option("--eval-every", o.eval_every,
                   "steps between validation losses (default: at the end)");
-  cmd->add_option("--eval-batches", o.eval_batches, "validation batches per evaluation")
+  cmd->add_option("--eval-batches", o.eval_batches,
+                  "validation batches per evaluation (default: 4; ViT: the whole test set)")
       ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--metrics", o.metrics, "write per-step metrics to this file as JSON lines");
@@ -108,8 +112,19 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
 }
 
 void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
-  cmd = app.add_subcommand("generate", "Continue a prompt with a trained model");
+  cmd = app.add_subcommand("generate",
+                           "Continue a prompt with a trained GPT, or sample images from a UNet");
   cmd->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5")->required();
+  cmd->add_option("--model", o.model, "the checkpoint's model (checked; default: whatever it is)")
+      ->check(kModelName);
+  cmd->add_option("--out", o.out, "UNet: the PNG file for the grid of samples");
+  cmd->add_option("--samples", o.samples, "UNet: images to sample")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--sampling-steps", o.sampling_steps,
+                  "UNet: DDPM denoising steps (at most its 1000; fewer skip evenly)")
+      ->check(kPositive)
+      ->capture_default_str();
   cmd->add_option("--prompt", o.prompt, "text to continue")->capture_default_str();
   cmd->add_option("--tokens", o.tokens, "bytes to generate")
       ->check(kPositive)

@@ -8,13 +8,18 @@ namespace dlf::app {
 
 struct GenerateOptions {
   std::string checkpoint;
+  std::string model;  ///< when given, the checkpoint's must be this
+  std::string out;    ///< UNet: the PNG to write
+  int64_t samples = 16;
+  int64_t sampling_steps = 250;
   std::string prompt = "\n";
   int64_t tokens = 200;
   double temperature = 0.8;
   int64_t top_k = 40;
   uint64_t seed = 0;
 };
-/// Prints the prompt and its continuation on stdout.
+/// GPT: prints the prompt and its continuation on stdout. UNet: writes a grid of DDPM samples
+/// to `out`.
 void run_generate(const GenerateOptions& options);
 
 struct EvalOptions {

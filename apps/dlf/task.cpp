@@ -4,37 +4,75 @@
 
 #include "bert_task.h"
 #include "gpt_task.h"
+#include "image_tasks.h"
 #include "model_io.h"
 
 namespace dlf::app {
 
 using models::ModelFamily;
 
-TaskData load_task_data(const RunConfig& run) { return {.text = open_dataset(run)}; }
-
-nn::NamedTensors initial_state(const RunConfig& run) {
-  switch (models::model_family(run.model)) {
-    case ModelFamily::gpt:
-      return build_model(run)->state_dict();
-    case ModelFamily::bert:
-      manual_seed(run.seed);
-      return models::BertForMaskedLM(models::bert_config(run.model)).state_dict();
+TaskData load_task_data(const RunConfig& run) {
+  const ModelFamily family = models::model_family(run.model);
+  TaskData data;
+  if (family == ModelFamily::gpt || family == ModelFamily::bert) {
+    data.text = open_dataset(run);
+  } else {
+    data.train = prepared_images(family == ModelFamily::vit, true, run);
+    data.test = prepared_images(family == ModelFamily::vit, false, run);
   }
-  return {};
+  return data;
 }
 
-int64_t parameter_count(const RunConfig& run) {
+namespace {
+
+// The run's model, initialised from its seed (all but the GPTs, which can be too big to build
+// for a count).
+std::unique_ptr<nn::Module> build_small(const RunConfig& run) {
+  manual_seed(run.seed);
   switch (models::model_family(run.model)) {
-    case ModelFamily::gpt:
-      return models::gpt_parameter_count(models::gpt_config(run.model));
     case ModelFamily::bert:
-      return models::BertForMaskedLM(models::bert_config(run.model)).num_parameters();
+      return std::make_unique<models::BertForMaskedLM>(models::bert_config(run.model));
+    case ModelFamily::vit:
+      return std::make_unique<models::VisionTransformer>(models::vit_config(run.model));
+    case ModelFamily::unet:
+      return std::make_unique<models::UNet>(models::unet_config(run.model));
+    case ModelFamily::gpt:
+      break;
   }
-  return 0;
+  return build_model(run);
+}
+
+}  // namespace
+
+nn::NamedTensors initial_state(const RunConfig& run) { return build_small(run)->state_dict(); }
+
+int64_t parameter_count(const RunConfig& run) {
+  if (models::model_family(run.model) == ModelFamily::gpt)
+    return models::gpt_parameter_count(models::gpt_config(run.model));
+  return build_small(run)->num_parameters();
 }
 
 int64_t default_batch(const std::string& model) {
-  return models::model_family(model) == ModelFamily::bert ? 16 : 8;
+  switch (models::model_family(model)) {
+    case ModelFamily::gpt:
+      return 8;
+    case ModelFamily::bert:
+      return 16;
+    case ModelFamily::vit:
+      return 64;
+    case ModelFamily::unet:
+      return 32;
+  }
+  return 8;
+}
+
+int64_t default_eval_batches(const RunConfig& run) {
+  return models::model_family(run.model) == ModelFamily::vit ? 0 : 4;
+}
+
+int64_t default_eval_every(const RunConfig& run, const TaskData& data) {
+  if (models::model_family(run.model) != ModelFamily::vit) return 0;
+  return data.train->images.size(0) / run.batch;
 }
 
 std::unique_ptr<RankTask> make_task(const TaskSetup& setup, const TaskData& data) {
@@ -43,6 +81,10 @@ std::unique_ptr<RankTask> make_task(const TaskSetup& setup, const TaskData& data
       return make_gpt_task(setup, *data.text);
     case ModelFamily::bert:
       return make_bert_task(setup, *data.text);
+    case ModelFamily::vit:
+      return make_vit_task(setup, *data.train, *data.test);
+    case ModelFamily::unet:
+      return make_unet_task(setup, *data.train, *data.test);
   }
   return nullptr;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include <dlf/nn/data/idx.h>
 #include <dlf/nn/data/text_dataset.h>
 #include <dlf/nn/module.h>
 #include <dlf/parallel/ddp.h>
@@ -32,8 +33,8 @@ struct TaskSetup {
   int64_t micro_batch = 0;          ///< sequences per micro-batch (pipelines)
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
   int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
-  int64_t eval_batches = 4;
-  int64_t first_step = 0;  ///< where batches start (resume)
+  int64_t eval_batches = 4;                  ///< held-out batches per evaluation; 0: all of them
+  int64_t first_step = 0;                    ///< where batches start (resume)
 };
 
 class RankTask {
@@ -64,7 +65,8 @@ class RankTask {
 
 /// The data a run reads, loaded once per process and shared by its ranks.
 struct TaskData {
-  std::optional<nn::data::TextDataset> text;
+  std::optional<nn::data::TextDataset> text;          ///< GPT, BERT
+  std::optional<nn::data::ImageDataset> train, test;  ///< ViT, UNet: Fashion-MNIST, prepared
 };
 TaskData load_task_data(const RunConfig& run);
 
@@ -74,6 +76,12 @@ nn::NamedTensors initial_state(const RunConfig& run);
 int64_t parameter_count(const RunConfig& run);
 /// Sequences (or images) per step when the command line gives none: the peer's batch.
 int64_t default_batch(const std::string& model);
+/// Held-out batches per evaluation when the command line gives none: the whole test set (0)
+/// for the classifier, else 4.
+int64_t default_eval_batches(const RunConfig& run);
+/// Steps between evaluations when the command line gives none: an epoch for the classifier
+/// (test accuracy each epoch), otherwise 0 (at the end only).
+int64_t default_eval_every(const RunConfig& run, const TaskData& data);
 
 /// The task of the run's model family.
 std::unique_ptr<RankTask> make_task(const TaskSetup& setup, const TaskData& data);

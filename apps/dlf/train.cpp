@@ -117,15 +117,16 @@ double train_rank(parallel::Communicator& world, const Job& job) {
   const int64_t first = job.ckpt != nullptr ? job.ckpt->step : 0;
 
   parallel::Mesh mesh(world, job.layout);
-  const std::unique_ptr<RankTask> task = make_task({.run = run,
-                                                    .mesh = mesh,
-                                                    .initial = job.initial,
-                                                    .micro_batch = job.micro_batch,
-                                                    .schedule = job.schedule,
-                                                    .bucket_bytes = o.bucket_mb << 20,
-                                                    .eval_batches = o.eval_batches,
-                                                    .first_step = first},
-                                                   job.data);
+  const std::unique_ptr<RankTask> task =
+      make_task({.run = run,
+                 .mesh = mesh,
+                 .initial = job.initial,
+                 .micro_batch = job.micro_batch,
+                 .schedule = job.schedule,
+                 .bucket_bytes = o.bucket_mb << 20,
+                 .eval_batches = o.eval_batches > 0 ? o.eval_batches : default_eval_batches(run),
+                 .first_step = first},
+                job.data);
   const nn::NamedTensors params = task->named_parameters();
   std::vector<Tensor> tensors;
   for (const auto& [name, p] : params) tensors.push_back(p);
@@ -359,6 +360,7 @@ double run_train(TrainOptions o) {
             " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
   check_host_memory(run, layout.dp);
   const TaskData data = load_task_data(run);
+  if (o.eval_every == 0) o.eval_every = default_eval_every(run, data);
 
   // Every rank starts from the same whole model: the checkpoint's, or one initialised once.
   nn::NamedTensors initial;

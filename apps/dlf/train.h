@@ -8,14 +8,14 @@ namespace dlf::app {
 
 struct TrainOptions {
   RunConfig run;
-  std::string checkpoint;   ///< directory; empty: no checkpoints
-  bool resume = false;      ///< continue from the checkpoint (its run config wins)
-  bool steps_given = true;  ///< on resume, whether run.steps replaces the checkpoint's
-  int64_t until = 0;        ///< stop (and checkpoint) after this step, as if interrupted
-  std::string metrics;      ///< JSON-lines file; empty: none
-  int64_t save_every = 0;   ///< steps between checkpoints (0: only at the end)
-  int64_t eval_every = 0;   ///< steps between validation losses (0: only at the end)
-  int64_t eval_batches = 4;
+  std::string checkpoint;    ///< directory; empty: no checkpoints
+  bool resume = false;       ///< continue from the checkpoint (its run config wins)
+  bool steps_given = true;   ///< on resume, whether run.steps replaces the checkpoint's
+  int64_t until = 0;         ///< stop (and checkpoint) after this step, as if interrupted
+  std::string metrics;       ///< JSON-lines file; empty: none
+  int64_t save_every = 0;    ///< steps between checkpoints (0: only at the end)
+  int64_t eval_every = 0;    ///< steps between validation losses (0: only at the end)
+  int64_t eval_batches = 0;  ///< 0: 4, or the whole test set for a classifier
   int64_t log_every = 10;
   int devices = 0;                ///< ranks, one per device; 0: dp x tp x pp, or 1
   int dp = 0, tp = 0, pp = 0;     ///< the layout; all 0: 1 x 1 x 1, or planned for --devices

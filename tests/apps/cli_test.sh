@@ -175,6 +175,24 @@ bert --steps 4 --until 2 --checkpoint "$tmp/b-stopped" --metrics "$tmp/b-resumed
 expect_error 1 train --model bert-tiny --steps 1 --tp 2 --device cpu
 expect_error 1 generate --checkpoint "$tmp/b-straight" --prompt hi
 
+# ViT and UNet on Fashion-MNIST: test accuracy / DDPM loss, dp 2 equals one device, and a UNet
+# checkpoint samples to a PNG
+images() { "$dlf" --threads 1 train --batch 8 --steps 2 --eval-batches 1 "$@"; }
+images --model vit-tiny --metrics "$tmp/vit1.jsonl" 2>"$tmp/log" || fail "train vit-tiny: $(cat "$tmp/log")"
+grep -q "validation loss .*, accuracy 0\.[0-9]" "$tmp/log" || fail "no test accuracy: $(cat "$tmp/log")"
+images --model vit-tiny --devices 2 --device cpu --metrics "$tmp/vit2.jsonl" 2>/dev/null || fail "vit dp 2"
+same_losses "$tmp/vit1.jsonl" "$tmp/vit2.jsonl" || fail "vit dp=2 losses differ from one device's"
+images --model unet-tiny --metrics "$tmp/unet1.jsonl" --checkpoint "$tmp/unet" 2>"$tmp/log" ||
+  fail "train unet-tiny: $(cat "$tmp/log")"
+images --model unet-tiny --devices 2 --device cpu --metrics "$tmp/unet2.jsonl" 2>/dev/null || fail "unet dp 2"
+same_losses "$tmp/unet1.jsonl" "$tmp/unet2.jsonl" || fail "unet dp=2 losses differ from one device's"
+"$dlf" generate --model unet-tiny --checkpoint "$tmp/unet" --out "$tmp/samples.png" --samples 4 \
+  --sampling-steps 5 >/dev/null || fail "generate unet samples"
+[ "$(head -c 8 "$tmp/samples.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] ||
+  fail "samples.png is not a PNG"
+expect_error 1 generate --checkpoint "$tmp/unet" --samples 4
+expect_error 1 generate --model vit-tiny --checkpoint "$tmp/unet" --out "$tmp/x.png"
+
 # MPI: one rank per process gives the in-process run's losses, bit for bit; checkpoints too
 mpi() { mpirun --allow-run-as-root --oversubscribe -np "$1" "$dlf" --threads 1 train --model gpt-nano \
   --batch 4 --seq 32 --device cpu "${@:2}"; }

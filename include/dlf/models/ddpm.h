@@ -29,6 +29,8 @@ class DDPM {
   /// between the noise drawn for each image (with a uniform timestep) and the model's
   /// prediction of it. Draws t and the noise from `gen`.
   Tensor loss(const UNet& model, const Tensor& x0, Generator& gen) const;
+  /// The same loss with the noise [B, C, H, W] and timesteps t [B] given.
+  Tensor loss(const UNet& model, const Tensor& x0, const Tensor& noise, const Tensor& t) const;
 
   /// `count` images [count, C, image, image] in [-1, 1] (the model config's), without autograd.
   /// From x ~ N(0, I) it denoises at the timesteps t_i = i·r for i = n-1, ..., 0, r =

@@ -5,12 +5,14 @@
 
 #include <dlf/models/bert.h>
 #include <dlf/models/gpt.h>
+#include <dlf/models/unet.h>
+#include <dlf/models/vit.h>
 
 namespace dlf::models {
 
-enum class ModelFamily { gpt, bert };
+enum class ModelFamily { gpt, bert, vit, unet };
 
-/// Every registered name, in a stable order: the GPTs, then the BERTs.
+/// Every registered name, in a stable order: the GPTs, BERTs, ViTs, then the UNets.
 std::vector<std::string> model_names();
 /// The family of a registered model; a dlf::Error lists the known names otherwise.
 ModelFamily model_family(const std::string& name);
