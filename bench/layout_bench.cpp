@@ -7,8 +7,11 @@
 //   layout_bench gpt-small [--devices 8] [--batch 8] [--seq 256] [--steps 3] [--warmup 1]
 //                          [--threads 2] [--device a100-40gb]
 //
+// Layouts whose simulated devices would not fit in this machine's memory are predicted only.
 // A step is what `dlf train` does: micro-batches through the pipeline, DDP's average, clipping
 // at 1.0 and AdamW, each rank its stage and shard (models::DistributedGPT).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -135,7 +138,27 @@ int main(int argc, char** argv) try {
   Generator data(1234);
   const Tensor x = randint(0, config.vocab, {o.batch, o.seq}, {.dtype = DType::i64}, &data);
   const Tensor y = randint(0, config.vocab, {o.batch, o.seq}, {.dtype = DType::i64}, &data);
+  const double host = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   for (const models::Plan& plan : plans) {
+    // The sim devices keep their data in host memory: a layout whose devices would need more
+    // than most of it is predicted only (run, it would be OOM-killed).
+    if (double(plan.worst.peak_bytes) * plan.options.layout.devices() > 0.7 * host) {
+      bench::JsonLine skipped;
+      skipped.add("bench", "layout")
+          .add("case", name(plan))
+          .add("impl", "sim")
+          .add("threads", o.threads)
+          .add("device", plan.options.spec.name)
+          .add("metric", "predicted_step_time")
+          .add("value", plan.step_s * 1e3)
+          .add("unit", "ms")
+          .add("chosen", &plan == &plans.front())
+          .add("predicted_peak_bytes", double(plan.worst.peak_bytes))
+          .add("fits", plan.fits)
+          .add("run", "no: its devices would need more than 70% of host memory")
+          .print();
+      continue;
+    }
     const Measured m = run(o, plan, initial, x, y);
     const bench::Timing sim = bench::summarize(m.sim_ms), wall = bench::summarize(m.wall_ms);
     const double tokens = double(o.batch * o.seq);
