@@ -140,15 +140,19 @@ int main(int argc, char** argv) try {
   const Tensor y = randint(0, config.vocab, {o.batch, o.seq}, {.dtype = DType::i64}, &data);
   const double host = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   for (const models::Plan& plan : plans) {
-    // The sim devices keep their data in host memory: a layout whose devices would need more
-    // than most of it is predicted only (run, it would be OOM-killed).
-    if (double(plan.worst.peak_bytes) * plan.options.layout.devices() > 0.7 * host) {
-      bench::JsonLine skipped;
-      skipped.add("bench", "layout")
+    auto simulated_line = [&] {  // the fields both of a layout's sim lines start with
+      bench::JsonLine line;
+      line.add("bench", "layout")
           .add("case", name(plan))
           .add("impl", "sim")
           .add("threads", o.threads)
-          .add("device", plan.options.spec.name)
+          .add("device", plan.options.spec.name);
+      return line;
+    };
+    // The sim devices keep their data in host memory: a layout whose devices would need more
+    // than most of it is predicted only (run, it would be OOM-killed).
+    if (double(plan.worst.peak_bytes) * plan.options.layout.devices() > 0.7 * host) {
+      simulated_line()
           .add("metric", "predicted_step_time")
           .add("value", plan.step_s * 1e3)
           .add("unit", "ms")
@@ -162,15 +166,8 @@ int main(int argc, char** argv) try {
     const Measured m = run(o, plan, initial, x, y);
     const bench::Timing sim = bench::summarize(m.sim_ms), wall = bench::summarize(m.wall_ms);
     const double tokens = double(o.batch * o.seq);
-    bench::JsonLine simulated;
-    simulated.add("bench", "layout")
-        .add("case", name(plan))
-        .add("impl", "sim")
-        .add("threads", o.threads)
-        .add("device", plan.options.spec.name)
-        .add("metric", "step_time")
-        .add("value", sim.median_ms)
-        .add("unit", "ms");
+    bench::JsonLine simulated = simulated_line();
+    simulated.add("metric", "step_time").add("value", sim.median_ms).add("unit", "ms");
     bench::add_timing(simulated, sim)
         .add("predicted_ms", plan.step_s * 1e3)
         .add("chosen", &plan == &plans.front())
