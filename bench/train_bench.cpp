@@ -1,15 +1,20 @@
-// Training throughput of a GPT config, in the peer's protocol (shared/peer/README.md): one fixed
+// Training throughput of a zoo model, in the peer's protocol (shared/peer/README.md): one fixed
 // random batch (seed 1234), AdamW (lr 3e-4, betas 0.9/0.95, weight decay 0.1 on every
 // parameter), a step = zero_grad + forward + loss + backward + optimizer step; 2 warm-up steps,
-// then N timed. Prints one `train` JSON line with tokens/s, MFU against the f32 matmul peak
-// measured in this process, and the peak RSS.
+// then N timed. The batch is the peer's: GPT 8 x 256 tokens (gpt-small 4 x 256), BERT 16 x 128
+// with 15 % of the tokens masked, ViT 64 images 28x28, UNet 32 noised 32x32 images with their
+// noise and timesteps. Prints one `train` JSON line with tokens/s (GPT, BERT) or images/s (ViT,
+// UNet), MFU (the FLOPs one step dispatches, counted at the dispatch point, against the f32
+// matmul peak measured in this process) and the peak RSS.
 //
-//   train_bench gpt-mini [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K] [--profile]
+//   train_bench MODEL [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K] [--profile]
 #include <sys/resource.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include <dlf/dlf.h>
@@ -23,7 +28,7 @@ namespace {
 struct Options {
   std::string model = "gpt-mini";
   int steps = 10, warmup = 2, threads = 2;
-  bool profile = false;        // one more step under an OpProfile, table on stderr
+  bool profile = false;        // print the per-op table of the counted step on stderr
   int64_t batch = 0, seq = 0;  // 0: the peer's defaults for the model
 };
 
@@ -57,6 +62,73 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// One model on its fixed batch: what a training step runs and what it is counted in.
+struct Workload {
+  std::shared_ptr<nn::Module> model;
+  std::function<Tensor()> loss;
+  int64_t batch = 0, seq = 0;  // seq: tokens per sequence, patches + 1 (ViT), pixels (UNet)
+  int64_t items = 0;           // tokens or images per step
+  std::string unit;
+};
+
+Workload gpt_workload(const std::string& name, const Options& o, Generator& data) {
+  const models::GPTConfig config = models::gpt_config(name);
+  const bool small_batch = config.vocab > 256;  // the peer's gpt-small runs 4 x 256
+  const int64_t B = o.batch ? o.batch : (small_batch ? 4 : 8);
+  const int64_t T = o.seq ? o.seq : std::min<int64_t>(config.context, 256);
+  auto model = std::make_shared<models::GPT>(config);
+  const Tensor x = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
+  const Tensor y = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
+  return {model, [model, x, y] { return model->loss(x, y); }, B, T, B * T, "tok/s"};
+}
+
+Workload bert_workload(const std::string& name, const Options& o, Generator& data) {
+  const models::BertConfig config = models::bert_config(name);
+  const int64_t B = o.batch ? o.batch : 16, T = o.seq ? o.seq : 128;
+  auto model = std::make_shared<models::BertForMaskedLM>(config);
+  const Tensor tokens = randint(1, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
+  const nn::data::MaskedBatch batch =
+      nn::data::mask_tokens(tokens, data, models::kMaskToken, config.vocab);
+  return {model,  [model, batch] { return model->loss(batch.inputs, batch.labels); }, B, T, B * T,
+          "tok/s"};
+}
+
+Workload vit_workload(const std::string& name, const Options& o, Generator& data) {
+  const models::ViTConfig config = models::vit_config(name);
+  const int64_t B = o.batch ? o.batch : 64, side = config.image / config.patch;
+  auto model = std::make_shared<models::VisionTransformer>(config);
+  const Tensor x = randn({B, config.channels, config.image, config.image}, {}, &data);
+  const Tensor y = randint(0, config.classes, {B}, {.dtype = DType::i64}, &data);
+  return {model, [model, x, y] { return model->loss(x, y); }, B, side * side + 1, B, "img/s"};
+}
+
+Workload unet_workload(const std::string& name, const Options& o, Generator& data) {
+  const models::UNetConfig config = models::unet_config(name);
+  const int64_t B = o.batch ? o.batch : 32, S = config.image;
+  auto model = std::make_shared<models::UNet>(config);
+  auto ddpm = std::make_shared<models::DDPM>();
+  const Tensor x0 = rand({B, config.channels, S, S}, {}, &data) * 2.0 - 1.0;
+  const Tensor noise = randn({B, config.channels, S, S}, {}, &data);
+  const Tensor t = randint(0, ddpm->steps(), {B}, {.dtype = DType::i64}, &data);
+  return {model, [model, ddpm, x0, noise, t] { return ddpm->loss(*model, x0, noise, t); },
+          B,     S * S,
+          B,     "img/s"};
+}
+
+Workload make_workload(const Options& o, Generator& data) {
+  switch (models::model_family(o.model)) {
+    case models::ModelFamily::gpt:
+      return gpt_workload(o.model, o, data);
+    case models::ModelFamily::bert:
+      return bert_workload(o.model, o, data);
+    case models::ModelFamily::vit:
+      return vit_workload(o.model, o, data);
+    case models::ModelFamily::unet:
+      return unet_workload(o.model, o, data);
+  }
+  throw Error("train_bench: no workload for " + o.model);
+}
+
 // The f32 matmul rate this process reaches now, at a GPT-2-sized shape: MFU's denominator.
 double matmul_peak_gflops() {
   const Tensor x = randn({1024, 768}), w = randn({3072, 768});
@@ -75,22 +147,15 @@ double peak_rss_mib() {
 int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
   set_num_threads(o.threads);
-  models::GPTConfig config = models::gpt_config(o.model);
-  const bool small_batch = config.vocab > 256;  // the peer's gpt-small runs 4 x 256
-  const int64_t B = o.batch ? o.batch : (small_batch ? 4 : 8);
-  const int64_t T = o.seq ? o.seq : std::min<int64_t>(config.context, 256);
-
   manual_seed(1234);
-  models::GPT model(config);
   Generator data(1234);
-  const Tensor x = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
-  const Tensor y = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
-  nn::optim::Adam opt = nn::optim::AdamW({{.params = model.parameters(), .weight_decay = 0.1}},
+  const Workload w = make_workload(o, data);
+  nn::optim::Adam opt = nn::optim::AdamW({{.params = w.model->parameters(), .weight_decay = 0.1}},
                                          {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   double first_loss = 0, last_loss = 0;
   auto step = [&] {
     opt.zero_grad();
-    Tensor loss = model.loss(x, y);
+    Tensor loss = w.loss();
     loss.backward();
     opt.step();
     last_loss = loss.item<double>();
@@ -102,23 +167,28 @@ int main(int argc, char** argv) try {
     ms.push_back(bench::time_once_ms(step));
     std::fprintf(stderr, "step %d: %.1f ms, loss %.4f\n", i, ms.back(), last_loss);
   }
-  if (o.profile) {
+  double step_flops = 0;  // one more step, untimed, to count what it dispatches
+  {
     OpProfile profile;
     step();
-    profile.print(std::cerr);
+    step_flops = profile.outermost().flops;
+    if (o.profile) profile.print(std::cerr);
   }
   const bench::Timing t = bench::summarize(ms);
-  const double tokens_per_s = double(B * T) / (t.median_ms / 1e3);
+  const double items_per_s = double(w.items) / (t.median_ms / 1e3);
   const double peak = matmul_peak_gflops();
-  const double mfu = model.train_flops_per_token(T) * tokens_per_s / (peak * 1e9);
+  const double mfu = step_flops / (t.median_ms / 1e3) / (peak * 1e9);
   bench::JsonLine line;
   line.add("bench", "train").add("case", o.model).add("impl", "dlf").add("threads", o.threads);
-  line.add("batch", B).add("seq", T).add("metric", "throughput").add("value", tokens_per_s);
-  line.add("unit", "tok/s");
+  line.add("batch", w.batch)
+      .add("seq", w.seq)
+      .add("metric", "throughput")
+      .add("value", items_per_s);
+  line.add("unit", w.unit);
   bench::add_timing(line, t);
   line.add("peak_rss_mib", peak_rss_mib()).add("mfu", mfu).add("matmul_peak_gflops", peak);
-  line.add("params", model.num_parameters()).add("loss_first", first_loss);
-  line.add("loss_last", last_loss);
+  line.add("step_gflop", step_flops / 1e9).add("params", w.model->num_parameters());
+  line.add("loss_first", first_loss).add("loss_last", last_loss);
   line.print();
   return 0;
 } catch (const std::exception& e) {

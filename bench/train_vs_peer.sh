@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# dlf's GPT training throughput beside the peer's (PyTorch's C++ API, ../shared/peer), measured
+# dlf's training throughput of a zoo model beside the peer's (PyTorch's C++ API, ../shared/peer), measured
 # in the same session: ROUNDS alternating runs of each (one process per run, each holding
 # /tmp/bench.lock), then one JSON line with the medians, the ratio and peak RSS of both.
 #
-#   bash bench/train_vs_peer.sh gpt-mini [ROUNDS] [STEPS]
+#   bash bench/train_vs_peer.sh gpt-mini|vit-tiny|bert-mini|unet-small [ROUNDS] [STEPS]
 #
 # Env: PEER_DIR (default ../shared/peer beside this repository), DLF_BUILD (default
 # build/release). The peer's fp32 GEMMs need OpenBLAS (libopenblas0-pthread): with Debian's
 # reference BLAS behind libblas.so.3 it runs ~30x slower, which would flatter dlf.
+# The peer's figures are in ../shared/peer/README.md; run this on a quiet machine.
 set -euo pipefail
 model=${1:?usage: train_vs_peer.sh MODEL [ROUNDS] [STEPS]}
 rounds=${2:-3}
@@ -20,6 +21,11 @@ if ! readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; then
   echo "train_vs_peer: libblas.so.3 is not OpenBLAS; installing libopenblas0-pthread" >&2
   apt-get install -y -qq libopenblas0-pthread >&2
 fi
+
+# glibc's malloc hands big blocks back to the kernel on free and faults them in again on the
+# next step; in this KVM guest that doubled the peer's step time (vit-tiny 900 ms against 425,
+# a third of it system time). Both run with the same malloc settings, the peer's best.
+export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824}
 
 field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p"; }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -35,8 +41,9 @@ of() {  # of LINES FIELD -> median over the rounds
   printf '%s\n' "${lines[@]}" | field "$2" | median
 }
 dlf_tps=$(of dlf_lines value) peer_tps=$(of peer_lines throughput)
-printf '{"bench":"train","case":"%s","impl":"dlf","threads":2,"metric":"throughput","value":%s,"unit":"tok/s","median_ms":%s,"peak_rss_mib":%s,"mfu":%s,"baseline_impl":"libtorch","baseline":%s,"ratio":%.3f,"baseline_peak_rss_mib":%s,"rss_ratio":%.3f,"rounds":%d,"steps":%d}\n' \
-  "$model" "$dlf_tps" "$(of dlf_lines median_ms)" "$(of dlf_lines peak_rss_mib)" \
+unit=$(printf '%s\n' "${dlf_lines[0]}" | sed -n 's/.*"unit":"\([^"]*\)".*/\1/p')
+printf '{"bench":"train","case":"%s","impl":"dlf","threads":2,"metric":"throughput","value":%s,"unit":"%s","median_ms":%s,"peak_rss_mib":%s,"mfu":%s,"baseline_impl":"libtorch","baseline":%s,"ratio":%.3f,"baseline_peak_rss_mib":%s,"rss_ratio":%.3f,"rounds":%d,"steps":%d}\n' \
+  "$model" "$dlf_tps" "$unit" "$(of dlf_lines median_ms)" "$(of dlf_lines peak_rss_mib)" \
   "$(of dlf_lines mfu)" "$peer_tps" "$(echo "$dlf_tps $peer_tps" | awk '{print $1 / $2}')" \
   "$(of peer_lines peak_rss_mib)" \
   "$(echo "$(of dlf_lines peak_rss_mib) $(of peer_lines peak_rss_mib)" | awk '{print $1 / $2}')" \

@@ -9,16 +9,21 @@ void OpProfile::on_op_start(const OpDef&) { starts_.push_back(std::chrono::stead
 
 void OpProfile::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                       std::span<const Tensor> outputs) {
-  Row& row = rows_[op.name];
+  double seconds = 0;
   if (!starts_.empty()) {
-    row.seconds +=
+    seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - starts_.back()).count();
     starts_.pop_back();
   }
   const Cost c = op_cost(op, inputs, attrs, outputs);
-  ++row.calls;
-  row.flops += c.flops;
-  row.bytes += c.bytes_read + c.bytes_written;
+  auto add = [&](Row& row) {
+    ++row.calls;
+    row.seconds += seconds;
+    row.flops += c.flops;
+    row.bytes += c.bytes_read + c.bytes_written;
+  };
+  add(rows_[op.name]);
+  if (starts_.empty()) add(outermost_);
 }
 
 void OpProfile::print(std::ostream& os) const {

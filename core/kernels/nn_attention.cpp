@@ -85,11 +85,15 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, d
           row[j] *= s;
           max = std::max(max, row[j]);
         }
-        double sum = 0;
-        for (int64_t j = 0; j < seen; ++j) {
-          row[j] = std::exp(row[j] - max);
-          sum += row[j];
+        Chunk<A> sums = Chunk<A>::Zero();
+        for (int64_t j = 0; j < seen; j += kChunk) {
+          const int64_t n = std::min(kChunk, seen - j);
+          Chunk<A> e = (load_chunk(row + j, n) - max).exp();
+          for (int64_t lane = n; lane < kChunk; ++lane) e[lane] = 0;  // the padding's exp
+          store_chunk(e, row + j, n);
+          sums += e;
         }
+        const double sum = sums.sum();
         std::fill(row + seen, row + keys, A(0));
         buf.inv_sum[r] = seen > 0 ? 1.0 / sum : 0.0;
         lse_ptr[r] = seen > 0 ? static_cast<L>(double(max) + std::log(sum))

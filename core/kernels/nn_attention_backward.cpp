@@ -1,13 +1,14 @@
 // Fused attention backward, flash-attention's on the CPU: the probabilities P are recomputed
 // block by block from q, k and the saved logsumexp, never stored for all of [B, H, Tq, Tk].
-// With dP = dO Vᵀ and dS = P ∘ (dP − rowsum(dO ∘ O)), two passes keep every sum in one fixed
-// order whatever the thread count:
-//  1. one task per (batch·head, block of query rows): dQ = dS K · scale over the keys the
-//     block sees, written to the task's own rows;
-//  2. one task per (batch·head, block of keys): dV = Σ Pᵀ dO and dK = Σ dSᵀ Q · scale over the
-//     blocks of query rows that see those keys, in order.
-// Scores are recomputed twice (q kᵀ and dO vᵀ in each pass) in exchange for no atomics and
-// no per-thread [Tk, d] partial sums.
+// With dP = dO Vᵀ and dS = P ∘ (dP − rowsum(dO ∘ O)), every sum has one fixed order whatever
+// the thread count:
+//  - with enough batch·head entries to share out, one task per entry walks its blocks of query
+//    rows in order: P and dS once per block (over the keys it sees), dQ of the block, and its
+//    share of dK and dV added to the entry's sums — five GEMMs over the visible blocks;
+//  - otherwise two passes: one task per (entry, block of query rows) for dQ = dS K · scale,
+//    then one per (entry, block of keys) for dV = Σ Pᵀ dO and dK = Σ dSᵀ Q · scale over the
+//    blocks of query rows that see those keys, in order. The scores are recomputed in each
+//    pass (seven GEMMs) in exchange for no atomics and no per-thread [Tk, d] partial sums.
 #include <cmath>
 #include <vector>
 
@@ -21,11 +22,17 @@ namespace {
 
 using namespace attention_rows;
 
+/// From this many batch entries on, one task per entry (whole_entry) gives every thread enough
+/// work. A fixed count, not one from the thread count, so that the path (and the result's
+/// bits) never depends on it.
+constexpr int64_t kWholeEntryMinBatches = 8;
+
 /// Everything both passes read, for one call.
 template <typename T>
 struct Problem {
   using A = acc_t<T>;
   using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  static_assert(std::is_same_v<A, L>, "lse and delta are read as runs of the accumulator type");
 
   int64_t tq, tk, d, dv, batches;
   bool causal;
@@ -51,7 +58,8 @@ struct Problem {
 template <typename A>
 struct Scratch {
   std::vector<A> q, k, v, g, p, dp;
-  std::vector<A> dqk, dv;  // a block of dq or dk (before the scale), of dv
+  std::vector<A> dqk, dv;         // a block of dq or dk (before the scale), of dv
+  std::vector<A> dk_sum, dv_sum;  // whole_entry's dk (before the scale) and dv
 };
 
 /// dst = src · factor, converted to T.
@@ -60,7 +68,22 @@ void store(const std::vector<A>& src, T* dst, int64_t n, A factor) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i] * factor);
 }
 
-/// Pass 1: the rows i0 .. i0 + m - 1 of dq for batch entry b.
+/// One query row of P and dS, in place over its scores and dO·Vᵀ: p = exp(score · scale − lse)
+/// and ds = p ∘ (ds − delta) for the keys it sees, 0 for the masked keys seen .. keys - 1.
+template <typename A>
+void softmax_grad_row(A* p, A* ds, int64_t seen, int64_t keys, A scale, A lse, A delta) {
+  for (int64_t j = 0; j < seen; j += kChunk) {
+    const int64_t n = std::min(kChunk, seen - j);
+    const Chunk<A> pj = (load_chunk(p + j, n) * scale - lse).exp();
+    store_chunk(pj, p + j, n);
+    store_chunk<A>(pj * (load_chunk(ds + j, n) - delta), ds + j, n);
+  }
+  std::fill(p + seen, p + keys, A(0));
+  std::fill(ds + seen, ds + keys, A(0));
+}
+
+/// Pass 1: the rows i0 .. i0 + m - 1 of dq for batch entry b; leaves the block's P and dS
+/// ([m, keys]) in buf.p and buf.dp.
 template <typename T, typename A = acc_t<T>>
 void query_block(const Problem<T>& pr, int64_t b, int64_t i0, int64_t m, T* dq, Scratch<A>& buf) {
   const int64_t keys = pr.visible(i0 + m - 1);  // the block's last row sees the most keys
@@ -79,17 +102,37 @@ void query_block(const Problem<T>& pr, int64_t b, int64_t i0, int64_t m, T* dq, 
   p.noalias() = qm * km.transpose();
   ds.noalias() = gm * vm.transpose();
   for (int64_t r = 0; r < m; ++r) {
-    const int64_t i = b * pr.tq + i0 + r, seen = pr.visible(i0 + r);
-    const A lse = static_cast<A>(pr.lse[i]), delta = pr.delta[i];
-    A* pr_row = buf.p.data() + r * keys;
-    A* ds_row = buf.dp.data() + r * keys;
-    for (int64_t j = 0; j < seen; ++j)
-      ds_row[j] = std::exp(pr_row[j] * pr.scale - lse) * (ds_row[j] - delta);
-    std::fill(ds_row + seen, ds_row + keys, A(0));
+    const int64_t i = b * pr.tq + i0 + r;
+    softmax_grad_row(buf.p.data() + r * keys, buf.dp.data() + r * keys, pr.visible(i0 + r), keys,
+                     pr.scale, static_cast<A>(pr.lse[i]), pr.delta[i]);
   }
   buf.dqk.resize(static_cast<size_t>(m * pr.d));
   Rows<A>(buf.dqk.data(), m, pr.d, Eigen::OuterStride<>(pr.d)).noalias() = ds * km;
   store(buf.dqk, dq, m * pr.d, pr.scale);
+}
+
+/// All of dq, dk and dv of batch entry b in one task: the blocks of query rows in order, each
+/// making its P and dS once (query_block) and adding its share to dk and dv.
+template <typename T, typename A = acc_t<T>>
+void whole_entry(const Problem<T>& pr, int64_t b, T* dq, T* dk, T* dv, Scratch<A>& buf) {
+  buf.dk_sum.assign(static_cast<size_t>(pr.tk * pr.d), A(0));
+  buf.dv_sum.assign(static_cast<size_t>(pr.tk * pr.dv), A(0));
+  Rows<A> dk_sum(buf.dk_sum.data(), pr.tk, pr.d, Eigen::OuterStride<>(pr.d));
+  Rows<A> dv_sum(buf.dv_sum.data(), pr.tk, pr.dv, Eigen::OuterStride<>(pr.dv));
+  for (int64_t i0 = 0; i0 < pr.tq; i0 += kAttentionBlockRows) {
+    const int64_t m = std::min(kAttentionBlockRows, pr.tq - i0);
+    query_block(pr, b, i0, m, dq + i0 * pr.d, buf);
+    const int64_t keys = pr.visible(i0 + m - 1);
+    if (keys == 0) continue;
+    auto qm = pr.rows(pr.q, pr.q_base, b, i0, m, pr.d, buf.q);
+    auto gm = pr.rows(pr.g, pr.g_base, b, i0, m, pr.dv, buf.g);
+    Rows<A> p(buf.p.data(), m, keys, Eigen::OuterStride<>(keys));
+    Rows<A> ds(buf.dp.data(), m, keys, Eigen::OuterStride<>(keys));
+    dk_sum.topRows(keys).noalias() += ds.transpose() * qm;
+    dv_sum.topRows(keys).noalias() += p.transpose() * gm;
+  }
+  store(buf.dk_sum, dk, pr.tk * pr.d, pr.scale);
+  store(buf.dv_sum, dv, pr.tk * pr.dv, A(1));
 }
 
 /// Pass 2: the rows j0 .. j0 + n - 1 of dk and dv for batch entry b.
@@ -121,11 +164,13 @@ void key_block(const Problem<T>& pr, int64_t b, int64_t j0, int64_t n, T* dk, T*
         const int64_t r_min = std::clamp(pr.first_query(j0 + j) - i0, int64_t{0}, m);
         std::fill(p_row, p_row + r_min, A(0));
         std::fill(ds_row, ds_row + r_min, A(0));
-        for (int64_t r = r_min; r < m; ++r) {
-          const int64_t i = b * pr.tq + i0 + r;
-          const A p = std::exp(p_row[r] * pr.scale - static_cast<A>(pr.lse[i]));
-          p_row[r] = p;
-          ds_row[r] = p * (ds_row[r] - pr.delta[i]);
+        const A* lse = pr.lse + b * pr.tq + i0;
+        const A* delta = pr.delta + b * pr.tq + i0;
+        for (int64_t r = r_min; r < m; r += kChunk) {
+          const int64_t n = std::min(kChunk, m - r);
+          const Chunk<A> p = (load_chunk(p_row + r, n) * pr.scale - load_chunk(lse + r, n)).exp();
+          store_chunk(p, p_row + r, n);
+          store_chunk<A>(p * (load_chunk(ds_row + r, n) - load_chunk(delta + r, n)), ds_row + r, n);
         }
       }
       dv_acc.noalias() += pt * gm;
@@ -178,6 +223,21 @@ void backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Te
   }
   pr.delta = delta.data();
 
+  T* dq_base = dq.data<T>();
+  T* dk_base = dk.data<T>();
+  T* dv_base = dv.data<T>();
+  if (pr.batches >= kWholeEntryMinBatches) {
+#pragma omp parallel
+    {
+      Scratch<A> buf;
+#pragma omp for schedule(dynamic)
+      for (int64_t b = 0; b < pr.batches; ++b) {
+        whole_entry(pr, b, dq_base + b * pr.tq * pr.d, dk_base + b * pr.tk * pr.d,
+                    dv_base + b * pr.tk * pr.dv, buf);
+      }
+    }
+    return;
+  }
   auto blocks = [](int64_t t) { return (t + kAttentionBlockRows - 1) / kAttentionBlockRows; };
   const int64_t q_blocks = blocks(pr.tq), k_blocks = blocks(pr.tk);
 #pragma omp parallel
@@ -187,14 +247,13 @@ void backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Te
     for (int64_t task = 0; task < pr.batches * q_blocks; ++task) {
       const int64_t b = task / q_blocks, i0 = (task % q_blocks) * kAttentionBlockRows;
       query_block(pr, b, i0, std::min(kAttentionBlockRows, pr.tq - i0),
-                  dq.data<T>() + (b * pr.tq + i0) * pr.d, buf);
+                  dq_base + (b * pr.tq + i0) * pr.d, buf);
     }
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < pr.batches * k_blocks; ++task) {
       const int64_t b = task / k_blocks, j0 = (task % k_blocks) * kAttentionBlockRows;
       key_block(pr, b, j0, std::min(kAttentionBlockRows, pr.tk - j0),
-                dk.data<T>() + (b * pr.tk + j0) * pr.d, dv.data<T>() + (b * pr.tk + j0) * pr.dv,
-                buf);
+                dk_base + (b * pr.tk + j0) * pr.d, dv_base + (b * pr.tk + j0) * pr.dv, buf);
     }
   }
 }

@@ -22,6 +22,28 @@ using ConstRows = Eigen::Map<const RowMatrix<A>, 0, Eigen::OuterStride<>>;
 template <typename A>
 using Rows = Eigen::Map<RowMatrix<A>, 0, Eigen::OuterStride<>>;
 
+/// Rows of softmax work go through Eigen's vectorized exp in fixed chunks counted from the
+/// row's start, the tail padded: every element takes the same code path and sums run in one
+/// order wherever the row lies in memory, so results are bitwise reproducible (Eigen's own
+/// loops over a dynamic run peel scalar elements up to the first aligned address).
+inline constexpr int64_t kChunk = 16;
+template <typename A>
+using Chunk = Eigen::Array<A, kChunk, 1>;
+
+/// n <= kChunk values from p; lanes past n are 0.
+template <typename A>
+Chunk<A> load_chunk(const A* p, int64_t n) {
+  if (n == kChunk) return Eigen::Map<const Chunk<A>>(p);
+  Chunk<A> c = Chunk<A>::Zero();
+  std::copy(p, p + n, c.data());
+  return c;
+}
+
+template <typename A>
+void store_chunk(const Chunk<A>& c, A* p, int64_t n) {
+  std::copy(c.data(), c.data() + n, p);
+}
+
 /// One operand's layout: element offset of each batch entry, row and column strides.
 struct Operand {
   std::vector<int64_t> batch_offset;

@@ -10,7 +10,7 @@ namespace {
 using V = std::vector<Tensor>;
 
 // q, k, v as GPT makes them: views of one [B, T, 3, H, d] tensor, transposed to [B, H, T, d].
-V qkv_leaf(int64_t t) { return leaves({{2, t, 3, 2, 3}}); }
+V qkv_leaf(int64_t t, int64_t heads = 2) { return leaves({{2, t, 3, heads, 3}}); }
 Tensor head(const Tensor& all, int64_t i) { return all.select(2, i).transpose(1, 2); }
 
 Tensor targets(const std::vector<int64_t>& v, const Shape& s) { return from_vector(v, s); }
@@ -149,6 +149,16 @@ GradCase cross_entropy_case(std::string name, std::function<V()> logits,
         attention_case("several blocks, Tq = 66, Tk = 70", {{66, 1}, {70, 1}, {70, 2}}, false),
         attention_case("one query, q broadcast over the batch", {{1, 2}, {3, 2, 2}, {3, 2, 1}},
                        false),
+        // From 8 batch entries on, the backward runs one task per entry (P and dS once).
+        GradCase{"scaled_dot_product_attention", "causal, 8 entries, views of one tensor",
+                 [] { return qkv_leaf(5, 4); },
+                 [](const V& x) {
+                   return scaled_dot_product_attention(head(x[0], 0), head(x[0], 1), head(x[0], 2),
+                                                       true);
+                 }},
+        attention_case("causal, 8 entries, more queries than keys, k/v broadcast",
+                       {{8, 4, 2}, {1, 3, 2}, {1, 3, 2}}, true),
+        attention_case("8 entries, Tq != Tk", {{8, 3, 4}, {8, 5, 4}, {8, 5, 2}}, false),
         GradCase{"scaled_dot_product_attention", "an expanded incoming gradient (sum over dv)",
                  [] {
                    return leaves({{2, 3, 2}, {2, 3, 2}, {2, 3, 3}});
@@ -175,12 +185,15 @@ V converted(const V& in, DType dtype) {
 TEST_CASE("gradcheck: join, embedding, losses, dropout, attention") { test::run_grad_cases("nn"); }
 
 TEST_CASE("the f32 and bf16 attention backward agree with the f64 one across blocks") {
-  // T = 150: three blocks of query rows and of keys, so pass 2 sums over several blocks.
-  V in64 = leaves({{1, 2, 150, 8}, {1, 2, 150, 8}, {1, 2, 150, 8}}, 13);
-  for (bool causal : {true, false}) {
-    const V g64 = attention_grads(in64, causal);
-    const V g32 = attention_grads(converted(in64, DType::f32), causal);
-    for (int i = 0; i < 3; ++i) test::check_close(g32[i], g64[i], 1e-4, 1e-3);
+  // T = 150: three blocks of query rows and of keys, so pass 2 sums over several blocks; with
+  // 8 batch entries the one-task-per-entry path runs instead.
+  for (int64_t batch : {1, 4}) {
+    V in64 = leaves({{batch, 2, 150, 8}, {batch, 2, 150, 8}, {batch, 2, 150, 8}}, 13);
+    for (bool causal : {true, false}) {
+      const V g64 = attention_grads(in64, causal);
+      const V g32 = attention_grads(converted(in64, DType::f32), causal);
+      for (int i = 0; i < 3; ++i) test::check_close(g32[i], g64[i], 1e-4, 1e-3);
+    }
   }
   V small = leaves({{2, 20, 8}, {2, 20, 8}, {2, 20, 8}}, 17);
   const V g64 = attention_grads(small, true);
@@ -191,11 +204,14 @@ TEST_CASE("the f32 and bf16 attention backward agree with the f64 one across blo
 TEST_CASE("the attention and embedding gradients do not depend on the thread count") {
   // Big enough for both kernels to run on several threads: 2 x 3 blocks of query rows, and
   // 300 x 256 gradient elements for embedding_backward.
-  V in = leaves({{2, 130, 4}, {2, 130, 4}, {2, 130, 4}, {10, 256}}, 21);
+  // 8 x 20 x 4 runs the one-task-per-entry path.
+  V in = leaves(
+      {{2, 130, 4}, {2, 130, 4}, {2, 130, 4}, {10, 256}, {8, 20, 4}, {8, 20, 4}, {8, 20, 4}}, 21);
   Generator gen(4);
   const Tensor index = randint(0, 10, {300}, {.dtype = DType::i64}, &gen);
   auto grads = [&] {
     V g = attention_grads({in[0], in[1], in[2]}, true);
+    for (const Tensor& t : attention_grads({in[4], in[5], in[6]}, true)) g.push_back(t);
     g.push_back(autograd::grad({sum(embedding(in[3], index) * 1.5)}, {in[3]})[0]);
     return g;
   };

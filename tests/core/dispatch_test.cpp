@@ -76,3 +76,25 @@ TEST_CASE("one thread setting reaches the OpenMP pool of every thread that runs 
   check_error([] { set_num_threads(0); }, {"positive"});
   set_num_threads(before);
 }
+
+TEST_CASE("a profile's outermost totals count a composite op's inner work once") {
+  // An op whose kernel dispatches matmul twice and whose cost is those two matmuls' FLOPs.
+  static const OpDef& twice = register_op({
+      .name = "test_matmul_twice",
+      .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
+        return {{{in[0].shape()[0], in[1].shape()[1]}, in[0].dtype()}};
+      },
+      .kernel = [](Inputs in, const Attrs&,
+                   Outputs out) { out[0].copy_(matmul(matmul(in[0], in[1]), in[2])); },
+      .cost = [](Inputs, const Attrs&,
+                 std::span<const Tensor>) { return Cost{.flops = 2.0 * 2 * 4 * 8 * 8}; },
+  });
+  const Tensor a = ones({4, 8}), b = ones({8, 8});
+  OpProfile profile;
+  const Tensor y = dispatch1(twice, {a, b, b});
+  CHECK(profile.rows().at("matmul").calls == 2);
+  CHECK(profile.rows().at("matmul").flops == 2 * 2 * 4 * 8 * 8);
+  CHECK(profile.outermost().calls == 1);
+  CHECK(profile.outermost().flops == 2 * 2 * 4 * 8 * 8);  // not 4 matmuls' worth
+  CHECK(sum(y).item<float>() == 4 * 8 * 64);
+}

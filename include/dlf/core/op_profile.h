@@ -28,11 +28,15 @@ class OpProfile : public DispatchObserver {
     double seconds = 0, flops = 0, bytes = 0;
   };
   const std::map<std::string, Row>& rows() const { return rows_; }
+  /// The ops dispatched at the outermost level only: the work done, each FLOP counted once
+  /// (the rows' sum counts a composite op's inner ops twice).
+  const Row& outermost() const { return outermost_; }
   /// A table sorted by time, with each op's share, GFLOP/s and GB/s.
   void print(std::ostream& os) const;
 
  private:
   std::map<std::string, Row> rows_;
+  Row outermost_;
   std::vector<std::chrono::steady_clock::time_point> starts_;
 };
 
