@@ -12,8 +12,10 @@ namespace {
 
 constexpr double kLayerNormEps = 1e-12;
 
-std::shared_ptr<nn::Linear> dense_layer(int64_t in, int64_t out, const BertConfig& c) {
-  return std::make_shared<nn::Linear>(in, out, nn::LinearOptions{.dtype = c.dtype});
+// An encoder layer's Linear, made by the config's maker (split when tensor-parallel).
+std::shared_ptr<nn::Linear> dense_layer(int64_t in, int64_t out, nn::LinearParallel split,
+                                        const BertConfig& c) {
+  return nn::make_linear(c.linears, in, out, split, {.dtype = c.dtype});
 }
 
 std::shared_ptr<nn::LayerNorm> layer_norm(const BertConfig& c) {
@@ -90,25 +92,40 @@ Tensor BertEmbeddings::forward(const Tensor& ids) const {
   return norm->forward(word_embeddings->forward(ids) + per_position);
 }
 
+parallel::Split bert_tensor_parallel_split(const std::string& name) {
+  using parallel::Split;
+  if (!name.starts_with("bert.encoder.")) return Split::none;
+  for (const char* split_rows : {"attention.self.query.", "attention.self.key.",
+                                 "attention.self.value.", "intermediate.dense."}) {
+    if (name.find(split_rows) != std::string::npos) return Split::rows;
+  }
+  if (name.ends_with("output.dense.weight")) return Split::columns;  // attention's and the layer's
+  return Split::none;
+}
+
 BertSelfAttention::BertSelfAttention(const BertConfig& c)
-    : query(register_module("query", dense_layer(c.dim, c.dim, c))),
-      key(register_module("key", dense_layer(c.dim, c.dim, c))),
-      value(register_module("value", dense_layer(c.dim, c.dim, c))),
-      heads(c.heads) {}
+    : query(register_module("query", dense_layer(c.dim, c.dim, nn::LinearParallel::column, c))),
+      key(register_module("key", dense_layer(c.dim, c.dim, nn::LinearParallel::column, c))),
+      value(register_module("value", dense_layer(c.dim, c.dim, nn::LinearParallel::column, c))),
+      head_dim(c.dim / c.heads),
+      heads(query->weight.size(0) / head_dim) {
+  DLF_CHECK(heads * head_dim == query->weight.size(0), "BERT: ", c.heads,
+            " heads do not split over the tensor-parallel ranks");
+}
 
 Tensor BertSelfAttention::forward(const Tensor& x) const {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / heads;
+  const int64_t B = x.size(0), T = x.size(1);
   // [B, T, C] -> strided [B, H, T, hd] views: the attention kernel reads them in place.
   auto split_heads = [&](const nn::Linear& proj) {
-    return proj.forward(x).view({B, T, heads, hd}).transpose(1, 2);
+    return proj.forward(x).view({B, T, heads, head_dim}).transpose(1, 2);
   };
   const Tensor y = scaled_dot_product_attention(split_heads(*query), split_heads(*key),
                                                 split_heads(*value), /*causal=*/false);
-  return y.transpose(1, 2).reshape({B, T, C});
+  return y.transpose(1, 2).reshape({B, T, heads * head_dim});
 }
 
 BertResidualNorm::BertResidualNorm(int64_t in, const BertConfig& c)
-    : dense(register_module("dense", dense_layer(in, c.dim, c))),
+    : dense(register_module("dense", dense_layer(in, c.dim, nn::LinearParallel::row, c))),
       norm(register_module("LayerNorm", layer_norm(c))) {}
 
 Tensor BertResidualNorm::forward(const Tensor& h, const Tensor& residual) const {
@@ -124,7 +141,7 @@ Tensor BertAttention::forward(const Tensor& x) const {
 }
 
 BertIntermediate::BertIntermediate(const BertConfig& c)
-    : dense(register_module("dense", dense_layer(c.dim, c.ffn, c))) {}
+    : dense(register_module("dense", dense_layer(c.dim, c.ffn, nn::LinearParallel::column, c))) {}
 
 Tensor BertIntermediate::forward(const Tensor& x) const { return dense_gelu(*dense, x); }
 
@@ -158,7 +175,8 @@ Tensor BertModel::forward(const Tensor& ids) const {
 }
 
 BertPredictionHeadTransform::BertPredictionHeadTransform(const BertConfig& c)
-    : dense(register_module("dense", dense_layer(c.dim, c.dim, c))),
+    : dense(register_module("dense", std::make_shared<nn::Linear>(
+                                         c.dim, c.dim, nn::LinearOptions{.dtype = c.dtype}))),
       norm(register_module("LayerNorm", layer_norm(c))) {}
 
 Tensor BertPredictionHeadTransform::forward(const Tensor& h) const {

@@ -5,6 +5,7 @@
 #include <dlf/core/ops/nn_ops.h>
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/parallel/pipeline.h>
+#include <dlf/parallel/tp_sharding.h>
 
 #include <algorithm>
 #include <map>
@@ -23,14 +24,7 @@ struct Scope : nn::Module {
   }
 };
 
-// How a parameter of the whole model is split over the tp group.
-enum class Split {
-  none,        // replicated: wpe, LayerNorms, row-parallel biases
-  vocab_rows,  // wte and the head: ⌈V/n⌉ rows each, the last ranks padded
-  qkv_rows,    // c_attn: this rank's heads of q, of k and of v
-  rows,        // column-parallel: c_fc
-  columns,     // row-parallel weights: both c_proj
-};
+using parallel::Split;
 
 Split split_of(const std::string& name) {
   if (name.ends_with("wte.weight") || name == "lm_head.weight") return Split::vocab_rows;
@@ -42,49 +36,6 @@ Split split_of(const std::string& name) {
 }
 
 }  // namespace
-
-ParallelAttention::ParallelAttention(const GPTConfig& c, parallel::Communicator& tp)
-    : c_attn(register_module("c_attn",
-                             std::make_shared<parallel::ColumnParallelLinear>(
-                                 c.dim, 3 * c.dim, tp, nn::LinearOptions{.dtype = c.dtype}))),
-      c_proj(register_module("c_proj", std::make_shared<parallel::RowParallelLinear>(
-                                           c.dim, c.dim, tp, nn::LinearOptions{.dtype = c.dtype}))),
-      heads(c.heads / tp.size()) {
-  DLF_CHECK(c.heads % tp.size() == 0, "GPT '", c.name, "': ", c.heads, " heads do not split over ",
-            tp.size(), " tensor-parallel ranks");
-}
-
-Tensor ParallelAttention::forward(const Tensor& x) const {
-  const int64_t B = x.size(0), T = x.size(1), local = c_proj->weight.size(1);
-  const int64_t hd = local / heads;
-  // This rank's rows of c_attn are its heads' q, then k, then v.
-  const Tensor qkv = c_attn->forward(x).view({B, T, 3, heads, hd});
-  auto head_view = [&](int64_t i) { return qkv.select(2, i).transpose(1, 2); };
-  const Tensor y = scaled_dot_product_attention(head_view(0), head_view(1), head_view(2), true);
-  return c_proj->forward(y.transpose(1, 2).reshape({B, T, local}));
-}
-
-ParallelMLP::ParallelMLP(const GPTConfig& c, parallel::Communicator& tp)
-    : c_fc(register_module("c_fc", std::make_shared<parallel::ColumnParallelLinear>(
-                                       c.dim, 4 * c.dim, tp, nn::LinearOptions{.dtype = c.dtype}))),
-      c_proj(register_module("c_proj",
-                             std::make_shared<parallel::RowParallelLinear>(
-                                 4 * c.dim, c.dim, tp, nn::LinearOptions{.dtype = c.dtype}))) {}
-
-Tensor ParallelMLP::forward(const Tensor& x) const {
-  return c_proj->forward(gelu(c_fc->forward(x), GeluApproximation::tanh));
-}
-
-ParallelBlock::ParallelBlock(const GPTConfig& c, parallel::Communicator& tp)
-    : ln_1(register_module("ln_1", std::make_shared<nn::LayerNorm>(c.dim, 1e-5, true, c.dtype))),
-      attn(register_module("attn", std::make_shared<ParallelAttention>(c, tp))),
-      ln_2(register_module("ln_2", std::make_shared<nn::LayerNorm>(c.dim, 1e-5, true, c.dtype))),
-      mlp(register_module("mlp", std::make_shared<ParallelMLP>(c, tp))) {}
-
-Tensor ParallelBlock::forward(const Tensor& x) const {
-  const Tensor h = x + attn->forward(ln_1->forward(x));
-  return h + mlp->forward(ln_2->forward(h));
-}
 
 std::vector<std::pair<int64_t, int64_t>> gpt_stage_blocks(const GPTConfig& c, int stages) {
   DLF_CHECK(stages >= 1 && stages <= c.layers + 1, "GPT '", c.name, "': ", c.layers,
@@ -105,6 +56,10 @@ ParallelGPT::ParallelGPT(GPTConfig config, parallel::Communicator& tp, int stage
   DLF_CHECK(c.dropout == 0, "ParallelGPT: dropout is not supported yet");
   DLF_CHECK(stage >= 0 && stage < stages, "ParallelGPT: stage ", stage, " is not in 0..",
             stages - 1);
+  DLF_CHECK(c.heads % tp.size() == 0, "GPT '", c.name, "': ", c.heads, " heads do not split over ",
+            tp.size(), " tensor-parallel ranks");
+  nn::TransformerOptions block = gpt_block_options(c);
+  block.linears = parallel::megatron_linears(tp);
   std::tie(first_block, end_block) = gpt_stage_blocks(c, stages)[stage];
   auto trunk = register_module("transformer", std::make_shared<Scope>());
   if (first) {
@@ -114,7 +69,7 @@ ParallelGPT::ParallelGPT(GPTConfig config, parallel::Communicator& tp, int stage
   }
   auto h = trunk->add("h", std::make_shared<Scope>());
   for (int64_t i = first_block; i < end_block; ++i)
-    blocks.push_back(h->add(std::to_string(i), std::make_shared<ParallelBlock>(c, tp)));
+    blocks.push_back(h->add(std::to_string(i), std::make_shared<nn::TransformerBlock>(block)));
   if (last) {
     ln_f = trunk->add("ln_f", std::make_shared<nn::LayerNorm>(c.dim, 1e-5, true, c.dtype));
     head = first ? wte->weight
@@ -155,76 +110,15 @@ bool ParallelGPT::sharded(const std::string& name) const {
 }
 
 Tensor ParallelGPT::shard(const std::string& name, const Tensor& whole) const {
-  const int64_t n = tp_.size(), r = tp_.rank();
-  auto part = [&](const Tensor& t, int64_t dim) {  // this rank's n-th of dim
-    const int64_t k = t.size(dim) / n;
-    return t.narrow(dim, r * k, k);
-  };
-  switch (split_of(name)) {
-    case Split::none:
-      return whole;
-    case Split::rows:
-      return part(whole, 0);
-    case Split::columns:
-      return part(whole, 1);
-    case Split::qkv_rows: {
-      const int64_t C = whole.size(0) / 3;
-      std::vector<Tensor> parts;
-      for (int64_t i = 0; i < 3; ++i) parts.push_back(part(whole.narrow(0, i * C, C), 0));
-      return cat(parts, 0);
-    }
-    case Split::vocab_rows: {
-      const int64_t V = whole.size(0), k = parallel::vocab_shard_rows(V, int(n));
-      const int64_t start = std::min(r * k, V), words = std::min(k, V - start);
-      const Tensor mine = whole.narrow(0, start, words);
-      if (words == k) return mine;
-      Shape padding = whole.shape();
-      padding[0] = k - words;
-      return cat({mine, zeros(padding, {.dtype = whole.dtype(), .device = whole.device()})}, 0);
-    }
-  }
-  return whole;
+  return parallel::shard_of(split_of(name), whole, tp_);
 }
 
 Tensor ParallelGPT::gather(const std::string& name, const Tensor& shard) const {
-  autograd::NoGradGuard no_grad;
-  const int64_t n = tp_.size();
-  switch (split_of(name)) {
-    case Split::none:
-      return shard.clone();
-    case Split::rows:
-      return tp_.allgather(shard.contiguous());
-    case Split::columns:
-      return tp_.allgather(shard.transpose(0, 1).contiguous()).transpose(0, 1).contiguous();
-    case Split::qkv_rows: {
-      // Rank blocks [q_r; k_r; v_r] back into [q; k; v].
-      const Tensor all = tp_.allgather(shard.contiguous());
-      Shape blocks = {n, 3, shard.size(0) / 3};
-      for (int64_t d = 1; d < shard.dim(); ++d) blocks.push_back(shard.size(d));
-      Shape order = {1, 0};
-      for (int64_t d = 2; d < int64_t(blocks.size()); ++d) order.push_back(d);
-      Shape shape = shard.shape();
-      shape[0] *= n;
-      return all.view(blocks).permute(order).contiguous().reshape(shape);
-    }
-    case Split::vocab_rows:
-      return tp_.allgather(shard.contiguous()).narrow(0, 0, config_.vocab).contiguous();
-  }
-  return shard.clone();
+  return parallel::gather_of(split_of(name), shard, tp_, config_.vocab);
 }
 
 void ParallelGPT::load_shard(const nn::NamedTensors& whole) {
-  const std::map<std::string, Tensor> given(whole.begin(), whole.end());
-  autograd::NoGradGuard no_grad;
-  for (auto& [name, p] : named_parameters()) {
-    auto it = given.find(name);
-    DLF_CHECK(it != given.end(), "ParallelGPT::load_shard: no '", name, "' in the state");
-    const Tensor s = shard(name, it->second);
-    DLF_CHECK(s.shape() == p.shape(), "ParallelGPT::load_shard: '", name, "' of shape ",
-              shape_str(it->second.shape()), " gives a shard ", shape_str(s.shape()), ", expected ",
-              shape_str(p.shape()));
-    p.copy_(s.to(p.device()));
-  }
+  parallel::load_shards(*this, whole, split_of, tp_);
 }
 
 nn::NamedTensors ParallelGPT::whole_state_dict() const {

@@ -36,7 +36,17 @@ nn::TransformerOptions vit_block_options(const ViTConfig& c) {
           .activation = Activation::gelu_erf,
           .ln_eps = 1e-6,
           .dtype = c.dtype,
-          .names = nn::TransformerNames::timm};
+          .names = nn::TransformerNames::timm,
+          .linears = c.linears};
+}
+
+parallel::Split vit_tensor_parallel_split(const std::string& name) {
+  using parallel::Split;
+  if (!name.starts_with("blocks.")) return Split::none;
+  if (name.ends_with("attn.qkv.weight") || name.ends_with("attn.qkv.bias")) return Split::qkv_rows;
+  if (name.ends_with("mlp.fc1.weight") || name.ends_with("mlp.fc1.bias")) return Split::rows;
+  if (name.ends_with("attn.proj.weight") || name.ends_with("mlp.fc2.weight")) return Split::columns;
+  return Split::none;
 }
 
 namespace {

@@ -66,34 +66,37 @@ Tensor gather_from_tp_region(const Tensor& x, Communicator& group) {
 
 ColumnParallelLinear::ColumnParallelLinear(int64_t in, int64_t out, Communicator& group,
                                            nn::LinearOptions options, bool gather_output)
-    : group_(group), gather_output_(gather_output) {
-  const int64_t local = share(out, group, "ColumnParallelLinear");
-  weight = register_parameter("weight", Tensor::empty({local, in}, options.dtype));
-  if (options.bias) bias = register_parameter("bias", Tensor::empty({local}, options.dtype));
-  const double bound = 1 / std::sqrt(double(in));  // nn::Linear's, from the whole layer's fan-in
-  nn::init::uniform_(weight, -bound, bound);
-  if (bias.defined()) nn::init::uniform_(bias, -bound, bound);
-}
+    : nn::Linear(in, share(out, group, "ColumnParallelLinear"), options),  // fan-in unchanged
+      group_(group),
+      gather_output_(gather_output) {}
 
-Tensor ColumnParallelLinear::forward(const Tensor& x) const {
-  const Tensor y = linear(copy_to_tp_region(x, group_), weight, bias);
+Tensor ColumnParallelLinear::forward(const Tensor& x, Activation activation) const {
+  const Tensor y = linear(copy_to_tp_region(x, group_), weight, bias, activation);
   return gather_output_ ? gather_from_tp_region(y, group_) : y;
 }
 
 RowParallelLinear::RowParallelLinear(int64_t in, int64_t out, Communicator& group,
                                      nn::LinearOptions options)
-    : group_(group) {
-  const int64_t local = share(in, group, "RowParallelLinear");
-  weight = register_parameter("weight", Tensor::empty({out, local}, options.dtype));
-  if (options.bias) bias = register_parameter("bias", Tensor::empty({out}, options.dtype));
-  const double bound = 1 / std::sqrt(double(in));
+    : nn::Linear(share(in, group, "RowParallelLinear"), out, options), group_(group) {
+  const double bound = 1 / std::sqrt(double(in));  // the whole layer's fan-in
   nn::init::uniform_(weight, -bound, bound);
   if (bias.defined()) nn::init::uniform_(bias, -bound, bound);
 }
 
-Tensor RowParallelLinear::forward(const Tensor& x) const {
+Tensor RowParallelLinear::forward(const Tensor& x, Activation activation) const {
+  DLF_CHECK(activation == Activation::none,
+            "RowParallelLinear: an activation must follow the sum over the group");
   const Tensor y = reduce_from_tp_region(linear(x, weight), group_);
   return bias.defined() ? y + bias : y;
+}
+
+nn::LinearMaker megatron_linears(Communicator& group) {
+  return [&group](int64_t in, int64_t out, nn::LinearParallel split,
+                  nn::LinearOptions options) -> std::shared_ptr<nn::Linear> {
+    if (split == nn::LinearParallel::column)
+      return std::make_shared<ColumnParallelLinear>(in, out, group, options);
+    return std::make_shared<RowParallelLinear>(in, out, group, options);
+  };
 }
 
 int64_t vocab_shard_rows(int64_t vocab, int ranks) { return (vocab + ranks - 1) / ranks; }

@@ -39,7 +39,8 @@ int64_t masked_count(const Tensor& labels) {
 class BertTask final : public ReplicaTask {
  public:
   BertTask(const TaskSetup& s, const nn::data::TextDataset& data)
-      : ReplicaTask(s, std::make_unique<models::BertForMaskedLM>(models::bert_config(s.run.model))),
+      : ReplicaTask(s, std::make_unique<models::BertForMaskedLM>(config(s)),
+                    models::bert_tensor_parallel_split),
         data_(data),
         seq_(s.run.seq > 0 ? s.run.seq : kBertSequence),
         eval_batches_(s.eval_batches),
@@ -76,6 +77,11 @@ class BertTask final : public ReplicaTask {
   const char* item_unit() const override { return "tok"; }
 
  private:
+  static models::BertConfig config(const TaskSetup& s) {
+    models::BertConfig c = models::bert_config(s.run.model);
+    c.linears = linears(s);
+    return c;
+  }
   const models::BertForMaskedLM& bert() const {
     return static_cast<const models::BertForMaskedLM&>(*model_);
   }

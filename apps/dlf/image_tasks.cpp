@@ -25,8 +25,8 @@ using nn::data::ImageDataset;
 class ImageTask : public ReplicaTask {
  protected:
   ImageTask(const TaskSetup& s, std::unique_ptr<nn::Module> model, const ImageDataset& train,
-            const ImageDataset& test)
-      : ReplicaTask(s, std::move(model)),
+            const ImageDataset& test, parallel::SplitRule tp_split = {})
+      : ReplicaTask(s, std::move(model), std::move(tp_split)),
         train_(train),
         test_(test),
         batches_(
@@ -54,8 +54,8 @@ class ImageTask : public ReplicaTask {
 class ViTTask final : public ImageTask {
  public:
   ViTTask(const TaskSetup& s, const ImageDataset& train, const ImageDataset& test)
-      : ImageTask(s, std::make_unique<models::VisionTransformer>(models::vit_config(s.run.model)),
-                  train, test),
+      : ImageTask(s, std::make_unique<models::VisionTransformer>(config(s)), train, test,
+                  models::vit_tensor_parallel_split),
         eval_batches_(s.eval_batches) {}
 
   double forward_backward() override {
@@ -83,6 +83,11 @@ class ViTTask final : public ImageTask {
   }
 
  private:
+  static models::ViTConfig config(const TaskSetup& s) {
+    models::ViTConfig c = models::vit_config(s.run.model);
+    c.linears = linears(s);
+    return c;
+  }
   const models::VisionTransformer& vit() const {
     return static_cast<const models::VisionTransformer&>(*model_);
   }

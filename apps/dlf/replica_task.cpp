@@ -1,29 +1,68 @@
 #include "replica_task.h"
 
+#include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/ops/optim.h>
 #include <dlf/nn/optim/optimizer.h>
+#include <dlf/parallel/tensor_parallel.h>
+
+#include <cmath>
 
 namespace dlf::app {
 
-ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model)
+ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
+                         parallel::SplitRule tp_split)
     : run_(s.run), mesh_(s.mesh), model_(std::move(model)) {
   const parallel::Layout& l = s.mesh.layout();
-  DLF_CHECK(l.tp == 1 && l.pp == 1, s.run.model,
-            " trains data-parallel only: --tp and --pp are for the GPT models");
-  model_->load_state_dict(s.initial);
+  DLF_CHECK(l.pp == 1, s.run.model, " has no pipeline stages: --pp is for the GPT models");
+  DLF_CHECK(l.tp == 1 || tp_split, s.run.model,
+            " trains data-parallel only: --tp is for the GPT, BERT and ViT models");
+  if (l.tp > 1) {
+    tp_split_ = std::move(tp_split);
+    parallel::load_shards(*model_, s.initial, tp_split_, s.mesh.tp());
+  } else {
+    model_->load_state_dict(s.initial);
+  }
   model_->to(device());
   if (l.dp > 1)
     ddp_.emplace(*model_, s.mesh.dp(), parallel::DDPOptions{.bucket_bytes = s.bucket_bytes});
 }
 
+nn::LinearMaker ReplicaTask::linears(const TaskSetup& s) {
+  if (s.mesh.layout().tp == 1) return {};
+  return parallel::megatron_linears(s.mesh.tp());
+}
+
 double ReplicaTask::clip_grad_norm(double max_norm) {
-  return nn::optim::clip_grad_norm(model_->parameters(), max_norm);
+  if (!tp_split_) return nn::optim::clip_grad_norm(model_->parameters(), max_norm);
+  autograd::NoGradGuard no_grad;
+  // Each parameter once: a split one from every tp rank, a replicated one from tp rank 0.
+  double squares = 0;
+  for (const auto& [name, p] : model_->named_parameters()) {
+    if (!p.grad().defined()) continue;
+    if (mesh_.tp_rank() == 0 || tp_split_(name) != parallel::Split::none)
+      squares += sum_squares(p.grad()).item<double>();
+  }
+  Tensor total = full({1}, squares, {.dtype = DType::f64, .device = device()});
+  mesh_.tp().allreduce(total);
+  const double norm = std::sqrt(total.item<double>());
+  nn::optim::scale_gradients(model_->parameters(), norm, max_norm);
+  return norm;
 }
 
 std::pair<nn::NamedTensors, nn::NamedTensors> ReplicaTask::gather_whole(
     const nn::NamedTensors& optimizer_state) {
   if (mesh_.dp_rank() != 0) return {};  // the replicas hold the same
-  return {model_->state_dict(), optimizer_state};
+  if (!tp_split_) return {model_->state_dict(), optimizer_state};
+  nn::NamedTensors model = parallel::gather_state_dict(*model_, tp_split_, mesh_.tp());
+  nn::NamedTensors state = parallel::gather_state(optimizer_state, tp_split_, mesh_.tp());
+  if (mesh_.tp_rank() != 0) return {};
+  return {std::move(model), std::move(state)};
+}
+
+nn::NamedTensors ReplicaTask::shard_optimizer_state(const nn::NamedTensors& whole) const {
+  if (!tp_split_) return whole;
+  return parallel::shard_state(whole, tp_split_, mesh_.tp());
 }
 
 double ReplicaTask::finish_backward(const Tensor& loss) {

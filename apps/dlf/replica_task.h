@@ -1,9 +1,13 @@
-// The part of a task whose model is whole on every rank — data parallelism only (BERT, ViT,
-// UNet): the replica, DDP over the dp group, clipping, checkpoints. A family adds its batches,
-// its loss and its evaluation.
+// The part of a task whose model is replicated over the data-parallel ranks (BERT, ViT, UNet),
+// whole on each or, for the transformers, its blocks split over a tensor-parallel group: DDP
+// over the dp group, clipping, checkpoints of the whole state. A family adds its batches, its
+// loss and its evaluation.
 #pragma once
 #include <memory>
 #include <optional>
+
+#include <dlf/nn/linear.h>
+#include <dlf/parallel/tp_sharding.h>
 
 #include "task.h"
 
@@ -15,15 +19,17 @@ class ReplicaTask : public RankTask {
   double clip_grad_norm(double max_norm) override;
   std::pair<nn::NamedTensors, nn::NamedTensors> gather_whole(
       const nn::NamedTensors& optimizer_state) override;
-  nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const override {
-    return whole;
-  }
+  nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const override;
   const parallel::DistributedDataParallel* ddp() const override { return ddp_ ? &*ddp_ : nullptr; }
 
  protected:
-  /// `model` takes the setup's initial state, moves to the rank's device and is wrapped in DDP.
-  /// dlf::Error for a layout with tensor or pipeline parallelism.
-  ReplicaTask(const TaskSetup& setup, std::unique_ptr<nn::Module> model);
+  /// `model` takes the setup's initial state (its shard of it under tensor parallelism, split
+  /// by `tp_split`), moves to the rank's device and is wrapped in DDP. dlf::Error for a
+  /// pipeline, or for tensor parallelism without a rule (a family that does not support it).
+  ReplicaTask(const TaskSetup& setup, std::unique_ptr<nn::Module> model,
+              parallel::SplitRule tp_split = {});
+  /// What a family's config needs to build its layers split over the setup's tp group.
+  static nn::LinearMaker linears(const TaskSetup& setup);
 
   /// After backward of this rank's loss: the gradients averaged over the replicas, and the
   /// loss too (returned, the same on every rank).
@@ -41,6 +47,7 @@ class ReplicaTask : public RankTask {
 
  private:
   std::optional<parallel::DistributedDataParallel> ddp_;
+  parallel::SplitRule tp_split_;  // empty without tensor parallelism
 };
 
 }  // namespace dlf::app

@@ -16,6 +16,12 @@ Tensor Linear::forward(const Tensor& x, Activation activation) const {
   return linear(x, weight, bias, activation);
 }
 
+std::shared_ptr<Linear> make_linear(const LinearMaker& maker, int64_t in, int64_t out,
+                                    LinearParallel split, LinearOptions options) {
+  if (maker) return maker(in, out, split, options);
+  return std::make_shared<Linear>(in, out, options);
+}
+
 Embedding::Embedding(int64_t num, int64_t dim, DType dtype) {
   DLF_CHECK(num > 0 && dim > 0, "Embedding: sizes must be positive, got ", num, " x ", dim);
   weight = register_parameter("weight", Tensor::empty({num, dim}, dtype));

@@ -12,11 +12,11 @@ const char* named(const TransformerOptions& o, const char* nanogpt, const char* 
 
 MLP::MLP(const TransformerOptions& o)
     : c_fc(register_module(named(o, "c_fc", "fc1"),
-                           std::make_shared<Linear>(o.dim, o.mlp_hidden ? o.mlp_hidden : 4 * o.dim,
-                                                    LinearOptions{.dtype = o.dtype}))),
-      c_proj(register_module(
-          named(o, "c_proj", "fc2"),
-          std::make_shared<Linear>(c_fc->weight.size(0), o.dim, LinearOptions{.dtype = o.dtype}))),
+                           make_linear(o.linears, o.dim, o.mlp_hidden ? o.mlp_hidden : 4 * o.dim,
+                                       LinearParallel::column, {.dtype = o.dtype}))),
+      c_proj(register_module(named(o, "c_proj", "fc2"),
+                             make_linear(o.linears, o.mlp_hidden ? o.mlp_hidden : 4 * o.dim, o.dim,
+                                         LinearParallel::row, {.dtype = o.dtype}))),
       dropout(register_module("dropout", std::make_shared<Dropout>(o.dropout))),
       activation(o.activation) {}
 
@@ -47,27 +47,30 @@ Tensor MLP::forward(const Tensor& x) const {
 CausalSelfAttention::CausalSelfAttention(const TransformerOptions& o)
     : c_attn(register_module(
           named(o, "c_attn", "qkv"),
-          std::make_shared<Linear>(o.dim, 3 * o.dim, LinearOptions{.dtype = o.dtype}))),
-      c_proj(
-          register_module(named(o, "c_proj", "proj"),
-                          std::make_shared<Linear>(o.dim, o.dim, LinearOptions{.dtype = o.dtype}))),
+          make_linear(o.linears, o.dim, 3 * o.dim, LinearParallel::column, {.dtype = o.dtype}))),
+      c_proj(register_module(
+          named(o, "c_proj", "proj"),
+          make_linear(o.linears, o.dim, o.dim, LinearParallel::row, {.dtype = o.dtype}))),
       dropout(register_module("dropout", std::make_shared<Dropout>(o.dropout))),
-      heads(o.heads),
+      head_dim(o.heads > 0 ? o.dim / o.heads : 0),
+      heads(head_dim > 0 ? c_attn->weight.size(0) / (3 * head_dim) : 0),
       causal(o.causal) {
   DLF_CHECK(o.heads > 0 && o.dim % o.heads == 0, "CausalSelfAttention: dim ", o.dim,
             " does not split into ", o.heads, " heads");
+  DLF_CHECK(heads * 3 * head_dim == c_attn->weight.size(0), "CausalSelfAttention: ", o.heads,
+            " heads do not split over the tensor-parallel ranks");
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x) const {
   DLF_CHECK(x.dim() == 3 && x.size(2) == c_proj->weight.size(0),
             "CausalSelfAttention: expected x [B, T, ", c_proj->weight.size(0), "], got ",
             shape_str(x.shape()));
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / heads;
+  const int64_t B = x.size(0), T = x.size(1);
   // [B, T, 3, H, hd] -> q, k, v as strided [B, H, T, hd] views: the kernel reads them in place.
-  const Tensor qkv = c_attn->forward(x).view({B, T, 3, heads, hd});
+  const Tensor qkv = c_attn->forward(x).view({B, T, 3, heads, head_dim});
   auto head_view = [&](int64_t i) { return qkv.select(2, i).transpose(1, 2); };
   const Tensor y = scaled_dot_product_attention(head_view(0), head_view(1), head_view(2), causal);
-  return dropout->forward(c_proj->forward(y.transpose(1, 2).reshape({B, T, C})));
+  return dropout->forward(c_proj->forward(y.transpose(1, 2).reshape({B, T, heads * head_dim})));
 }
 
 TransformerBlock::TransformerBlock(const TransformerOptions& o)

@@ -172,7 +172,16 @@ bert --steps 4 --until 2 --checkpoint "$tmp/b-stopped" --metrics "$tmp/b-resumed
 "$dlf" --threads 1 train --model bert-tiny --checkpoint "$tmp/b-stopped" --resume \
   --metrics "$tmp/b-resumed.jsonl" 2>/dev/null || fail "bert --resume"
 [ "$(losses "$tmp/b-straight.jsonl")" = "$(losses "$tmp/b-resumed.jsonl")" ] || fail "bert resumed losses differ"
-expect_error 1 train --model bert-tiny --steps 1 --tp 2 --device cpu
+# BERT's layers split over tp 2 give one device's losses; stopped under dp 2 x tp 2, a run
+# resumes on one device where the uninterrupted one went
+bert --steps 3 --tp 2 --device cpu --metrics "$tmp/bert-tp2.jsonl" 2>/dev/null || fail "bert tp 2"
+same_losses "$tmp/bert1.jsonl" "$tmp/bert-tp2.jsonl" || fail "bert tp=2 losses differ from one device's"
+bert --steps 4 --until 2 --dp 2 --tp 2 --device cpu --checkpoint "$tmp/b-mesh" \
+  --metrics "$tmp/b-mesh.jsonl" 2>/dev/null || fail "bert --dp 2 --tp 2 --until"
+"$dlf" --threads 1 train --model bert-tiny --checkpoint "$tmp/b-mesh" --resume \
+  --metrics "$tmp/b-mesh.jsonl" 2>/dev/null || fail "bert --resume from dp 2 x tp 2"
+same_losses "$tmp/b-straight.jsonl" "$tmp/b-mesh.jsonl" || fail "bert resumed from tp 2 differs"
+expect_error 1 train --model bert-tiny --steps 1 --pp 2 --device cpu
 expect_error 1 generate --checkpoint "$tmp/b-straight" --prompt hi
 
 # ViT and UNet on Fashion-MNIST: test accuracy / DDPM loss, dp 2 equals one device, and a UNet
@@ -182,6 +191,10 @@ images --model vit-tiny --metrics "$tmp/vit1.jsonl" 2>"$tmp/log" || fail "train 
 grep -q "validation loss .*, accuracy 0\.[0-9]" "$tmp/log" || fail "no test accuracy: $(cat "$tmp/log")"
 images --model vit-tiny --devices 2 --device cpu --metrics "$tmp/vit2.jsonl" 2>/dev/null || fail "vit dp 2"
 same_losses "$tmp/vit1.jsonl" "$tmp/vit2.jsonl" || fail "vit dp=2 losses differ from one device's"
+images --model vit-tiny --tp 3 --device cpu --metrics "$tmp/vit-tp3.jsonl" 2>/dev/null || fail "vit tp 3"
+same_losses "$tmp/vit1.jsonl" "$tmp/vit-tp3.jsonl" || fail "vit tp=3 losses differ from one device's"
+expect_error 1 train --model vit-tiny --steps 1 --tp 2 --device cpu
+expect_error 1 train --model unet-tiny --steps 1 --tp 2 --device cpu
 images --model unet-tiny --metrics "$tmp/unet1.jsonl" --checkpoint "$tmp/unet" 2>"$tmp/log" ||
   fail "train unet-tiny: $(cat "$tmp/log")"
 images --model unet-tiny --devices 2 --device cpu --metrics "$tmp/unet2.jsonl" 2>/dev/null || fail "unet dp 2"

@@ -14,6 +14,7 @@
 #include <dlf/nn/containers.h>
 #include <dlf/nn/linear.h>
 #include <dlf/nn/normalization.h>
+#include <dlf/parallel/tp_sharding.h>
 
 namespace dlf::models {
 
@@ -27,11 +28,18 @@ struct BertConfig {
   int64_t dim = 128;
   int64_t ffn = 512;
   DType dtype = DType::f32;
+  /// Makes the encoder's Linear layers; empty: whole ones. parallel::megatron_linears(group)
+  /// splits each layer's heads and intermediate units over a tensor-parallel group (the
+  /// embeddings and the MLM head stay whole on every rank).
+  nn::LinearMaker linears = {};
 };
 
 /// bert-tiny, bert-mini (byte-level, 3.4M parameters) and bert-base (Devlin et al. 2019's
 /// sizes over bytes).
 const std::vector<BertConfig>& bert_configs();
+/// How tensor parallelism splits BERT's parameter `name` (Megatron-LM's BERT): q, k, v and the
+/// intermediate layer by output rows, the two output dense layers by input columns.
+parallel::Split bert_tensor_parallel_split(const std::string& name);
 /// The config named `name`; a dlf::Error lists the known names otherwise.
 BertConfig bert_config(const std::string& name);
 
@@ -57,7 +65,8 @@ class BertSelfAttention : public nn::Module {
   Tensor forward(const Tensor& x) const;
 
   std::shared_ptr<nn::Linear> query, key, value;
-  int64_t heads;
+  int64_t head_dim;
+  int64_t heads;  ///< the heads this module holds: all, or its tensor-parallel share
 };
 
 /// LayerNorm(dense(h) + residual): Hugging Face's BertSelfOutput and BertOutput.

@@ -21,39 +21,10 @@
 
 #include <dlf/models/gpt.h>
 #include <dlf/nn/normalization.h>
+#include <dlf/nn/transformer.h>
 #include <dlf/parallel/tensor_parallel.h>
 
 namespace dlf::models {
-
-class ParallelAttention : public nn::Module {
- public:
-  ParallelAttention(const GPTConfig& c, parallel::Communicator& tp);
-  Tensor forward(const Tensor& x) const;
-
-  std::shared_ptr<parallel::ColumnParallelLinear> c_attn;
-  std::shared_ptr<parallel::RowParallelLinear> c_proj;
-  int64_t heads;  ///< this rank's
-};
-
-class ParallelMLP : public nn::Module {
- public:
-  ParallelMLP(const GPTConfig& c, parallel::Communicator& tp);
-  Tensor forward(const Tensor& x) const;
-
-  std::shared_ptr<parallel::ColumnParallelLinear> c_fc;
-  std::shared_ptr<parallel::RowParallelLinear> c_proj;
-};
-
-class ParallelBlock : public nn::Module {
- public:
-  ParallelBlock(const GPTConfig& c, parallel::Communicator& tp);
-  Tensor forward(const Tensor& x) const;
-
-  std::shared_ptr<nn::LayerNorm> ln_1;
-  std::shared_ptr<ParallelAttention> attn;
-  std::shared_ptr<nn::LayerNorm> ln_2;
-  std::shared_ptr<ParallelMLP> mlp;
-};
 
 /// The blocks [first, end) of each of `stages` pipeline stages: contiguous, every stage
 /// non-empty, the costliest stage as cheap as possible (parallel::partition_by_cost) by forward
@@ -94,11 +65,11 @@ class ParallelGPT : public nn::Module {
   const GPTConfig& config() const { return config_; }
   bool first, last;
   int64_t first_block, end_block;  ///< this stage's blocks, transformer.h.{first..end-1}
-  std::shared_ptr<parallel::VocabParallelEmbedding> wte;  ///< first stage
-  std::shared_ptr<nn::Embedding> wpe;                     ///< first stage
-  std::vector<std::shared_ptr<ParallelBlock>> blocks;
-  std::shared_ptr<nn::LayerNorm> ln_f;  ///< last stage
-  Tensor head;                          ///< last stage: wte's weight, or lm_head.weight
+  std::shared_ptr<parallel::VocabParallelEmbedding> wte;      ///< first stage
+  std::shared_ptr<nn::Embedding> wpe;                         ///< first stage
+  std::vector<std::shared_ptr<nn::TransformerBlock>> blocks;  ///< their Linears tp-split
+  std::shared_ptr<nn::LayerNorm> ln_f;                        ///< last stage
+  Tensor head;  ///< last stage: wte's weight, or lm_head.weight
 
  private:
   GPTConfig config_;

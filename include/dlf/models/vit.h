@@ -13,6 +13,7 @@
 #include <dlf/nn/containers.h>
 #include <dlf/nn/conv.h>
 #include <dlf/nn/transformer.h>
+#include <dlf/parallel/tp_sharding.h>
 
 namespace dlf::models {
 
@@ -21,6 +22,9 @@ struct ViTConfig {
   int64_t image = 28, channels = 1, patch = 4, dim = 0, depth = 0, heads = 0, classes = 10,
           mlp_ratio = 4;
   DType dtype = DType::f32;
+  /// Makes the blocks' Linear layers; empty: whole ones. parallel::megatron_linears(group)
+  /// splits their heads and MLP over a tensor-parallel group (the rest stays whole).
+  nn::LinearMaker linears = {};
 };
 
 /// vit-tiny (dim 192, depth 6, 3 heads) and vit-small (timm's small: dim 384, depth 12,
@@ -28,6 +32,9 @@ struct ViTConfig {
 const std::vector<ViTConfig>& vit_configs();
 /// The config named `name`; a dlf::Error lists the known names otherwise.
 ViTConfig vit_config(const std::string& name);
+/// How tensor parallelism splits the ViT parameter `name`: each block's qkv by heads and fc1 by
+/// output rows, proj and fc2 by input columns.
+parallel::Split vit_tensor_parallel_split(const std::string& name);
 
 /// A block of this config: pre-LayerNorm (eps 1e-6), bidirectional, GELU (erf), timm's names.
 nn::TransformerOptions vit_block_options(const ViTConfig& config);

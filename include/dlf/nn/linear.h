@@ -1,5 +1,8 @@
 // Linear and Embedding layers.
 #pragma once
+#include <functional>
+#include <memory>
+
 #include <dlf/core/ops/linalg.h>
 #include <dlf/nn/module.h>
 
@@ -13,11 +16,25 @@ struct LinearOptions {
 class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, LinearOptions options = {});
-  /// The activation runs in the matmul's epilogue (one pass over the output).
-  Tensor forward(const Tensor& x, Activation activation = Activation::none) const;
+  /// The activation runs in the matmul's epilogue (one pass over the output). Tensor-parallel
+  /// layers (parallel/) override it with their collectives.
+  virtual Tensor forward(const Tensor& x, Activation activation = Activation::none) const;
 
   Tensor weight, bias;  ///< bias is undefined without one
 };
+
+/// How tensor parallelism splits a model's Linear (Megatron-LM): `column` splits its outputs
+/// (the projections into attention heads, an MLP's first layer), `row` its inputs (the layers
+/// that follow those). On one device every Linear is whole.
+enum class LinearParallel { column, row };
+
+/// Makes a model's Linear layers; parallel::megatron_linears(group) makes tensor-parallel ones.
+using LinearMaker =
+    std::function<std::shared_ptr<Linear>(int64_t in, int64_t out, LinearParallel, LinearOptions)>;
+
+/// `maker`'s Linear, or a whole nn::Linear when `maker` is empty.
+std::shared_ptr<Linear> make_linear(const LinearMaker& maker, int64_t in, int64_t out,
+                                    LinearParallel split, LinearOptions options = {});
 
 /// Rows of a [num, dim] table, initialised N(0, 1) as in PyTorch.
 class Embedding : public Module {

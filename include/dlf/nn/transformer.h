@@ -23,6 +23,9 @@ struct TransformerOptions {
   double dropout = 0;  ///< on the attention and MLP outputs (residual dropout)
   DType dtype = DType::f32;
   TransformerNames names = TransformerNames::nanogpt;
+  /// Makes the Linear layers; empty: whole ones. A tensor-parallel block passes
+  /// parallel::megatron_linears(group): its ranks then hold heads / group size heads each.
+  LinearMaker linears = {};
 };
 
 /// c_proj(act(c_fc(x))), the activation fused into c_fc's matmul.
@@ -37,7 +40,8 @@ class MLP : public Module {
 };
 
 /// Multi-head self-attention over x [B, T, C]: c_attn gives q | k | v ([3C, C] weight), the
-/// heads attend (fused kernel, causal by option) and c_proj mixes them.
+/// heads attend (fused kernel, causal by option) and c_proj mixes them. Tensor-parallel, c_attn
+/// is column-parallel (this rank's heads of q, of k and of v) and c_proj row-parallel.
 class CausalSelfAttention : public Module {
  public:
   explicit CausalSelfAttention(const TransformerOptions& options);
@@ -45,7 +49,8 @@ class CausalSelfAttention : public Module {
 
   std::shared_ptr<Linear> c_attn, c_proj;
   std::shared_ptr<Dropout> dropout;
-  int64_t heads;
+  int64_t head_dim;
+  int64_t heads;  ///< the heads this module holds: all, or its tensor-parallel share
   bool causal;
 };
 

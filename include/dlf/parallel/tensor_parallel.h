@@ -19,13 +19,12 @@ Tensor gather_from_tp_region(const Tensor& x, Communicator& group);
 /// y = x Wᵀ + b with the output features split over `group`: this rank holds W's rows
 /// [r·out/n, (r+1)·out/n) ([out/n, in]) and the matching bias, and returns its slice of y
 /// (or all of y with gather_output). Initialised as nn::Linear(in, out) would be.
-class ColumnParallelLinear : public nn::Module {
+class ColumnParallelLinear : public nn::Linear {
  public:
   ColumnParallelLinear(int64_t in, int64_t out, Communicator& group, nn::LinearOptions options = {},
                        bool gather_output = false);
-  Tensor forward(const Tensor& x) const;
-
-  Tensor weight, bias;
+  /// The activation runs on this rank's columns.
+  Tensor forward(const Tensor& x, Activation activation = Activation::none) const override;
 
  private:
   Communicator& group_;
@@ -36,16 +35,19 @@ class ColumnParallelLinear : public nn::Module {
 /// [r·in/n, (r+1)·in/n) ([out, in/n]) and the whole bias, takes its slice of x (a
 /// column-parallel output) and returns all of y. Initialised as nn::Linear(in, out) would be;
 /// the bias is replicated, so the group's ranks must draw it from the same seed.
-class RowParallelLinear : public nn::Module {
+class RowParallelLinear : public nn::Linear {
  public:
   RowParallelLinear(int64_t in, int64_t out, Communicator& group, nn::LinearOptions options = {});
-  Tensor forward(const Tensor& x) const;
-
-  Tensor weight, bias;
+  /// dlf::Error for an activation: it would have to follow the sum over the group.
+  Tensor forward(const Tensor& x, Activation activation = Activation::none) const override;
 
  private:
   Communicator& group_;
 };
+
+/// Column- and row-parallel Linear layers over `group` for a model's nn::LinearMaker (a
+/// transformer's heads and MLP split as Megatron-LM splits them). `group` must outlive them.
+nn::LinearMaker megatron_linears(Communicator& group);
 
 /// An embedding table with its rows (the vocabulary) split over `group`: this rank holds rows
 /// [r·k, (r+1)·k) with k = ⌈V/n⌉, looks up the ids that fall there, and the ranks' partial
