@@ -138,13 +138,17 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   std::vector<Tensor> root_grads;
   collect_roots(outputs, grad_outputs, roots, root_grads);
   Captures captures;
+  std::vector<std::pair<size_t, size_t>> repeats;  // (input, the earlier input it repeats)
   for (size_t i = 0; i < inputs.size(); ++i) {
     DLF_CHECK(inputs[i].requires_grad(), "grad: input ", i, " does not require grad");
     Edge e = gradient_edge(inputs[i]);
-    captures[{e.node.get(), e.slot}] = i;
+    auto [it, added] = captures.emplace(std::make_pair(e.node.get(), e.slot), i);
+    if (!added) repeats.emplace_back(i, it->second);
   }
-  return run(roots, root_grads, retain_graph || create_graph, create_graph, &captures,
-             inputs.size());
+  std::vector<Tensor> result =
+      run(roots, root_grads, retain_graph || create_graph, create_graph, &captures, inputs.size());
+  for (const auto& [i, first] : repeats) result[i] = result[first];
+  return result;
 }
 
 }  // namespace dlf::autograd

@@ -4,6 +4,7 @@
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/models/bert.h>
 #include <dlf/nn/data/masking.h>
+#include <dlf/nn/metrics.h>
 #include <dlf/nn/data/prefetch.h>
 
 #include "replica_task.h"
@@ -64,7 +65,7 @@ class BertTask final : public ReplicaTask {
       const RankBatch b = batch(nn::data::Split::val, i);
       const Tensor inputs = b.rows.inputs.to(device()), labels = b.rows.labels.to(device());
       loss += bert().loss(inputs, labels).item<double>() * b.weight;
-      accuracy += nn::data::masked_accuracy(bert().forward(inputs), labels) * b.weight;
+      accuracy += nn::accuracy(bert().forward(inputs), labels) * b.weight;
     }
     const double n = double(eval_batches_);
     return {.loss = average(loss / n), .metric = "masked_accuracy", .value = average(accuracy / n)};

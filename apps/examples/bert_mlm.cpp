@@ -7,6 +7,7 @@
 #include <dlf/models/bert.h>
 #include <dlf/nn/data/masking.h>
 #include <dlf/nn/data/text_dataset.h>
+#include <dlf/nn/metrics.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
 
@@ -29,7 +30,7 @@ struct Score {
 Score score(const models::BertForMaskedLM& bert, const nn::data::MaskedBatch& batch) {
   autograd::NoGradGuard no_grad;
   return {bert.loss(batch.inputs, batch.labels).item<double>(),
-          nn::data::masked_accuracy(bert.forward(batch.inputs), batch.labels)};
+          nn::accuracy(bert.forward(batch.inputs), batch.labels)};
 }
 
 }  // namespace

@@ -34,19 +34,4 @@ MaskedBatch mask_tokens(const Tensor& tokens, Generator& gen, int64_t mask_token
           .labels = where(chosen, ids, constant(double(kIgnore), index))};
 }
 
-double masked_accuracy(const Tensor& logits, const Tensor& labels) {
-  DLF_CHECK(logits.dim() == labels.dim() + 1 &&
-                Shape(logits.shape().begin(), logits.shape().end() - 1) == labels.shape(),
-            "masked_accuracy: logits ", shape_str(logits.shape()), " do not match labels ",
-            shape_str(labels.shape()), " (expected [..., vocab] over the labels' shape)");
-  const Tensor l = labels.to(DType::i64);
-  const double labelled =
-      sum(ne(l, full({}, double(kIgnore), {.dtype = DType::i64, .device = l.device()}))
-              .to(DType::f64))
-          .item<double>();
-  if (labelled == 0) return 0;
-  // A label of -100 never equals an argmax, so only labelled positions can be hits.
-  return sum(eq(argmax(logits, -1), l).to(DType::f64)).item<double>() / labelled;
-}
-
 }  // namespace dlf::nn::data

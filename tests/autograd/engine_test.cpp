@@ -30,6 +30,16 @@ TEST_CASE("backward through views reaches the leaf with the right layout") {
   check_close(x.grad(), {0, 1, 3, 0, 2, 4}, {2, 3}, 0);
 }
 
+TEST_CASE("grad returns an input's gradient at every place it is asked for, as PyTorch does") {
+  Tensor x = from_vector<double>({1, 2, 3}, {3}).requires_grad_();
+  Tensor w = from_vector<double>({4, 5, 6}, {3}).requires_grad_();
+  const std::vector<Tensor> g = autograd::grad({sum(x * x * w)}, {x, w, x});
+  REQUIRE(g.size() == 3);
+  check_close(g[0], {8, 20, 36}, {3}, 0);  // 2 x w
+  check_close(g[1], {1, 4, 9}, {3}, 0);
+  check_close(g[2], {8, 20, 36}, {3}, 0);
+}
+
 TEST_CASE("gradients accumulate over backward calls, and a freed graph refuses a second run") {
   Tensor x = zeros({3}, {.dtype = DType::f64}).requires_grad_();
   Tensor y = x.view({1, 3}).expand({2, 3});

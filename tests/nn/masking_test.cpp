@@ -5,7 +5,6 @@
 using namespace dlf;
 using dlf::test::check_error;
 using nn::data::mask_tokens;
-using nn::data::masked_accuracy;
 
 TEST_CASE("mask_tokens: 15% chosen, of them 80% masked, 10% random, 10% kept; labels") {
   constexpr int64_t kMask = 5, kVocab = 256, kN = 200000;
@@ -56,19 +55,4 @@ TEST_CASE("mask_tokens: 15% chosen, of them 80% masked, 10% random, 10% kept; la
   check_error([&] { mask_tokens(tokens, gen, 256, kVocab); }, {"mask token 256", "[0, vocab)"});
   check_error([&] { mask_tokens(tokens, gen, kMask, kVocab, 1.5); }, {"probability 1.5"});
   check_error([&] { mask_tokens(tokens.to(DType::f32), gen, kMask, kVocab); }, {"integers"});
-}
-
-TEST_CASE("masked_accuracy: the fraction of labelled positions predicted") {
-  // argmax per position: 2, 0, 1, 1.
-  const Tensor logits =
-      from_vector<float>({0, 1, 2, 5, 1, 1, 0, 3, 1, 0.5f, 0.7f, 0.6f}, {1, 4, 3});
-  CHECK(masked_accuracy(logits, from_vector<int64_t>({2, -100, 0, 1}, {1, 4})) ==
-        doctest::Approx(2.0 / 3));
-  CHECK(masked_accuracy(logits, from_vector<int64_t>({-100, 0, -100, -100}, {1, 4})) == 1);
-  CHECK(masked_accuracy(logits, full({1, 4}, -100, {.dtype = DType::i64})) == 0);
-  check_error(
-      [&] {
-        masked_accuracy(logits, from_vector<int64_t>({1, 2, 0}, {1, 3}));
-      },
-      {"logits [1, 4, 3]", "labels [1, 3]"});
 }

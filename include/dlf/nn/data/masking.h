@@ -1,5 +1,5 @@
-// Masked-language-model batches, as Hugging Face's DataCollatorForLanguageModeling makes them,
-// and the accuracy of a model's predictions on the masked positions.
+// Masked-language-model batches, as Hugging Face's DataCollatorForLanguageModeling makes them
+// (nn::accuracy scores a model's predictions on the masked positions).
 #pragma once
 #include <dlf/core/random.h>
 #include <dlf/core/tensor.h>
@@ -18,9 +18,5 @@ struct MaskedBatch {
 /// `gen` alone, so the same generator state gives the same batch.
 MaskedBatch mask_tokens(const Tensor& tokens, Generator& gen, int64_t mask_token, int64_t vocab,
                         double probability = 0.15);
-
-/// The fraction of labelled positions (label not -100) whose most likely token, the argmax of
-/// logits [..., vocab], is the label; 0 when no position is labelled.
-double masked_accuracy(const Tensor& logits, const Tensor& labels);
 
 }  // namespace dlf::nn::data
