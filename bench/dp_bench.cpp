@@ -9,13 +9,13 @@
 // A step is what `dlf train` does: zero_grad, forward, backward, DDP's gradient average,
 // clipping at 1.0, AdamW (with --zero, its state sharded over the ranks: ZeRO stage 1).
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include <dlf/dlf.h>
 #include <dlf/parallel/ddp.h>
 #include <dlf/parallel/zero.h>
 
+#include "bench/bench_cli.h"
 #include "bench/bench_json.h"
 
 using namespace dlf;
@@ -31,39 +31,19 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag.rfind("--", 0) != 0) {
-      o.model = flag;
-      continue;
-    }
-    if (flag == "--zero") {
-      o.zero = true;
-      continue;
-    }
-    DLF_CHECK(i + 1 < argc, "dp_bench: ", flag, " needs a value");
-    const std::string value = argv[++i];
-    if (flag == "--device") {
-      o.device = value;
-      continue;
-    }
-    const int n = std::atoi(value.c_str());
-    if (flag == "--ranks")
-      o.ranks = n;
-    else if (flag == "--batch")
-      o.batch = n;
-    else if (flag == "--steps")
-      o.steps = n;
-    else if (flag == "--warmup")
-      o.warmup = n;
-    else if (flag == "--rounds")
-      o.rounds = n;
-    else if (flag == "--threads")
-      o.threads = n;
-    else
-      throw Error("dp_bench: unknown flag " + flag);
-  }
-  DLF_CHECK(o.device == "cpu" || o.device == "sim", "dp_bench: --device is cpu or sim");
+  CLI::App app{"Data parallelism on this CPU: dp ranks against one device, same global batch"};
+  app.add_option("model", o.model, "a GPT config")->capture_default_str();
+  app.add_option("--device", o.device, "cpu or sim")
+      ->check(CLI::IsMember({"cpu", "sim"}))
+      ->capture_default_str();
+  app.add_option("--ranks", o.ranks, "data-parallel ranks")->capture_default_str();
+  app.add_option("--batch", o.batch, "global batch")->capture_default_str();
+  app.add_option("--steps", o.steps, "timed steps per round")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed steps per round")->capture_default_str();
+  app.add_option("--rounds", o.rounds, "alternating rounds")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU threads")->capture_default_str();
+  app.add_flag("--zero", o.zero, "shard the optimizer state (ZeRO-1)");
+  bench::parse_or_exit(app, argc, argv);
   DLF_CHECK(o.batch % o.ranks == 0, "dp_bench: --batch must be a multiple of --ranks");
   return o;
 }

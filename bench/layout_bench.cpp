@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include <dlf/dlf.h>
 #include <dlf/models/gpt_distributed.h>
 #include <dlf/models/plan.h>
 
+#include "bench/bench_cli.h"
 #include "bench/bench_json.h"
 
 using namespace dlf;
@@ -34,32 +34,16 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag.rfind("--", 0) != 0) {
-      o.model = flag;
-      continue;
-    }
-    DLF_CHECK(i + 1 < argc, "layout_bench: ", flag, " needs a value");
-    const std::string value = argv[++i];
-    const int n = std::atoi(value.c_str());
-    if (flag == "--device")
-      o.device = value;
-    else if (flag == "--devices")
-      o.devices = n;
-    else if (flag == "--batch")
-      o.batch = n;
-    else if (flag == "--seq")
-      o.seq = n;
-    else if (flag == "--steps")
-      o.steps = n;
-    else if (flag == "--warmup")
-      o.warmup = n;
-    else if (flag == "--threads")
-      o.threads = n;
-    else
-      throw Error("layout_bench: unknown flag " + flag);
-  }
+  CLI::App app{"Every dp x tp x pp layout of a GPT on N devices: predicted, simulated, wall"};
+  app.add_option("model", o.model, "a GPT config")->capture_default_str();
+  app.add_option("--device", o.device, "the sim preset or SPEC.json")->capture_default_str();
+  app.add_option("--devices", o.devices, "ranks")->capture_default_str();
+  app.add_option("--batch", o.batch, "global batch")->capture_default_str();
+  app.add_option("--seq", o.seq, "tokens per sequence")->capture_default_str();
+  app.add_option("--steps", o.steps, "timed steps per layout")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed steps per layout")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU threads")->capture_default_str();
+  bench::parse_or_exit(app, argc, argv);
   return o;
 }
 

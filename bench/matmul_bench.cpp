@@ -5,13 +5,13 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <dlf/dlf.h>
 
+#include "bench/bench_cli.h"
 #include "bench/bench_json.h"
 
 namespace {
@@ -26,18 +26,11 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const int value = std::atoi(argv[i + 1]);
-    if (flag == "--threads")
-      o.threads = value;
-    else if (flag == "--reps")
-      o.reps = value;
-    else if (flag == "--warmup")
-      o.warmup = value;
-    else
-      throw dlf::Error("unknown flag " + flag + " (--threads, --reps, --warmup)");
-  }
+  CLI::App app{"dlf's matmul and linear against bare oneDNN, f32 and bf16: JSON lines"};
+  app.add_option("--threads", o.threads, "CPU threads")->capture_default_str();
+  app.add_option("--reps", o.reps, "timed calls")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed calls first")->capture_default_str();
+  dlf::bench::parse_or_exit(app, argc, argv);
   return o;
 }
 

@@ -11,7 +11,6 @@
 #include <sys/resource.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -19,6 +18,7 @@
 
 #include <dlf/dlf.h>
 
+#include "bench/bench_cli.h"
 #include "bench/bench_json.h"
 
 using namespace dlf;
@@ -34,31 +34,15 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--profile") {
-      o.profile = true;
-      continue;
-    }
-    if (flag.rfind("--", 0) != 0) {
-      o.model = flag;
-      continue;
-    }
-    DLF_CHECK(i + 1 < argc, "train_bench: ", flag, " needs a value");
-    const int value = std::atoi(argv[++i]);
-    if (flag == "--steps")
-      o.steps = value;
-    else if (flag == "--warmup")
-      o.warmup = value;
-    else if (flag == "--threads")
-      o.threads = value;
-    else if (flag == "--batch")
-      o.batch = value;
-    else if (flag == "--seq")
-      o.seq = value;
-    else
-      throw Error("train_bench: unknown flag " + flag);
-  }
+  CLI::App app{"Training throughput of a zoo model on the peer's batch: one JSON line"};
+  app.add_option("model", o.model, "gpt-*, bert-*, vit-* or unet-*")->capture_default_str();
+  app.add_option("--steps", o.steps, "timed steps")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU threads")->capture_default_str();
+  app.add_option("--batch", o.batch, "sequences or images per step (default: the peer's)");
+  app.add_option("--seq", o.seq, "tokens per sequence, GPT and BERT (default: the peer's)");
+  app.add_flag("--profile", o.profile, "the per-op table of one step on stderr");
+  bench::parse_or_exit(app, argc, argv);
   return o;
 }
 
