@@ -55,8 +55,8 @@ struct Workload {
   std::string unit;
 };
 
-Workload gpt_workload(const std::string& name, const Options& o, Generator& data) {
-  const models::GPTConfig config = models::gpt_config(name);
+Workload gpt_workload(const Options& o, Generator& data) {
+  const models::GPTConfig config = models::gpt_config(o.model);
   const bool small_batch = config.vocab > 256;  // the peer's gpt-small runs 4 x 256
   const int64_t B = o.batch ? o.batch : (small_batch ? 4 : 8);
   const int64_t T = o.seq ? o.seq : std::min<int64_t>(config.context, 256);
@@ -66,8 +66,8 @@ Workload gpt_workload(const std::string& name, const Options& o, Generator& data
   return {model, [model, x, y] { return model->loss(x, y); }, B, T, B * T, "tok/s"};
 }
 
-Workload bert_workload(const std::string& name, const Options& o, Generator& data) {
-  const models::BertConfig config = models::bert_config(name);
+Workload bert_workload(const Options& o, Generator& data) {
+  const models::BertConfig config = models::bert_config(o.model);
   const int64_t B = o.batch ? o.batch : 16, T = o.seq ? o.seq : 128;
   auto model = std::make_shared<models::BertForMaskedLM>(config);
   const Tensor tokens = randint(1, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
@@ -77,8 +77,8 @@ Workload bert_workload(const std::string& name, const Options& o, Generator& dat
           "tok/s"};
 }
 
-Workload vit_workload(const std::string& name, const Options& o, Generator& data) {
-  const models::ViTConfig config = models::vit_config(name);
+Workload vit_workload(const Options& o, Generator& data) {
+  const models::ViTConfig config = models::vit_config(o.model);
   const int64_t B = o.batch ? o.batch : 64, side = config.image / config.patch;
   auto model = std::make_shared<models::VisionTransformer>(config);
   const Tensor x = randn({B, config.channels, config.image, config.image}, {}, &data);
@@ -86,8 +86,8 @@ Workload vit_workload(const std::string& name, const Options& o, Generator& data
   return {model, [model, x, y] { return model->loss(x, y); }, B, side * side + 1, B, "img/s"};
 }
 
-Workload unet_workload(const std::string& name, const Options& o, Generator& data) {
-  const models::UNetConfig config = models::unet_config(name);
+Workload unet_workload(const Options& o, Generator& data) {
+  const models::UNetConfig config = models::unet_config(o.model);
   const int64_t B = o.batch ? o.batch : 32, S = config.image;
   auto model = std::make_shared<models::UNet>(config);
   auto ddpm = std::make_shared<models::DDPM>();
@@ -102,13 +102,13 @@ Workload unet_workload(const std::string& name, const Options& o, Generator& dat
 Workload make_workload(const Options& o, Generator& data) {
   switch (models::model_family(o.model)) {
     case models::ModelFamily::gpt:
-      return gpt_workload(o.model, o, data);
+      return gpt_workload(o, data);
     case models::ModelFamily::bert:
-      return bert_workload(o.model, o, data);
+      return bert_workload(o, data);
     case models::ModelFamily::vit:
-      return vit_workload(o.model, o, data);
+      return vit_workload(o, data);
     case models::ModelFamily::unet:
-      return unet_workload(o.model, o, data);
+      return unet_workload(o, data);
   }
   throw Error("train_bench: no workload for " + o.model);
 }

@@ -11,9 +11,6 @@
 namespace dlf::models {
 namespace {
 
-// "transformer.wte.weight.exp_avg" -> "transformer.wte.weight" (slot names have no dots).
-std::string parameter_of(const std::string& slot) { return slot.substr(0, slot.rfind('.')); }
-
 // The head on the last stage is a copy of wte: its state is wte's, so whole states keep wte's.
 constexpr const char* kHeadCopy = "lm_head.weight";
 constexpr const char* kEmbedding = "transformer.wte.weight";
@@ -97,8 +94,8 @@ std::pair<nn::NamedTensors, nn::NamedTensors> DistributedGPT::gather_whole(
   for (const auto& [name, t] : optimizer_state) {
     if (name == "step") {
       if (model_->first) state.emplace_back(name, t);
-    } else if (parameter_of(name) != kHeadCopy) {
-      state.emplace_back(name, model_->gather(parameter_of(name), t));
+    } else if (nn::optim::parameter_of_slot(name) != kHeadCopy) {
+      state.emplace_back(name, model_->gather(nn::optim::parameter_of_slot(name), t));
     }
   }
   if (mesh_.tp_rank() != 0) return {};
@@ -128,7 +125,7 @@ nn::NamedTensors DistributedGPT::shard_optimizer_state(const nn::NamedTensors& w
       continue;
     }
     const std::string slot = name.substr(name.rfind('.'));
-    auto it = mine.find(parameter_of(name));
+    auto it = mine.find(nn::optim::parameter_of_slot(name));
     if (it == mine.end()) continue;
     for (const std::string& p : it->second) state.emplace_back(p + slot, model_->shard(p, t));
   }

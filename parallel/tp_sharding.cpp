@@ -1,6 +1,7 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/join.h>
+#include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/tensor_parallel.h>
 #include <dlf/parallel/tp_sharding.h>
 
@@ -8,12 +9,6 @@
 #include <map>
 
 namespace dlf::parallel {
-namespace {
-
-// "blocks.0.attn.qkv.weight.exp_avg" -> "blocks.0.attn.qkv.weight".
-std::string parameter_of(const std::string& slot) { return slot.substr(0, slot.rfind('.')); }
-
-}  // namespace
 
 Tensor shard_of(Split split, const Tensor& whole, const Communicator& group) {
   const int64_t n = group.size(), r = group.rank();
@@ -103,7 +98,8 @@ nn::NamedTensors shard_state(const nn::NamedTensors& whole, const SplitRule& rul
                              const Communicator& group) {
   nn::NamedTensors mine;
   for (const auto& [name, t] : whole)
-    mine.emplace_back(name, name == "step" ? t : shard_of(rule(parameter_of(name)), t, group));
+    mine.emplace_back(
+        name, name == "step" ? t : shard_of(rule(nn::optim::parameter_of_slot(name)), t, group));
   return mine;
 }
 
@@ -111,7 +107,8 @@ nn::NamedTensors gather_state(const nn::NamedTensors& shards, const SplitRule& r
                               Communicator& group) {
   nn::NamedTensors whole;
   for (const auto& [name, t] : shards)
-    whole.emplace_back(name, name == "step" ? t : gather_of(rule(parameter_of(name)), t, group));
+    whole.emplace_back(
+        name, name == "step" ? t : gather_of(rule(nn::optim::parameter_of_slot(name)), t, group));
   return whole;
 }
 

@@ -12,7 +12,7 @@
 namespace dlf::kernels {
 namespace {
 
-template <typename T, typename S>
+template <typename T>
 void run(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t,
          const Tensor& mean_t, const Tensor& rstd_t, const Tensor& dx_t, const Tensor& dw_t,
          const Tensor& db_t) {
@@ -20,9 +20,9 @@ void run(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t
   const int64_t n = x_t.size(0), channels = x_t.size(1), per = channels / groups;
   const int64_t hw = n * channels > 0 ? x_t.numel() / (n * channels) : 0, m = per * hw;
   const RowMajorData<T> g_rows(g_t), x_rows(x_t);
-  const RowMajorData<S> mean_rows(mean_t), rstd_rows(rstd_t);
+  const RowMajorData<A> mean_rows(mean_t), rstd_rows(rstd_t);
   const T *g = g_rows.data(), *x = x_rows.data();
-  const S *mean = mean_rows.data(), *rstd = rstd_rows.data();
+  const A *mean = mean_rows.data(), *rstd = rstd_rows.data();
   std::optional<RowMajorData<T>> w_rows;
   if (w_t.defined()) w_rows.emplace(w_t);
   const T* w = w_rows ? w_rows->data() : nullptr;
@@ -80,12 +80,7 @@ void group_norm_backward(int64_t groups, const Tensor& g, const Tensor& x, const
                          const Tensor& mean, const Tensor& rstd, const Tensor& dx,
                          const Tensor& dweight, const Tensor& dbias) {
   visit_floating(x.dtype(), "group_norm_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, double>) {
-      run<T, double>(groups, g, x, weight, mean, rstd, dx, dweight, dbias);
-    } else {
-      run<T, float>(groups, g, x, weight, mean, rstd, dx, dweight, dbias);
-    }
+    run<typename decltype(tag)::type>(groups, g, x, weight, mean, rstd, dx, dweight, dbias);
   });
 }
 

@@ -13,15 +13,15 @@ namespace {
 
 constexpr int64_t kRowsPerBlock = 32;
 
-template <typename T, typename S>
+template <typename T>
 void run(int64_t n, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t, const Tensor& mean_t,
          const Tensor& rstd_t, const Tensor& dx_t, const Tensor& dw_t, const Tensor& db_t) {
   using A = acc_t<T>;
   const int64_t rows = dx_t.numel() / n;
   const RowMajorData<T> g_rows(g_t), x_rows(x_t);
-  const RowMajorData<S> mean_rows(mean_t), rstd_rows(rstd_t);
+  const RowMajorData<A> mean_rows(mean_t), rstd_rows(rstd_t);
   const T *g = g_rows.data(), *x = x_rows.data();
-  const S *mean = mean_rows.data(), *rstd = rstd_rows.data();
+  const A *mean = mean_rows.data(), *rstd = rstd_rows.data();
   std::optional<RowMajorData<T>> w_rows;
   if (w_t.defined()) w_rows.emplace(w_t);
   const T* w = w_rows ? w_rows->data() : nullptr;
@@ -75,12 +75,7 @@ void layer_norm_backward(int64_t n, const Tensor& g, const Tensor& x, const Tens
                          const Tensor& mean, const Tensor& rstd, const Tensor& dx,
                          const Tensor& dweight, const Tensor& dbias) {
   visit_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, double>) {
-      run<T, double>(n, g, x, weight, mean, rstd, dx, dweight, dbias);
-    } else {
-      run<T, float>(n, g, x, weight, mean, rstd, dx, dweight, dbias);
-    }
+    run<typename decltype(tag)::type>(n, g, x, weight, mean, rstd, dx, dweight, dbias);
   });
 }
 

@@ -185,6 +185,8 @@ NamedTensors renamed(const Optimizer& opt, const NamedTensors& state, const Name
 
 }  // namespace
 
+std::string parameter_of_slot(const std::string& slot) { return slot.substr(0, slot.rfind('.')); }
+
 NamedTensors state_by_name(const Optimizer& opt, const NamedTensors& state,
                            const NamedTensors& params) {
   return renamed(opt, state, params, true);

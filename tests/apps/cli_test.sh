@@ -173,13 +173,13 @@ bert --steps 4 --until 2 --checkpoint "$tmp/b-stopped" --metrics "$tmp/b-resumed
   --metrics "$tmp/b-resumed.jsonl" 2>/dev/null || fail "bert --resume"
 [ "$(losses "$tmp/b-straight.jsonl")" = "$(losses "$tmp/b-resumed.jsonl")" ] || fail "bert resumed losses differ"
 # BERT's layers split over tp 2 give one device's losses; stopped under dp 2 x tp 2, a run
-# resumes on one device where the uninterrupted one went
+# resumes under tp 2 where the uninterrupted one went (the whole checkpoint cut again)
 bert --steps 3 --tp 2 --device cpu --metrics "$tmp/bert-tp2.jsonl" 2>/dev/null || fail "bert tp 2"
 same_losses "$tmp/bert1.jsonl" "$tmp/bert-tp2.jsonl" || fail "bert tp=2 losses differ from one device's"
 bert --steps 4 --until 2 --dp 2 --tp 2 --device cpu --checkpoint "$tmp/b-mesh" \
   --metrics "$tmp/b-mesh.jsonl" 2>/dev/null || fail "bert --dp 2 --tp 2 --until"
-"$dlf" --threads 1 train --model bert-tiny --checkpoint "$tmp/b-mesh" --resume \
-  --metrics "$tmp/b-mesh.jsonl" 2>/dev/null || fail "bert --resume from dp 2 x tp 2"
+"$dlf" --threads 1 train --model bert-tiny --checkpoint "$tmp/b-mesh" --resume --tp 2 --device cpu \
+  --metrics "$tmp/b-mesh.jsonl" 2>/dev/null || fail "bert --resume --tp 2 from dp 2 x tp 2"
 same_losses "$tmp/b-straight.jsonl" "$tmp/b-mesh.jsonl" || fail "bert resumed from tp 2 differs"
 expect_error 1 train --model bert-tiny --steps 1 --pp 2 --device cpu
 expect_error 1 generate --checkpoint "$tmp/b-straight" --prompt hi

@@ -4,6 +4,7 @@
 #include <dlf/models/bert.h>
 #include <dlf/models/vit.h>
 #include <dlf/nn/data/masking.h>
+#include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/launch.h>
 #include <dlf/parallel/tensor_parallel.h>
 
@@ -39,6 +40,12 @@ void check_tensor_parallel(const Config& config, const parallel::SplitRule& rule
     const Tensor rank_loss = loss_of(model);
     rank_loss.backward();
     const nn::NamedTensors gathered = parallel::gather_state_dict(model, rule, tp);
+    // Optimizer state by parameter name, as checkpoints keep it: each slot is cut like its
+    // parameter and gathers back whole.
+    nn::NamedTensors state = {{"step", full({}, 3.0)}};
+    for (const auto& [name, g] : grads) state.emplace_back(name + ".exp_avg", g);
+    const nn::NamedTensors state_shards = parallel::shard_state(state, rule, tp);
+    const nn::NamedTensors state_again = parallel::gather_state(state_shards, rule, tp);
     std::lock_guard lock(mutex);
     CAPTURE(n);
     CHECK(rank_loss.item<double>() == doctest::Approx(loss.item<double>()).epsilon(1e-12));
@@ -49,6 +56,15 @@ void check_tensor_parallel(const Config& config, const parallel::SplitRule& rule
       test::check_close(p.grad(), parallel::shard_of(rule(name), grads.at(name), tp), 1e-10, 1e-8);
     }
     CHECK(split_count > 0);
+    REQUIRE(state_shards.size() == state.size());
+    REQUIRE(state_again.size() == state.size());
+    for (size_t i = 1; i < state.size(); ++i) {
+      const std::string param = nn::optim::parameter_of_slot(state[i].first);
+      CAPTURE(state[i].first);
+      test::check_close(state_shards[i].second,
+                        parallel::shard_of(rule(param), state[i].second, tp), 0, 0);
+      test::check_close(state_again[i].second, state[i].second, 0, 0);
+    }
     REQUIRE(gathered.size() == initial.size());
     for (size_t i = 0; i < gathered.size(); ++i) {
       CAPTURE(gathered[i].first);

@@ -108,6 +108,9 @@ inline Adam AdamW(std::vector<ParamGroup> groups, AdamOptions options) {
 /// orders or shards them. `params` names the optimizer's parameters (named_parameters()).
 NamedTensors state_by_name(const Optimizer& opt, const NamedTensors& state,
                            const NamedTensors& params);
+/// The parameter a slot of state_by_name() belongs to: "transformer.wte.weight.exp_avg" ->
+/// "transformer.wte.weight".
+std::string parameter_of_slot(const std::string& slot);
 /// The inverse, for load_state_dict(): the slots `named` has for the parameters of `opt` that
 /// `params` names, under their places, and the step.
 NamedTensors state_by_place(const Optimizer& opt, const NamedTensors& named,
