@@ -41,7 +41,10 @@ void Tensor::set_data(const Tensor& other) const {
   impl_->dtype = other.impl_->dtype;
 }
 
-int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim())]; }
+int64_t Tensor::size(int64_t d) const {
+  DLF_CHECK(dim() > 0, "size(", d, ") of a scalar: it has no dimensions");
+  return shape()[wrap_dim(d, dim())];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;

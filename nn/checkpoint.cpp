@@ -1,11 +1,15 @@
-#include <H5Cpp.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <dlf/nn/checkpoint.h>
 
 #include <filesystem>
 #include <map>
+#include <set>
+
+#include "checkpoint_seal.h"
+#include "hdf5_file.h"
 
 namespace dlf::nn {
 namespace fs = std::filesystem;
@@ -13,115 +17,104 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFormat = "dlf-checkpoint";
-constexpr int64_t kVersion = 1;
+// Version 2: sealed (checkpoint_seal.h), and fixed-length text only (nothing on HDF5's global
+// heap).
+constexpr int64_t kVersion = 2;
+constexpr const char* kTempPrefix = "checkpoint.h5.tmp-";
+constexpr size_t kMaxNamesBytes = size_t(64) << 20, kMaxConfigBytes = size_t(16) << 20;
 
 fs::path file_in(const std::string& dir) { return fs::path(dir) / "checkpoint.h5"; }
 
-// The stored type of each dtype: bf16 as its 16 bits, bool as bytes.
-const H5::PredType& h5_type(DType t) {
-  switch (t) {
-    case DType::f32:
-      return H5::PredType::NATIVE_FLOAT;
-    case DType::f64:
-      return H5::PredType::NATIVE_DOUBLE;
-    case DType::bf16:
-      return H5::PredType::NATIVE_UINT16;
-    case DType::i32:
-      return H5::PredType::NATIVE_INT32;
-    case DType::i64:
-      return H5::PredType::NATIVE_INT64;
-    case DType::b8:
-      return H5::PredType::NATIVE_UINT8;
-  }
-  throw Error("checkpoint: unknown dtype");
-}
-
-const H5::StrType& string_type() {
-  static const H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  return type;
-}
-
-void write_string(H5::H5Object& where, const char* name, const std::string& value) {
-  where.createAttribute(name, string_type(), H5::DataSpace(H5S_SCALAR)).write(string_type(), value);
-}
-std::string read_string(const H5::H5Object& where, const char* name) {
-  std::string value;
-  where.openAttribute(name).read(string_type(), value);
-  return value;
-}
-void write_int(H5::H5Object& where, const char* name, int64_t value) {
-  where.createAttribute(name, H5::PredType::NATIVE_INT64, H5::DataSpace(H5S_SCALAR))
-      .write(H5::PredType::NATIVE_INT64, &value);
-}
-int64_t read_int(const H5::H5Object& where, const char* name) {
-  int64_t value = 0;
-  where.openAttribute(name).read(H5::PredType::NATIVE_INT64, &value);
-  return value;
-}
-
-H5::DataSpace space_of(const Shape& shape) {
-  if (shape.empty()) return H5::DataSpace(H5S_SCALAR);
-  std::vector<hsize_t> dims(shape.begin(), shape.end());
-  return H5::DataSpace(int(dims.size()), dims.data());
+// The tensors stored as datasets of a list: each once, a tied one (the same tensor under
+// another name) linked to its first name.
+std::map<const TensorImpl*, std::string> stored_once(const NamedTensors& tensors) {
+  std::map<const TensorImpl*, std::string> first;
+  for (const auto& [name, t] : tensors) first.try_emplace(t.impl(), name);
+  return first;
 }
 
 // One group per tensor list; the names, in order, as newline-separated text in a byte dataset
-// (HDF5 lists a group's members alphabetically, and attributes are limited to 64 KiB).
-void write_tensors(H5::H5File& file, const std::string& group_name, const NamedTensors& tensors) {
-  H5::Group group = file.createGroup(group_name);
-  std::map<const TensorImpl*, std::string> written;  // tied tensors: stored once, then linked
+// (HDF5 lists a group's members alphabetically). Where each tensor's bytes went, for the seal.
+void write_tensors(h5::Writer& file, const std::string& group_name, const NamedTensors& tensors,
+                   std::vector<seal::Region>& regions) {
+  h5::Handle group = file.create_group(group_name);
+  const std::map<const TensorImpl*, std::string> first = stored_once(tensors);
   std::string order;
   for (const auto& [name, t] : tensors) {
-    DLF_CHECK(!name.empty() && name.find_first_of("/\n") == std::string::npos,
-              "checkpoint: tensor name '", name,
-              "' cannot be stored (empty, or has '/' or a newline)");
+    DLF_CHECK(!name.empty() && name.find_first_of("/\n") == std::string::npos, "tensor name '",
+              name, "' cannot be stored (empty, or has '/' or a newline)");
     order += name + "\n";
-    if (auto it = written.find(t.impl()); it != written.end()) {
-      group.link(H5L_TYPE_HARD, it->second, name);
+    if (const std::string& stored = first.at(t.impl()); stored != name) {
+      file.link(group.id(), stored, name);
       continue;
     }
-    const Tensor data = t.contiguous();
-    H5::DataSet ds = group.createDataSet(name, h5_type(t.dtype()), space_of(t.shape()));
-    if (data.numel() > 0) ds.write(data.raw_data(), h5_type(t.dtype()));
-    write_string(ds, "dtype", dtype_name(t.dtype()));
-    written.emplace(t.impl(), name);
+    const h5::Writer::Placed placed = file.write_tensor(group.id(), name, t);
+    if (placed.size > 0) {
+      regions.push_back(
+          {group_name.substr(1) + "/" + name, placed.offset, placed.size, placed.checksum});
+    }
   }
-  const hsize_t n = order.size();
-  H5::DataSpace space(1, &n);
-  file.createDataSet(group_name + ".names", H5::PredType::NATIVE_CHAR, space)
-      .write(order.data(), H5::PredType::NATIVE_CHAR);
+  group.close();
+  file.write_bytes(file.root(), group_name + ".names", order);
 }
 
-NamedTensors read_tensors(const H5::H5File& file, const std::string& group_name) {
-  H5::DataSet names_ds = file.openDataSet(group_name + ".names");
-  std::string order(size_t(names_ds.getSpace().getSimpleExtentNpoints()), '\0');
-  if (!order.empty()) names_ds.read(order.data(), H5::PredType::NATIVE_CHAR);
-  H5::Group group = file.openGroup(group_name);
+NamedTensors read_tensors(const h5::Reader& file, const std::string& group_name) {
+  const std::string order = file.read_bytes(file.root(), group_name + ".names", kMaxNamesBytes);
+  h5::Handle group = file.open_group(group_name);
   NamedTensors out;
+  std::set<std::string> seen;
   size_t begin = 0;
   for (size_t end; (end = order.find('\n', begin)) != std::string::npos; begin = end + 1) {
     const std::string name = order.substr(begin, end - begin);
-    try {
-      H5::DataSet ds = group.openDataSet(name);
-      const DType dtype = parse_dtype(read_string(ds, "dtype"));
-      H5::DataSpace space = ds.getSpace();
-      std::vector<hsize_t> dims(size_t(space.getSimpleExtentNdims()));
-      if (!dims.empty()) space.getSimpleExtentDims(dims.data());
-      Tensor t = Tensor::empty(Shape(dims.begin(), dims.end()), dtype);
-      if (t.numel() > 0) ds.read(t.raw_data(), h5_type(dtype));
-      out.emplace_back(name, t);
-    } catch (const H5::Exception&) {
-      throw Error("checkpoint " + file.getFileName() + ": tensor '" + name + "' in " + group_name +
-                  " is missing or unreadable (a truncated or damaged file?)");
-    }
+    DLF_CHECK(!name.empty() && name.find('/') == std::string::npos && seen.insert(name).second,
+              file.path(), ": the tensor list of ", group_name, " has a bad or repeated name '",
+              name, "' (a damaged file?)");
+    out.emplace_back(name, file.read_tensor(group.id(), name, group_name.substr(1) + "/" + name));
   }
+  DLF_CHECK(begin == order.size(), file.path(), ": the tensor list of ", group_name,
+            " is cut short (a damaged file?)");
   return out;
 }
 
-void flush_to_disk(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  DLF_CHECK(fd >= 0 && ::fsync(fd) == 0, "checkpoint: cannot flush ", path.string());
-  ::close(fd);
+void write_file(const fs::path& path, const Checkpoint& ckpt) {
+  std::vector<std::string> labels;
+  for (const auto& [impl, name] : stored_once(ckpt.model)) labels.push_back("model/" + name);
+  for (const auto& [impl, name] : stored_once(ckpt.optimizer))
+    labels.push_back("optimizer/" + name);
+  const uint64_t user_block = seal::user_block_size(labels);
+  h5::Writer file(path.string(), user_block);
+  file.write_string_attr(file.root(), "format", kFormat);
+  file.write_int_attr(file.root(), "version", kVersion);
+  file.write_int_attr(file.root(), "step", ckpt.step);
+  file.write_int_attr(file.root(), "rng_seed", int64_t(ckpt.rng_seed));
+  file.write_int_attr(file.root(), "rng_offset", int64_t(ckpt.rng_offset));
+  file.write_bytes(file.root(), "config", ckpt.config);
+  std::vector<seal::Region> regions;
+  write_tensors(file, "/model", ckpt.model, regions);
+  write_tensors(file, "/optimizer", ckpt.optimizer, regions);
+  file.close();
+  seal::write(path.string(), user_block, std::move(regions));
+}
+
+// fsync a file or a directory: the kernel's copy reaches the disk before we go on.
+void sync_to_disk(const fs::path& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  DLF_CHECK(fd >= 0, "cannot open ", path.string(), " to sync it");
+  const bool synced = ::fsync(fd) == 0;
+  const bool closed = ::close(fd) == 0;
+  DLF_CHECK(synced && closed, "syncing ", path.string(), " to disk failed");
+}
+
+// Temporary files of saves that were killed midway: their process is gone.
+void remove_stale_temporaries(const fs::path& dir) {
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kTempPrefix)) continue;
+    const std::string pid = name.substr(std::string(kTempPrefix).size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(pid_t(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
+  }
 }
 
 }  // namespace
@@ -129,70 +122,54 @@ void flush_to_disk(const fs::path& path) {
 bool checkpoint_exists(const std::string& dir) { return fs::is_regular_file(file_in(dir)); }
 
 void save_checkpoint(const std::string& dir, const Checkpoint& ckpt) {
-  H5::Exception::dontPrint();
   std::error_code ec;
   fs::create_directories(dir, ec);
-  DLF_CHECK(fs::is_directory(dir), "checkpoint: cannot create the directory ", dir);
+  DLF_CHECK(fs::is_directory(dir), "checkpoint: cannot create the directory ", dir,
+            ec ? " (" + ec.message() + ")" : "");
+  remove_stale_temporaries(dir);
   const fs::path target = file_in(dir);
-  const fs::path temp = fs::path(dir) / ("checkpoint.h5.tmp-" + std::to_string(::getpid()));
+  const fs::path temp = fs::path(dir) / (kTempPrefix + std::to_string(::getpid()));
+  const std::string kept =
+      checkpoint_exists(dir) ? "the previous checkpoint is unchanged" : "no checkpoint was written";
   try {
-    {
-      H5::H5File file(temp.string(), H5F_ACC_TRUNC);
-      H5::Group root = file.openGroup("/");
-      write_string(root, "format", kFormat);
-      write_int(root, "version", kVersion);
-      write_int(root, "step", ckpt.step);
-      write_int(root, "rng_seed", int64_t(ckpt.rng_seed));
-      write_int(root, "rng_offset", int64_t(ckpt.rng_offset));
-      write_string(root, "config", ckpt.config);
-      write_tensors(file, "/model", ckpt.model);
-      write_tensors(file, "/optimizer", ckpt.optimizer);
-    }
-    flush_to_disk(temp);
+    write_file(temp, ckpt);
+    sync_to_disk(temp, O_RDONLY);
     fs::rename(temp, target, ec);
-    DLF_CHECK(!ec, "checkpoint: cannot move the new checkpoint into place as ", target.string(),
-              " (", ec.message(), "); the previous checkpoint is unchanged");
-  } catch (const H5::Exception& e) {
+    DLF_CHECK(!ec, "moving it into place: ", ec.message());
+  } catch (const std::exception& e) {
     fs::remove(temp, ec);
-    throw Error("checkpoint: writing " + target.string() + " failed (" + e.getDetailMsg() +
-                "); the previous checkpoint is unchanged");
-  } catch (...) {
-    fs::remove(temp, ec);
-    throw;
+    throw Error("checkpoint: saving " + target.string() + " failed (" + e.what() + "); " + kept);
+  }
+  try {  // without this a power loss could undo the rename
+    sync_to_disk(dir, O_RDONLY | O_DIRECTORY);
+  } catch (const Error& e) {
+    throw Error("checkpoint: " + target.string() + " was written, but " + e.what() +
+                ": it may not survive a power loss");
   }
 }
 
 Checkpoint load_checkpoint(const std::string& dir) {
-  H5::Exception::dontPrint();
   const fs::path path = file_in(dir);
-  DLF_CHECK(fs::is_regular_file(path), "no checkpoint at ", path.string());
+  DLF_CHECK(fs::is_regular_file(path), "no checkpoint at ", path.string(),
+            fs::exists(path) ? " (it is not a regular file)" : "");
+  const std::string name = path.string();
+  seal::verify(name);  // before HDF5 parses a byte of it
+  const h5::Reader file(name);
+  DLF_CHECK(file.has_attr(file.root(), "version"), "checkpoint ", name,
+            " is an HDF5 file but not a dlf checkpoint");
+  const int64_t version = file.read_int_attr(file.root(), "version");
+  DLF_CHECK(version == kVersion, "checkpoint ", name, " has format version ", version,
+            "; this dlf reads version ", kVersion,
+            version == 1 ? " (version 1 stored text that is unsafe to read: train it again)" : "");
+  DLF_CHECK(file.read_string_attr(file.root(), "format", 64) == kFormat, "checkpoint ", name,
+            " is an HDF5 file but not a dlf checkpoint");
   Checkpoint ckpt;
-  std::unique_ptr<H5::H5File> file;
-  try {
-    file = std::make_unique<H5::H5File>(path.string(), H5F_ACC_RDONLY);
-  } catch (const H5::Exception&) {
-    throw Error("checkpoint " + path.string() + " is not a readable HDF5 file (truncated?)");
-  }
-  try {
-    H5::Group root = file->openGroup("/");
-    DLF_CHECK(root.attrExists("format") && read_string(root, "format") == kFormat, "checkpoint ",
-              path.string(), " is an HDF5 file but not a dlf checkpoint");
-    const int64_t version = read_int(root, "version");
-    DLF_CHECK(version == kVersion, "checkpoint ", path.string(), " has format version ", version,
-              "; this dlf reads version ", kVersion);
-    ckpt.step = read_int(root, "step");
-    ckpt.rng_seed = uint64_t(read_int(root, "rng_seed"));
-    ckpt.rng_offset = uint64_t(read_int(root, "rng_offset"));
-    ckpt.config = read_string(root, "config");
-  } catch (const H5::Exception&) {
-    throw Error("checkpoint " + path.string() + ": its header is unreadable (a damaged file?)");
-  }
-  try {
-    ckpt.model = read_tensors(*file, "/model");
-    ckpt.optimizer = read_tensors(*file, "/optimizer");
-  } catch (const H5::Exception&) {
-    throw Error("checkpoint " + path.string() + ": its tensor lists are unreadable (truncated?)");
-  }
+  ckpt.step = file.read_int_attr(file.root(), "step");
+  ckpt.rng_seed = uint64_t(file.read_int_attr(file.root(), "rng_seed"));
+  ckpt.rng_offset = uint64_t(file.read_int_attr(file.root(), "rng_offset"));
+  ckpt.config = file.read_bytes(file.root(), "config", kMaxConfigBytes);
+  ckpt.model = read_tensors(file, "/model");
+  ckpt.optimizer = read_tensors(file, "/optimizer");
   return ckpt;
 }
 

@@ -6,6 +6,7 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/autograd/gradcheck.h>
 #include <dlf/autograd/node.h>
+#include <dlf/core/checksum.h>
 #include <dlf/core/dtype.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/op.h>

@@ -153,3 +153,9 @@ TEST_CASE("printing is readable") {
   CHECK(big.find("...") != std::string::npos);
   CHECK(big.size() < 200);
 }
+
+TEST_CASE("tensor: size() of a scalar is an error, not a read past its shape") {
+  const Tensor s = full({}, 3.0);
+  dlf::test::check_error([&] { (void)s.size(0); }, {"size(0) of a scalar"});
+  CHECK(full({2, 5}, 1.0).size(-1) == 5);
+}

@@ -2,6 +2,10 @@
 
 #include <dlf/nn/checkpoint.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -120,7 +124,7 @@ TEST_CASE("checkpoint: missing, foreign, truncated files are errors; a failed sa
 
   fs::create_directories(dir.path);
   std::ofstream(dir.path / "checkpoint.h5") << "not an HDF5 file";
-  check_error([&] { nn::load_checkpoint(dir.str()); }, {"not a readable HDF5 file"});
+  check_error([&] { nn::load_checkpoint(dir.str()); }, {"has no seal"});
 
   Net net;
   nn::save_checkpoint(dir.str(), checkpoint_of(net));
@@ -148,4 +152,133 @@ TEST_CASE("checkpoint: missing, foreign, truncated files are errors; a failed sa
     refused = std::string(e.what()).find("checkpoint") != std::string::npos;
   }
   CHECK(refused);
+}
+
+namespace {
+
+// Runs `fn` with files limited to `bytes` (as a full disk would stop them: a write fails with
+// EFBIG; SIGXFSZ ignored, as dlf's command line does).
+template <typename Fn>
+void with_file_size_limit(rlim_t bytes, Fn&& fn) {
+  rlimit before{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+  rlimit limited = before;
+  limited.rlim_cur = bytes;
+  auto* const old_handler = signal(SIGXFSZ, SIG_IGN);
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  try {
+    fn();
+  } catch (...) {
+    setrlimit(RLIMIT_FSIZE, &before);
+    signal(SIGXFSZ, old_handler);
+    throw;
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  signal(SIGXFSZ, old_handler);
+}
+
+std::vector<char> bytes_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void write_bytes(const fs::path& file, const std::vector<char>& bytes) {
+  std::ofstream(file, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: a save that runs out of space is an error and keeps the previous one") {
+  TempDir dir;
+  Net net;
+  nn::save_checkpoint(dir.str(), checkpoint_of(net));
+  const std::vector<char> before = bytes_of(dir.path / "checkpoint.h5");
+  nn::NamedTensors big = net.state_dict();
+  big.emplace_back("big", zeros({1 << 16}));  // 256 KiB: past the limit below
+  with_file_size_limit(64 << 10, [&] {
+    check_error([&] { nn::save_checkpoint(dir.str(), {.model = big, .step = 99}); },
+                {"saving", "failed", "the previous checkpoint is unchanged"});
+  });
+  CHECK(bytes_of(dir.path / "checkpoint.h5") == before);
+  CHECK(nn::load_checkpoint(dir.str()).step == 17);
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++files;
+  CHECK(files == 1);  // the temporary is gone
+
+  TempDir fresh;  // no previous checkpoint: the message says nothing was written
+  with_file_size_limit(64 << 10, [&] {
+    check_error([&] { nn::save_checkpoint(fresh.str(), {.model = big}); },
+                {"no checkpoint was written"});
+  });
+  CHECK_FALSE(nn::checkpoint_exists(fresh.str()));
+}
+
+TEST_CASE("checkpoint: temporaries of killed saves are removed at the next save") {
+  TempDir dir;
+  fs::create_directories(dir.path);
+  const fs::path dead = dir.path / "checkpoint.h5.tmp-999999999";  // no such process
+  const fs::path alive = dir.path / ("checkpoint.h5.tmp-" + std::to_string(getppid()));
+  const fs::path other = dir.path / "notes.txt";
+  for (const fs::path& f : {dead, alive, other}) std::ofstream(f) << "x";
+  nn::save_checkpoint(dir.str(), {.model = {{"w", zeros({2})}}});
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(alive));  // a save still under way in another process
+  CHECK(fs::exists(other));
+}
+
+TEST_CASE("checkpoint: a flipped bit in a tensor is found and the tensor named") {
+  TempDir dir;
+  const Tensor pattern = arange(0, 64, 1, {.dtype = DType::f32}) + 1000.0;
+  nn::save_checkpoint(dir.str(), {.model = {{"a", zeros({8})}, {"pattern", pattern}}});
+  const fs::path file = dir.path / "checkpoint.h5";
+  std::vector<char> bytes = bytes_of(file);
+  const std::vector<float> values = pattern.to_vector<float>();
+  const auto* first = reinterpret_cast<const char*>(values.data());
+  const auto at = std::search(bytes.begin(), bytes.end(), first, first + 4 * values.size());
+  REQUIRE(at != bytes.end());
+  *(at + 37) ^= 0x10;
+  write_bytes(file, bytes);
+  check_error([&] { nn::load_checkpoint(dir.str()); }, {"'model/pattern'", "checksum"});
+}
+
+// Every byte of a small checkpoint, flipped three ways: each load gives back exactly what was
+// saved or throws dlf::Error; nothing crashes or loads changed tensors without a word.
+TEST_CASE("checkpoint: every mutated byte is either harmless or a dlf::Error") {
+  TempDir dir;
+  const nn::Checkpoint saved{
+      .model = {{"w", arange(0, 6, 1).view({2, 3})}, {"n", from_vector<int64_t>({7, -8})}},
+      .optimizer = {{"w.exp_avg", full({2, 3}, 0.5)}},
+      .step = 3,
+      .config = "{}"};
+  nn::save_checkpoint(dir.str(), saved);
+  const fs::path file = dir.path / "checkpoint.h5";
+  const std::vector<char> original = bytes_of(file);
+  int harmless = 0, refused = 0;
+  for (size_t i = 0; i < original.size(); ++i) {
+    for (const unsigned char flip : {0x01, 0x80, 0xFF}) {
+      std::vector<char> bytes = original;
+      bytes[i] = char(bytes[i] ^ flip);
+      write_bytes(file, bytes);
+      try {
+        const nn::Checkpoint loaded = nn::load_checkpoint(dir.str());
+        INFO("byte ", i, " ^ ", int(flip), " loaded");
+        CHECK(loaded.step == saved.step);
+        CHECK(loaded.config == saved.config);
+        for (const auto* list : {&saved.model, &saved.optimizer}) {
+          const nn::NamedTensors& back = list == &saved.model ? loaded.model : loaded.optimizer;
+          REQUIRE(back.size() == list->size());
+          for (size_t k = 0; k < back.size(); ++k) {
+            CHECK(back[k].first == (*list)[k].first);
+            CHECK(bitwise_equal(back[k].second, (*list)[k].second));
+          }
+        }
+        ++harmless;
+      } catch (const Error&) {
+        ++refused;
+      }
+    }
+  }
+  MESSAGE(original.size(), " bytes: ", harmless, " mutations harmless, ", refused, " refused");
+  CHECK(refused > 0);
 }
