@@ -16,6 +16,7 @@
 
 #include "parallel/collective_clock.h"
 #include "parallel/collective_math.h"
+#include "parallel/watchdog.h"
 
 namespace dlf::parallel::detail {
 namespace {
@@ -33,6 +34,7 @@ struct Slot {
   DType dtype = DType::f32;
   double ready = 0;
   int color = 0, key = 0;
+  uint64_t vote = 0;  // host_max
 };
 
 struct Message {
@@ -44,8 +46,12 @@ struct Message {
 
 // The state of one group, shared by its ranks' communicators.
 struct Group {
-  Group(std::vector<Device> devs, std::shared_ptr<AbortFlag> flag)
-      : devices(std::move(devs)), abort(std::move(flag)), slots(devices.size()) {
+  Group(std::vector<Device> devs, std::shared_ptr<AbortFlag> flag, std::string group_name)
+      : devices(std::move(devs)),
+        name(std::move(group_name)),
+        abort(std::move(flag)),
+        here(devices.size(), false),
+        slots(devices.size()) {
     for (Device d : devices) device_indices.push_back(d.index);
   }
   int size() const { return static_cast<int>(devices.size()); }
@@ -54,30 +60,43 @@ struct Group {
     if (abort->raised) throw Error("another rank failed; this rank stops with it");
   }
 
-  // All ranks arrive before any leaves. Polls the abort flag so a failed rank frees the others.
-  void barrier() {
+  // All ranks arrive before any leaves. Polls the abort flag so a failed rank frees the others,
+  // and gives up at the watchdog's deadline naming the ranks that did not come to `what`.
+  void barrier(int rank, const char* what, double bytes) {
     ::dlf::detail::release_kernel_slot();  // a waiting rank lets another run
+    const Deadline deadline;
     std::unique_lock lock(mutex);
     check_abort();
     const uint64_t gen = generation;
+    here[rank] = true;
     if (++arrived == size()) {
       arrived = 0;
+      std::fill(here.begin(), here.end(), false);
       ++generation;
       changed.notify_all();
       return;
     }
     while (generation == gen) {
       changed.wait_for(lock, std::chrono::milliseconds(20));
-      if (generation == gen) check_abort();
+      if (generation != gen) break;
+      check_abort();
+      if (deadline.passed()) {
+        std::vector<int> missing;
+        for (int r = 0; r < size(); ++r)
+          if (!here[r]) missing.push_back(r);
+        collective_timed_out(what, bytes, name, size(), missing);
+      }
     }
   }
 
   std::vector<Device> devices;
+  std::string name;
   std::vector<int> device_indices;
   std::shared_ptr<AbortFlag> abort;
   std::mutex mutex;
   std::condition_variable changed;
   int arrived = 0;
+  std::vector<bool> here;  // by rank: arrived at the barrier under way
   uint64_t generation = 0;
   std::vector<Slot> slots;
   std::map<std::pair<int, int>, std::deque<Message>> mail;             // (src, dst) -> messages
@@ -107,7 +126,7 @@ class InProcessCommunicator final : public Communicator {
       return static_cast<std::byte*>(const_cast<void*>(base)) + n * r / parts * int64_t(elem);
     };
     if (has_data(t)) reduce_range(inputs(), part(t.raw_data(), rank_), lo, hi, t.dtype(), op);
-    group_->barrier();
+    wait_for_peers("allreduce", t.nbytes());
     if (has_data(t)) {
       for (int r = 0; r < parts; ++r) {
         const int64_t bytes = (n * (r + 1) / parts - n * r / parts) * int64_t(elem);
@@ -117,7 +136,7 @@ class InProcessCommunicator final : public Communicator {
       }
       t.storage()->bump_version();
     }
-    group_->barrier();  // peers are done reading this rank's part
+    wait_for_peers("allreduce", t.nbytes());  // peers are done reading this rank's part
     return run(Collective::allreduce, t.nbytes(), start, async);
   }
 
@@ -130,7 +149,7 @@ class InProcessCommunicator final : public Communicator {
                     t.nbytes());
       }
     }
-    group_->barrier();
+    wait_for_peers("allgather", out.nbytes());
     run(Collective::allgather, out.nbytes(), start, false);
     return out;
   }
@@ -144,7 +163,7 @@ class InProcessCommunicator final : public Communicator {
       const int64_t part = out.numel();
       reduce_range(inputs(), out.raw_data(), part * rank_, part * (rank_ + 1), t.dtype(), op);
     }
-    group_->barrier();
+    wait_for_peers("reduce_scatter", t.nbytes());
     run(Collective::reduce_scatter, t.nbytes(), start, false);
     return out;
   }
@@ -156,7 +175,7 @@ class InProcessCommunicator final : public Communicator {
       std::memcpy(t.raw_data(), group_->slots[root].in, t.nbytes());
       t.storage()->bump_version();
     }
-    group_->barrier();
+    wait_for_peers("broadcast", t.nbytes());
     run(Collective::broadcast, t.nbytes(), start, false);
   }
 
@@ -178,9 +197,12 @@ class InProcessCommunicator final : public Communicator {
       std::unique_lock lock(group_->mutex);
       auto& box = group_->mail[{src, rank_}];
       if (box.empty()) ::dlf::detail::release_kernel_slot();
+      const Deadline deadline;
       while (box.empty()) {
         group_->changed.wait_for(lock, std::chrono::milliseconds(20));
-        if (box.empty()) group_->check_abort();
+        if (!box.empty()) break;
+        group_->check_abort();
+        if (deadline.passed()) collective_timed_out("recv", t.nbytes(), name_, size(), {src});
       }
       m = std::move(box.front());
       box.pop_front();
@@ -196,17 +218,26 @@ class InProcessCommunicator final : public Communicator {
 
   void barrier() override {
     group_->slots[rank_].ready = ready_time(device());
-    group_->barrier();
+    wait_for_peers("barrier", 0);
     const double start = latest_ready();
-    group_->barrier();
+    wait_for_peers("barrier", 0);
     run(Collective::barrier, 0, start, false);
+  }
+
+  uint64_t host_max(uint64_t value) override {
+    group_->slots[rank_].vote = value;
+    wait_for_peers("host_max", sizeof value);
+    uint64_t largest = 0;
+    for (const Slot& s : group_->slots) largest = std::max(largest, s.vote);
+    wait_for_peers("host_max", sizeof value);  // everyone has read the votes
+    return largest;
   }
 
   std::unique_ptr<Communicator> split(int color, int key, std::string name) override {
     Slot& mine = group_->slots[rank_];
     mine.color = color;
     mine.key = key;
-    group_->barrier();
+    wait_for_peers("split", 0);
     std::vector<int> members;
     for (int r = 0; r < size(); ++r) {
       if (group_->slots[r].color == color) members.push_back(r);
@@ -218,15 +249,15 @@ class InProcessCommunicator final : public Communicator {
       std::vector<Device> devices;
       for (int r : members) devices.push_back(group_->devices[r]);
       std::lock_guard lock(group_->mutex);
-      group_->children[{id, color}] = std::make_shared<Group>(devices, group_->abort);
+      group_->children[{id, color}] = std::make_shared<Group>(devices, group_->abort, name);
     }
-    group_->barrier();
+    wait_for_peers("split", 0);
     std::shared_ptr<Group> child;
     {
       std::lock_guard lock(group_->mutex);
       child = group_->children.at({id, color});
     }
-    group_->barrier();  // everyone holds its child before the map lets go of it
+    wait_for_peers("split", 0);  // everyone holds its child before the map lets go of it
     if (members.front() == rank_) {
       std::lock_guard lock(group_->mutex);
       group_->children.erase({id, color});
@@ -246,7 +277,7 @@ class InProcessCommunicator final : public Communicator {
     mine.shape = t.shape();
     mine.dtype = t.dtype();
     mine.ready = ready_time(device());
-    group_->barrier();
+    wait_for_peers(what, double(t.nbytes()));
     const Slot& first = group_->slots[0];
     for (int r = 1; r < size(); ++r) {
       const Slot& other = group_->slots[r];
@@ -254,6 +285,8 @@ class InProcessCommunicator final : public Communicator {
     }
     return latest_ready();
   }
+
+  void wait_for_peers(const char* what, double bytes) { group_->barrier(rank_, what, bytes); }
 
   double latest_ready() const {
     double start = 0;
@@ -283,7 +316,7 @@ class InProcessCommunicator final : public Communicator {
 InProcessWorld in_process_world(const std::vector<Device>& devices) {
   DLF_CHECK(!devices.empty(), "a world needs at least one rank");
   auto flag = std::make_shared<AbortFlag>();
-  auto group = std::make_shared<Group>(devices, flag);
+  auto group = std::make_shared<Group>(devices, flag, "world");
   InProcessWorld world;
   for (int r = 0; r < static_cast<int>(devices.size()); ++r)
     world.ranks.push_back(std::make_unique<InProcessCommunicator>(group, r, "world"));

@@ -52,6 +52,7 @@ void run_ranks(const std::vector<Device>& devices,
   for (std::thread& t : ranks) t.join();
   set_kernel_slots(0);
   if (!first_failure) return;
+  if (n == 1) std::rethrow_exception(first_failure);  // no rank to name
   try {
     std::rethrow_exception(first_failure);
   } catch (const OutOfMemory& e) {

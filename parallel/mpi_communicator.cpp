@@ -2,6 +2,8 @@
 // dtype, ready time) so that ranks disagreeing on the tensor all throw the same dlf::Error, then
 // moves raw bytes (MPI_BYTE) and reduces them here with collective_math.h, in rank order, never
 // with MPI_Allreduce (whose order is unspecified): the bits are the in-process backend's.
+// Every wait is non-blocking MPI polled against the watchdog's deadline; the headers travel
+// point to point, so a rank that never comes is named.
 #include <dlf/core/shape.h>
 #include <dlf/device/threads.h>
 #include <dlf/parallel/mpi.h>
@@ -12,16 +14,22 @@
 #include <array>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <list>
 #include <memory>
+#include <span>
+#include <thread>
 #include <vector>
 
 #include "parallel/collective_clock.h"
 #include "parallel/collective_math.h"
+#include "parallel/watchdog.h"
 
 namespace dlf::parallel {
 namespace {
 
+using detail::collective_timed_out;
+using detail::Deadline;
 using detail::has_data;
 using detail::ready_time;
 using sim::Collective;
@@ -123,7 +131,39 @@ int ranks_on_this_machine() {
   return n;
 }
 
-constexpr int kTag = 0;  // point to point: a header, then its data, in order
+constexpr int kTag = 0;        // point to point: a header, then its data, in order
+constexpr int kHeaderTag = 1;  // a collective's headers
+constexpr int kDataTag = 2;    // a collective's data
+
+// Polls `requests` until all complete or the watchdog's deadline passes; then names the peers
+// (`peers[i]` for request i, -1 for none) whose requests are still open.
+void wait_all(std::vector<MPI_Request>& requests, const std::vector<int>& peers, const char* what,
+              double bytes, const std::string& group, int size) {
+  const Deadline deadline;
+  for (;;) {
+    bool open = false;
+    for (MPI_Request& r : requests) {
+      int done = 1;
+      if (r != MPI_REQUEST_NULL) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+      open = open || done == 0;
+    }
+    if (!open) return;
+    if (deadline.passed()) break;
+    std::this_thread::yield();
+  }
+  std::vector<int> missing;
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (requests[i] != MPI_REQUEST_NULL && peers[i] >= 0) missing.push_back(peers[i]);
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  collective_timed_out(what, bytes, group, size, missing);
+}
+
+void wait_one(MPI_Request request, const char* what, double bytes, const std::string& group,
+              int size, int peer = -1) {
+  std::vector<MPI_Request> requests{request};
+  wait_all(requests, {peer}, what, bytes, group, size);
+}
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -156,9 +196,15 @@ class MpiCommunicator final : public Communicator {
       // Reduce-scatter, then allgather: rank r reduces part r of every rank's buffer into part
       // r of its own, then gathers the other reduced parts from their owners.
       const Parts parts = parts_of(t);
-      reduce_own_part(t, parts, static_cast<std::byte*>(t.raw_data()) + parts.displs[rank_], op);
-      MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, t.raw_data(), parts.counts.data(),
-                     parts.displs.data(), MPI_BYTE, comm_.comm);
+      auto* base = static_cast<std::byte*>(t.raw_data());
+      reduce_own_part(t, parts, base + parts.displs[rank_], op);
+      const std::span<const std::byte> mine(base + parts.displs[rank_],
+                                            size_t(parts.counts[rank_]));
+      std::vector<std::span<const std::byte>> send(size_, mine);
+      std::vector<std::span<std::byte>> recv;
+      for (int r = 0; r < size_; ++r)
+        recv.emplace_back(base + parts.displs[r], size_t(parts.counts[r]));
+      transfer(send, recv, kDataTag, "allreduce", double(t.nbytes()));
       t.storage()->bump_version();
     }
     return run(Collective::allreduce, t.nbytes(), start, async);
@@ -169,8 +215,14 @@ class MpiCommunicator final : public Communicator {
     Tensor out =
         Tensor::empty(detail::gathered_shape(t.shape(), size_, name_), t.dtype(), t.device());
     if (has_data(t)) {
-      const int bytes = count(t.nbytes(), name_);
-      MPI_Allgather(t.raw_data(), bytes, MPI_BYTE, out.raw_data(), bytes, MPI_BYTE, comm_.comm);
+      const size_t bytes = size_t(count(t.nbytes(), name_));
+      auto* base = static_cast<std::byte*>(out.raw_data());
+      std::memcpy(base + size_t(rank_) * bytes, t.raw_data(), bytes);
+      std::vector<std::span<const std::byte>> send(
+          size_, {static_cast<const std::byte*>(t.raw_data()), bytes});
+      std::vector<std::span<std::byte>> recv;
+      for (int r = 0; r < size_; ++r) recv.emplace_back(base + size_t(r) * bytes, bytes);
+      transfer(send, recv, kDataTag, "allgather", double(out.nbytes()));
     }
     run(Collective::allgather, out.nbytes(), start, false);
     return out;
@@ -190,7 +242,16 @@ class MpiCommunicator final : public Communicator {
     detail::check_rank(root, size_, "broadcast", name_);
     const double start = agree(t, "broadcast");
     if (has_data(t)) {
-      MPI_Bcast(t.raw_data(), count(t.nbytes(), name_), MPI_BYTE, root, comm_.comm);
+      const std::span<std::byte> data(static_cast<std::byte*>(t.raw_data()),
+                                      size_t(count(t.nbytes(), name_)));
+      std::vector<std::span<const std::byte>> send(size_);
+      std::vector<std::span<std::byte>> recv(size_);
+      if (rank_ == root) {
+        std::fill(send.begin(), send.end(), data);
+      } else {
+        recv[root] = data;
+      }
+      transfer(send, recv, kDataTag, "broadcast", double(t.nbytes()));
       if (rank_ != root) t.storage()->bump_version();
     }
     run(Collective::broadcast, t.nbytes(), start, false);
@@ -217,13 +278,16 @@ class MpiCommunicator final : public Communicator {
     detail::check_peer(src, rank_, size_, "recv", name_);
     detail::check_contiguous(t, "recv", name_);
     Header h;
-    MPI_Recv(&h, sizeof(Header), MPI_BYTE, src, kTag, comm_.comm, MPI_STATUS_IGNORE);
+    MPI_Request request;
+    MPI_Irecv(&h, sizeof(Header), MPI_BYTE, src, kTag, comm_.comm, &request);
+    wait_one(request, "recv", t.nbytes(), name_, size_, src);
     if (h.bytes > 0) {
       // A message that does not fit `t` is still taken off the wire: the next one stays next.
       const bool fits = h.shape() == t.shape() && h.type() == t.dtype() && has_data(t);
       auto discard = std::make_unique_for_overwrite<std::byte[]>(fits ? 0 : h.bytes);
-      MPI_Recv(fits ? t.raw_data() : discard.get(), count(h.bytes, name_), MPI_BYTE, src, kTag,
-               comm_.comm, MPI_STATUS_IGNORE);
+      MPI_Irecv(fits ? t.raw_data() : discard.get(), count(h.bytes, name_), MPI_BYTE, src, kTag,
+                comm_.comm, &request);
+      wait_one(request, "recv", double(h.bytes), name_, size_, src);
       if (fits) t.storage()->bump_version();
     }
     detail::check_message(h.shape(), h.type(), src, t, name_);
@@ -231,9 +295,16 @@ class MpiCommunicator final : public Communicator {
   }
 
   void barrier() override {
-    double start = ready_time(device_);
-    MPI_Allreduce(MPI_IN_PLACE, &start, 1, MPI_DOUBLE, MPI_MAX, comm_.comm);
-    run(Collective::barrier, 0, start, false);
+    const double ready = ready_time(device_);
+    std::vector<double> all(size_);
+    exchange(&ready, all.data(), sizeof ready, "barrier", 0);
+    run(Collective::barrier, 0, *std::max_element(all.begin(), all.end()), false);
+  }
+
+  uint64_t host_max(uint64_t value) override {
+    std::vector<uint64_t> all(size_);
+    exchange(&value, all.data(), sizeof value, "host_max", sizeof value);
+    return *std::max_element(all.begin(), all.end());
   }
 
   std::unique_ptr<Communicator> split(int color, int key, std::string name) override {
@@ -266,8 +337,15 @@ class MpiCommunicator final : public Communicator {
     std::vector<int> counts(size_, mine), displs;
     for (int r = 0; r < size_; ++r) displs.push_back(count(int64_t(r) * mine, name_));
     auto received = std::make_unique_for_overwrite<std::byte[]>(size_t(size_) * mine);
-    MPI_Alltoallv(t.raw_data(), parts.counts.data(), parts.displs.data(), MPI_BYTE, received.get(),
-                  counts.data(), displs.data(), MPI_BYTE, comm_.comm);
+    const auto* base = static_cast<const std::byte*>(t.raw_data());
+    std::vector<std::span<const std::byte>> send;
+    std::vector<std::span<std::byte>> recv;
+    for (int r = 0; r < size_; ++r) {
+      send.emplace_back(base + parts.displs[r], size_t(parts.counts[r]));
+      recv.emplace_back(received.get() + displs[r], size_t(mine));
+    }
+    std::memcpy(recv[rank_].data(), send[rank_].data(), size_t(mine));
+    transfer(send, recv, kDataTag, "reduce", double(t.nbytes()));
     std::vector<const void*> inputs;
     for (int r = 0; r < size_; ++r) inputs.push_back(received.get() + displs[r]);
     const int64_t elem = static_cast<int64_t>(dtype_size(t.dtype()));
@@ -280,8 +358,7 @@ class MpiCommunicator final : public Communicator {
     detail::check_contiguous(t, what, name_);
     const Header mine = header_of(t, ready_time(device_), what, name_);
     std::vector<Header> all(size_);
-    MPI_Allgather(&mine, sizeof(Header), MPI_BYTE, all.data(), sizeof(Header), MPI_BYTE,
-                  comm_.comm);
+    exchange(&mine, all.data(), sizeof(Header), what, double(t.nbytes()));
     double start = 0;
     for (int r = 0; r < size_; ++r) {
       detail::check_same_tensor(what, name_, r, all[0].shape(), all[0].type(), all[r].shape(),
@@ -289,6 +366,40 @@ class MpiCommunicator final : public Communicator {
       start = std::max(start, all[r].time);
     }
     return start;
+  }
+
+  // Every rank's `bytes` from `mine` into `all` (rank order).
+  void exchange(const void* mine, void* all, size_t bytes, const char* what, double size) {
+    auto* out = static_cast<std::byte*>(all);
+    std::memcpy(out + size_t(rank_) * bytes, mine, bytes);
+    std::vector<std::span<const std::byte>> send(size_,
+                                                 {static_cast<const std::byte*>(mine), bytes});
+    std::vector<std::span<std::byte>> recv;
+    for (int r = 0; r < size_; ++r) recv.emplace_back(out + size_t(r) * bytes, bytes);
+    transfer(send, recv, kHeaderTag, what, size);
+  }
+
+  // Point to point with every peer at once: send[r] goes to rank r and recv[r] comes from it
+  // (this rank's own and empty ones are skipped). Every data movement of the collectives is
+  // made of these, so the watchdog can name the peers whose messages never completed.
+  void transfer(const std::vector<std::span<const std::byte>>& send,
+                const std::vector<std::span<std::byte>>& recv, int tag, const char* what,
+                double size) {
+    std::vector<MPI_Request> requests;
+    std::vector<int> peers;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_ || recv[r].empty()) continue;
+      MPI_Irecv(recv[r].data(), count(int64_t(recv[r].size()), name_), MPI_BYTE, r, tag, comm_.comm,
+                &requests.emplace_back());
+      peers.push_back(r);
+    }
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_ || send[r].empty()) continue;
+      MPI_Isend(send[r].data(), count(int64_t(send[r].size()), name_), MPI_BYTE, r, tag, comm_.comm,
+                &requests.emplace_back());
+      peers.push_back(r);
+    }
+    wait_all(requests, peers, what, size, name_, size_);
   }
 
   // Charges the collective to this rank's clock; point to point goes over the link to `peer`.

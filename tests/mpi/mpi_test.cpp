@@ -3,6 +3,7 @@
 // sequential rank-order references (every rank can make every rank's input).
 #include <dlf/parallel/mpi.h>
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <numeric>
@@ -273,6 +274,26 @@ TEST_CASE("a failing rank ends the job" * doctest::skip()) {
   } catch (const Error& e) {  // the caller prints the error; mpi_abort ends both processes
     std::fprintf(stderr, "rank %d: %s\n", parallel::mpi_world_rank(), e.what());
     parallel::mpi_abort(3);
+  }
+}
+
+// Rank 1 stops itself (SIGSTOP, as a frozen process would); rank 0's allreduce gives up at the
+// watchdog's deadline naming rank 1, and mpi_abort ends the job, the stopped process included.
+TEST_CASE("a stopped rank is named by the watchdog" * doctest::skip()) {
+  parallel::set_collective_timeout(1);
+  try {
+    parallel::run_mpi_rank(kCPU, [](parallel::Communicator& world) {
+      Tensor t = zeros({16});
+      world.allreduce(t);  // both are here once
+      if (world.rank() == 1) std::raise(SIGSTOP);
+      world.allreduce(t);
+    });
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    std::fprintf(stderr, "rank %d: %s\n", parallel::mpi_world_rank(), e.what());
+    const bool named =
+        msg.find("allreduce") != std::string::npos && msg.find("for rank 1") != std::string::npos;
+    parallel::mpi_abort(named ? 4 : 5);
   }
 }
 

@@ -1,5 +1,6 @@
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "collective_reference.h"
 #include "test_util.h"
@@ -173,6 +174,51 @@ TEST_CASE("collectives on sim devices run on the comm stream for their alpha-bet
     CHECK(comm_end[r] == doctest::Approx(expected).epsilon(1e-9));
     CHECK(compute_end[r] == comm_end[r]);
   }
+}
+
+TEST_CASE("host_max: every rank gets the largest vote, on the host") {
+  for (int n : kWorldSizes) {
+    CAPTURE(n);
+    std::vector<uint64_t> got(n);
+    on_ranks(n, [&](Communicator& world) {
+      got[world.rank()] = world.host_max(uint64_t(world.rank() == n / 2 ? 1000 + n : world.rank()));
+    });
+    for (uint64_t v : got) CHECK(v == uint64_t(1000 + n));
+  }
+}
+
+TEST_CASE("watchdog: a rank that never comes to a collective is named, not waited for forever") {
+  parallel::set_collective_timeout(0.3);
+  std::vector<std::string> errors(3);
+  try {
+    on_ranks(3, [&](Communicator& world) {
+      Tensor t = zeros({256});
+      if (world.rank() == 2) {  // hangs far past the timeout
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        return;
+      }
+      world.allreduce(t);
+    });
+    FAIL("expected the watchdog's dlf::Error");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    for (const char* part : {"collective watchdog", "allreduce", "1.00 KiB", "'world'", "3 ranks",
+                             "for rank 2", "0.3 s", "DLF_COLLECTIVE_TIMEOUT"})
+      CHECK(msg.find(part) != std::string::npos);
+  }
+  // A recv whose sender never sends names the sender.
+  try {
+    on_ranks(2, [&](Communicator& world) {
+      Tensor t = zeros({4});
+      if (world.rank() == 0) world.recv(t, 1);
+    });
+    FAIL("expected the watchdog's dlf::Error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("recv") != std::string::npos);
+    CHECK(std::string(e.what()).find("for rank 1") != std::string::npos);
+  }
+  parallel::set_collective_timeout(600);
 }
 
 }  // namespace dlf

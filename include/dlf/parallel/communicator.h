@@ -47,6 +47,10 @@ class Communicator {
   virtual void send(const Tensor& t, int dst) = 0;
   virtual void recv(Tensor& t, int src) = 0;
   virtual void barrier() = 0;
+  /// The largest of the ranks' values, on every rank: a vote on the host (no device data, no
+  /// simulated time) for what all ranks must decide together — stop after an interrupt, agree
+  /// on a run's configuration.
+  virtual uint64_t host_max(uint64_t value) = 0;
   /// A new group of the ranks that pass the same `color`, ordered by `key` then rank
   /// (MPI_Comm_split). Every rank of this group must call it.
   virtual std::unique_ptr<Communicator> split(int color, int key, std::string name) = 0;
@@ -54,5 +58,12 @@ class Communicator {
   /// The compute stream waits until `work` has completed.
   void wait(const Work& work) const;
 };
+
+/// How long a rank waits in a collective (or a recv) for its peers before it gives up with a
+/// dlf::Error naming the collective, its size and the ranks that did not come — a hung or
+/// stopped rank then ends the run instead of freezing it (NCCL's and torch.distributed's
+/// timeout). Default: DLF_COLLECTIVE_TIMEOUT seconds from the environment, else 600.
+double collective_timeout();
+void set_collective_timeout(double seconds);
 
 }  // namespace dlf::parallel
