@@ -7,6 +7,7 @@
 #include <map>
 #include <queue>
 #include <unordered_map>
+#include <utility>
 
 #include "autograd/graph_nodes.h"
 
@@ -17,6 +18,14 @@ struct ByPriority {
   bool operator()(const Node* a, const Node* b) const {
     return a->sequence_nr() < b->sequence_nr();
   }
+};
+
+thread_local const Node* running_node = nullptr;
+
+struct RunningNode {
+  const Node* previous;
+  explicit RunningNode(const Node* node) : previous(std::exchange(running_node, node)) {}
+  ~RunningNode() { running_node = previous; }
 };
 
 // Where grad() wants a gradient handed back instead of accumulated.
@@ -85,7 +94,10 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
     }
     const bool is_leaf = dynamic_cast<AccumulateGrad*>(node) != nullptr;
     std::vector<Tensor> input_grads;
-    if (!(is_leaf && captures)) input_grads = node->apply(std::move(grads));
+    if (!(is_leaf && captures)) {
+      RunningNode running(node);
+      input_grads = node->apply(std::move(grads));
+    }
     if (!retain_graph) node->release_saved();
     const auto& edges = node->next_edges();
     for (size_t i = 0; i < edges.size(); ++i) {
@@ -122,6 +134,8 @@ void collect_roots(const std::vector<Tensor>& outputs, const std::vector<Tensor>
 }
 
 }  // namespace
+
+const Node* running_backward_node() { return running_node; }
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grads,
               bool retain_graph, bool create_graph) {

@@ -43,6 +43,9 @@ class AccumulateGrad final : public Node {
   Tensor leaf_;
 };
 
+/// The node whose apply() the engine is running on this thread, or null outside backward.
+const Node* running_backward_node();
+
 /// The edge along which a gradient for `t` travels (null if t needs none).
 Edge gradient_edge(const Tensor& t);
 

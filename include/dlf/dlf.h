@@ -1,6 +1,7 @@
 // The dlf public API in one include.
 #pragma once
 
+#include <dlf/autograd/anomaly.h>
 #include <dlf/autograd/backward.h>
 #include <dlf/autograd/function.h>
 #include <dlf/autograd/grad_mode.h>
