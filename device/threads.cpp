@@ -15,9 +15,11 @@ namespace {
 
 int initial_threads() {
   if (const char* env = std::getenv("DLF_NUM_THREADS")) {
-    int n = std::atoi(env);
-    DLF_CHECK(n > 0, "DLF_NUM_THREADS='", env, "' must be a positive integer");
-    return n;
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    DLF_CHECK(*env != '\0' && *end == '\0' && n > 0 && n <= kMaxThreads, "DLF_NUM_THREADS='", env,
+              "' must be a whole number from 1 to ", kMaxThreads);
+    return int(n);
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }
@@ -30,7 +32,8 @@ std::atomic<int>& setting() {
 }  // namespace
 
 void set_num_threads(int n) {
-  DLF_CHECK(n > 0, "set_num_threads(", n, "): the thread count must be positive");
+  DLF_CHECK(n > 0 && n <= kMaxThreads, "set_num_threads(", n,
+            "): the thread count must be from 1 to ", kMaxThreads);
   setting().store(n);
   detail::apply_num_threads();
 }

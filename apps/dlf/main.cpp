@@ -1,6 +1,10 @@
 // The dlf command line.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 
@@ -11,28 +15,19 @@
 #include "plan.h"
 #include "sample.h"
 #include "train.h"
+#include "validators.h"
 
 namespace {
-// CLI11's PositiveNumber prints its range as a 300-digit number; this says it plainly.
-const CLI::Validator kPositive(
-    [](std::string& value) -> std::string {
-      try {
-        if (std::stod(value) > 0) return "";
-      } catch (const std::exception&) {
-      }
-      return "must be a positive number, got '" + value + "'";
-    },
-    "POSITIVE");
 
-const CLI::Validator kModelName(
-    [](std::string& value) -> std::string {
-      for (const auto& name : dlf::models::model_names())
-        if (name == value) return "";
-      std::string known;
-      for (const auto& name : dlf::models::model_names()) known += " " + name;
-      return "unknown model '" + value + "' (known:" + known + ")";
-    },
-    "MODEL");
+using dlf::app::kMaxBatch;
+using dlf::app::kMaxPlannedDevices;
+using dlf::app::kMaxRanks;
+using dlf::app::kMaxSteps;
+using dlf::app::model_name;
+using dlf::app::non_empty;
+using dlf::app::non_negative;
+using dlf::app::positive;
+using dlf::app::whole;
 
 void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
   cmd = app.add_subcommand("train",
@@ -42,60 +37,66 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
   cmd->add_option("--model", r.model,
                   "model name: gpt-nano, gpt-mini, gpt-small, gpt-medium, bert-tiny, bert-mini, "
                   "bert-base, vit-tiny, vit-small, unet-tiny, unet-small")
-      ->check(kModelName)
+      ->check(model_name())
       ->capture_default_str();
   cmd->add_option("--data", r.data, "text files or folders (default: /usr/share/games/fortunes)");
   cmd->add_option("--steps", r.steps, "optimizer steps in total (the schedule's length)")
-      ->check(kPositive)
+      ->check(whole(1, kMaxSteps))
       ->capture_default_str();
   cmd->add_option("--until", o.until, "stop after this step and checkpoint, as if interrupted")
-      ->check(kPositive);
+      ->check(whole(1, kMaxSteps));
   r.batch = 0;  // the model's own unless given
   cmd->add_option("--batch", r.batch,
                   "sequences or images per step (default: 8 for GPT, 16 for BERT, 64 for ViT, 32 "
                   "for UNet)")
-      ->check(kPositive);
+      ->check(whole(1, kMaxBatch));
   cmd->add_option("--seq", r.seq, "tokens per sequence (default: the model's context)")
-      ->check(kPositive);
+      ->check(whole(1, kMaxBatch));
   cmd->add_option("--lr", r.lr, "peak learning rate (AdamW, warmup then cosine)")
-      ->check(kPositive)
+      ->check(positive())
       ->capture_default_str();
-  cmd->add_option("--min-lr", r.min_lr, "learning rate at the end of the cosine")
+  cmd->add_option("--min-lr", r.min_lr, "learning rate at the end of the cosine (at most --lr)")
+      ->check(non_negative())
       ->capture_default_str();
-  cmd->add_option("--warmup", r.warmup, "warmup steps (default: 5 % of --steps)");
+  cmd->add_option("--warmup", r.warmup, "warmup steps (default: 5 % of --steps)")
+      ->check(whole(1, kMaxSteps));
   cmd->add_option("--weight-decay", r.weight_decay, "AdamW decay of matrices and embeddings")
+      ->check(non_negative())
       ->capture_default_str();
   cmd->add_option("--clip", r.grad_clip, "clip gradients to this global norm")
-      ->check(kPositive)
+      ->check(positive())
       ->capture_default_str();
   cmd->add_option("--seed", r.seed, "seed of the initialisation and the batches")
+      ->check(non_empty())
       ->capture_default_str();
-  cmd->add_option("--checkpoint", o.checkpoint, "directory for checkpoint.h5");
+  cmd->add_option("--checkpoint", o.checkpoint, "directory for checkpoint.h5")->check(non_empty());
   cmd->add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint");
-  cmd->add_option("--save-every", o.save_every, "steps between checkpoints (default: at the end)");
+  cmd->add_option("--save-every", o.save_every, "steps between checkpoints (default: at the end)")
+      ->check(whole(1, kMaxSteps));
   cmd->add_option("--eval-every", o.eval_every,
-                  "steps between validation losses (default: at the end)");
+                  "steps between validation losses (default: at the end)")
+      ->check(whole(1, kMaxSteps));
   cmd->add_option("--eval-batches", o.eval_batches,
                   "validation batches per evaluation (default: 4; ViT: the whole test set)")
-      ->check(kPositive)
-      ->capture_default_str();
+      ->check(whole(1, kMaxSteps));
   cmd->add_option("--metrics", o.metrics, "write per-step metrics to this file as JSON lines");
   cmd->add_option("--log-every", o.log_every, "steps between progress lines when not on a terminal")
-      ->check(kPositive)
+      ->check(whole(1, kMaxSteps))
       ->capture_default_str();
   cmd->add_option("--devices", o.devices,
                   "ranks, one per device (default: dp x tp x pp, or 1); alone, the layout is "
                   "planned: the fastest predicted dp x tp x pp that fits")
-      ->check(kPositive);
+      ->check(whole(1, kMaxRanks));
   cmd->add_option("--dp", o.dp, "data-parallel replicas (default: devices / (tp x pp))")
-      ->check(kPositive);
+      ->check(whole(1, kMaxRanks));
   cmd->add_option("--tp", o.tp, "tensor-parallel ways (Megatron-LM: heads, MLP, vocabulary)")
-      ->check(kPositive);
-  cmd->add_option("--pp", o.pp, "pipeline stages (blocks balanced by FLOPs)")->check(kPositive);
+      ->check(whole(1, kMaxRanks));
+  cmd->add_option("--pp", o.pp, "pipeline stages (blocks balanced by FLOPs)")
+      ->check(whole(1, kMaxRanks));
   cmd->add_option("--micro-batch", o.micro_batch,
                   "sequences per micro-batch (default: 1 with a pipeline, else the replica's "
                   "share)")
-      ->check(kPositive);
+      ->check(whole(1, kMaxBatch));
   cmd->add_option("--schedule", o.schedule, "pipeline schedule: 1f1b or gpipe")
       ->capture_default_str();
   cmd->add_option("--device", o.device,
@@ -107,8 +108,15 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
                 "shard the optimizer state over the data-parallel ranks (ZeRO stage 1): 1/N of the "
                 "state and of the update per rank");
   cmd->add_option("--bucket-mb", o.bucket_mb, "size of the gradient buckets allreduced together")
-      ->check(kPositive)
+      ->check(whole(1, 1 << 20))
       ->capture_default_str();
+  cmd->add_flag("--detect-anomaly", o.detect_anomaly,
+                "check every op's output, forward and backward, and name the first that makes NaN "
+                "or infinity (slow: for debugging)");
+  cmd->add_option("--check-replicas", o.check_replicas,
+                  "every N steps, compare a checksum of the data-parallel replicas' parameters "
+                  "and stop if they drifted apart")
+      ->check(whole(1, kMaxSteps));
 }
 
 void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
@@ -116,26 +124,26 @@ void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
                            "Continue a prompt with a trained GPT, or sample images from a UNet");
   cmd->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5")->required();
   cmd->add_option("--model", o.model, "the checkpoint's model (checked; default: whatever it is)")
-      ->check(kModelName);
+      ->check(model_name());
   cmd->add_option("--out", o.out, "UNet: the PNG file for the grid of samples");
   cmd->add_option("--samples", o.samples, "UNet: images to sample")
-      ->check(kPositive)
+      ->check(whole(1, 4096))
       ->capture_default_str();
   cmd->add_option("--sampling-steps", o.sampling_steps,
                   "UNet: DDPM denoising steps (at most its 1000; fewer skip evenly)")
-      ->check(kPositive)
+      ->check(whole(1, 1000))
       ->capture_default_str();
   cmd->add_option("--prompt", o.prompt, "text to continue")->capture_default_str();
   cmd->add_option("--tokens", o.tokens, "bytes to generate")
-      ->check(kPositive)
+      ->check(whole(1, 1 << 24))
       ->capture_default_str();
   cmd->add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->capture_default_str();
   cmd->add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole(0, 1 << 24))
       ->capture_default_str();
-  cmd->add_option("--seed", o.seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "sampling seed")->check(non_empty())->capture_default_str();
 }
 
 void add_eval(CLI::App& app, dlf::app::EvalOptions& o, CLI::App*& cmd) {
@@ -143,28 +151,34 @@ void add_eval(CLI::App& app, dlf::app::EvalOptions& o, CLI::App*& cmd) {
   cmd->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5")->required();
   cmd->add_option("--data", o.data, "text to evaluate on (default: the run's own data)");
   cmd->add_option("--batches", o.batches, "validation batches")
-      ->check(kPositive)
+      ->check(whole(1, kMaxSteps))
       ->capture_default_str();
 }
 void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd = app.add_subcommand(
       "plan", "Per-device memory and predicted step time of a layout, planned on meta devices");
   cmd->add_option("--model", o.model, "model name, e.g. gpt-small, gpt3-175b, gpt-1t")
-      ->check(kModelName)
+      ->check(model_name())
       ->capture_default_str();
-  cmd->add_option("--devices", o.devices, "devices in all")->check(kPositive)->required();
+  cmd->add_option("--devices", o.devices, "devices in all")
+      ->check(whole(1, kMaxPlannedDevices))
+      ->required();
   cmd->add_option("--dp", o.dp, "data-parallel ways (default: devices / (tp x pp))")
-      ->check(kPositive);
-  cmd->add_option("--tp", o.tp, "tensor-parallel ways")->check(kPositive)->capture_default_str();
-  cmd->add_option("--pp", o.pp, "pipeline stages")->check(kPositive)->capture_default_str();
+      ->check(whole(1, kMaxPlannedDevices));
+  cmd->add_option("--tp", o.tp, "tensor-parallel ways")
+      ->check(whole(1, kMaxPlannedDevices))
+      ->capture_default_str();
+  cmd->add_option("--pp", o.pp, "pipeline stages")
+      ->check(whole(1, kMaxPlannedDevices))
+      ->capture_default_str();
   cmd->add_option("--device", o.device, "sim:PRESET or sim:SPEC.json")->capture_default_str();
   cmd->add_option("--batch", o.batch, "global batch in sequences (default: dp x micro-batch x 4pp)")
-      ->check(kPositive);
+      ->check(whole(1, int64_t(1) << 40));
   cmd->add_option("--micro-batch", o.micro_batch, "sequences per micro-batch")
-      ->check(kPositive)
+      ->check(whole(1, kMaxBatch))
       ->capture_default_str();
   cmd->add_option("--seq", o.seq, "tokens per sequence (default: the model's context)")
-      ->check(kPositive);
+      ->check(whole(1, kMaxBatch));
   cmd->add_option("--dtype", o.dtype, "f32 or bf16")->capture_default_str();
   cmd->add_option("--schedule", o.schedule, "pipeline schedule: 1f1b or gpipe")
       ->capture_default_str();
@@ -179,23 +193,39 @@ int fail(const std::string& line) {
   return 1;
 }
 
-}  // namespace
+// A command's output is part of its result: one that could not be written (a full disk, a
+// closed pipe) is a failure, not a success.
+int check_output_written(int code) {
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+    const int error = errno;
+    std::cerr << "dlf: writing the output failed (" << std::strerror(error) << ")\n";
+    return code == 0 ? 1 : code;
+  }
+  if (std::fflush(stderr) != 0 || std::ferror(stderr)) return code == 0 ? 1 : code;
+  return code;
+}
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"dlf: a deep-learning framework in C++"};
   app.require_subcommand(1);
   int threads = 0;
   app.add_option("--threads", threads,
                  "CPU threads for kernels (default: DLF_NUM_THREADS or all cores)")
-      ->check(kPositive);
+      ->check(whole(1, dlf::kMaxThreads));
+  double collective_timeout = 0;
+  app.add_option("--collective-timeout", collective_timeout,
+                 "seconds a rank waits for its peers in a collective before giving up with an "
+                 "error naming the missing ranks (default: DLF_COLLECTIVE_TIMEOUT or 600)")
+      ->check(positive() & CLI::Range(0.0, 1e6));
 
   dlf::app::DemoOptions demo;
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Fit a small MLP with autograd on the CPU and show its per-op cost");
-  demo_cmd->add_option("--steps", demo.steps, "SGD steps")->check(kPositive);
-  demo_cmd->add_option("--hidden", demo.hidden, "hidden width")->check(kPositive);
-  demo_cmd->add_option("--lr", demo.lr, "learning rate")->check(kPositive);
-  demo_cmd->add_option("--seed", demo.seed, "initialisation seed");
+  demo_cmd->add_option("--steps", demo.steps, "SGD steps")->check(whole(1, 10'000'000));
+  demo_cmd->add_option("--hidden", demo.hidden, "hidden width")->check(whole(1, 1 << 16));
+  demo_cmd->add_option("--lr", demo.lr, "learning rate")->check(positive());
+  demo_cmd->add_option("--seed", demo.seed, "initialisation seed")->check(non_empty());
 
   dlf::app::TrainOptions train;
   dlf::app::GenerateOptions generate;
@@ -217,14 +247,19 @@ int main(int argc, char** argv) {
   }
   try {
     if (threads > 0) dlf::set_num_threads(threads);
+    if (collective_timeout > 0) dlf::parallel::set_collective_timeout(collective_timeout);
     if (*demo_cmd) dlf::app::run_demo(demo);
     if (*train_cmd) {
       train.steps_given = train_cmd->count("--steps") > 0;
+      train.min_lr_given = train_cmd->count("--min-lr") > 0;
       dlf::app::run_train(train);
     }
     if (*generate_cmd) dlf::app::run_generate(generate);
     if (*eval_cmd) dlf::app::run_eval(eval);
     if (*plan_cmd) dlf::app::run_plan(plan);
+  } catch (const dlf::app::Interrupted& e) {
+    std::cerr << "dlf: " << e.what() << "\n";
+    return 128 + e.signal();
   } catch (const dlf::Error& e) {
     return fail(std::string("dlf: ") + e.what());
   } catch (const std::bad_alloc&) {
@@ -233,4 +268,14 @@ int main(int argc, char** argv) {
     return fail(std::string("dlf: internal error: ") + e.what());
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Writes to a closed pipe or past `ulimit -f` fail with an error we report, instead of
+  // killing the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
+  return check_output_written(run(argc, argv));
 }

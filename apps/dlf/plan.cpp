@@ -10,10 +10,10 @@
 namespace dlf::app {
 
 void run_plan(const PlanCommand& c) {
-  const int tp_pp = c.tp * c.pp;
+  const int64_t tp_pp = int64_t(c.tp) * c.pp;  // each at most 2^20: no overflow in 64 bits
   DLF_CHECK(c.devices % tp_pp == 0, "--devices ", c.devices,
             " is not a multiple of tp x pp = ", tp_pp);
-  const int dp = c.dp > 0 ? c.dp : c.devices / tp_pp;
+  const int64_t dp = c.dp > 0 ? c.dp : c.devices / tp_pp;
   DLF_CHECK(dp * tp_pp == c.devices, "dp ", dp, " x tp ", c.tp, " x pp ", c.pp, " = ", dp * tp_pp,
             " devices, but --devices is ", c.devices);
   const DeviceArg device = parse_device_arg(c.device);
@@ -21,7 +21,7 @@ void run_plan(const PlanCommand& c) {
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");
   DLF_CHECK(c.dtype == "f32" || c.dtype == "bf16", "--dtype is f32 or bf16, not '", c.dtype, "'");
   const models::Plan plan = models::plan_gpt({.model = models::gpt_config(c.model),
-                                              .layout = {.dp = dp, .tp = c.tp, .pp = c.pp},
+                                              .layout = {.dp = int(dp), .tp = c.tp, .pp = c.pp},
                                               .spec = device.spec,
                                               .global_batch = c.batch,
                                               .micro_batch = c.micro_batch,

@@ -2,13 +2,18 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
-#include <set>
 
+#include <dlf/autograd/anomaly.h>
+#include <dlf/core/checksum.h>
 #include <dlf/core/factory.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
@@ -23,9 +28,11 @@
 #include <dlf/parallel/zero.h>
 
 #include "devices.h"
+#include "interrupt.h"
 #include "model_io.h"
 #include "progress.h"
 #include "task.h"
+#include "validators.h"
 
 namespace dlf::app {
 namespace {
@@ -67,6 +74,7 @@ struct Job {
   int64_t parameters;               // the whole model's
   const TaskData& data;
   std::ofstream& metrics;
+  std::string agreement;  // what every rank's command line must agree on
 };
 
 // A step on the simulated devices, the worst over the ranks.
@@ -105,10 +113,42 @@ std::string describe(const parallel::Layout& l, int micro_batches, int64_t micro
   return text;
 }
 
+// True on every rank when the ranks' values differ (two votes: the largest and the smallest).
+bool ranks_disagree(parallel::Communicator& group, uint64_t value) {
+  return group.host_max(value) != ~group.host_max(~value);
+}
+
+// A checksum of a rank's parameters, in order.
+uint64_t parameters_checksum(const nn::NamedTensors& params) {
+  std::vector<uint64_t> sums;
+  for (const auto& [name, p] : params) sums.push_back(checksum64(p));
+  return checksum64(sums.data(), sums.size() * sizeof(uint64_t));
+}
+
+// Stops a run whose loss or gradient norm is not finite, before the update could spread it
+// into the weights.
+void check_finite_step(int64_t step, double loss, double norm, int64_t last_saved,
+                       bool checkpointing) {
+  if (std::isfinite(loss) && std::isfinite(norm)) return;
+  auto text = [](double v) { return std::isnan(v) ? std::string("NaN") : detail::concat(v); };
+  throw Error(detail::concat(
+      "step ", step, ": the loss is ", text(loss), " and the gradient norm ", text(norm),
+      "; stopped before updating the weights",
+      checkpointing ? (last_saved > 0 ? "; the last checkpoint (step " +
+                                            std::to_string(last_saved) + ") is unchanged"
+                                      : "; no checkpoint was written")
+                    : "",
+      ". Lower --lr, or find the op that made it with --detect-anomaly"));
+}
+
+struct RankResult {
+  double loss = 0;    // the last step's
+  int64_t steps = 0;  // the run stands after this step
+};
+
 // One rank's training loop, the same for every model family: its task holds its part of the
-// model and its share of each batch. The lead rank (world rank 0) logs and saves. Returns the
-// last step's loss.
-double train_rank(parallel::Communicator& world, const Job& job) {
+// model and its share of each batch. The lead rank (world rank 0) logs and saves.
+RankResult train_rank(parallel::Communicator& world, const Job& job) {
   const TrainOptions& o = job.o;
   const RunConfig& run = job.run;
   const bool lead = world.rank() == 0;
@@ -116,6 +156,12 @@ double train_rank(parallel::Communicator& world, const Job& job) {
   const bool simulated = device.type != DeviceType::cpu;
   const int64_t first = job.ckpt != nullptr ? job.ckpt->step : 0;
 
+  // Under mpirun every process parsed its own command line: they must describe one run.
+  DLF_CHECK(!ranks_disagree(world, checksum64(job.agreement.data(), job.agreement.size())),
+            "the ranks were started with different options (", job.agreement,
+            " on this rank): start every rank with the same command line");
+  std::optional<autograd::DetectAnomalyGuard> anomaly;
+  if (o.detect_anomaly) anomaly.emplace();
   parallel::Mesh mesh(world, job.layout);
   const std::unique_ptr<RankTask> task =
       make_task({.run = run,
@@ -147,7 +193,10 @@ double train_rank(parallel::Communicator& world, const Job& job) {
   }
 
   auto record = [&](const JsonLine& line) {
-    if (lead && job.metrics.is_open()) job.metrics << line.str() << "\n" << std::flush;
+    if (!lead || !job.metrics.is_open()) return;
+    job.metrics << line.str() << "\n" << std::flush;
+    DLF_CHECK(job.metrics.good(), "writing the metrics file ", o.metrics, " failed (",
+              std::strerror(errno), ")");
   };
   if (lead) {
     std::fprintf(stderr, "%s: %.2fM parameters, batch %s", run.model.c_str(),
@@ -183,16 +232,24 @@ double train_rank(parallel::Communicator& world, const Job& job) {
     progress.note(text);
     record(json);
   };
+  int64_t last_saved = first;
   auto save = [&](int64_t step) {  // every rank: the shards and stages are gathered first
     const nn::NamedTensors state = zero ? zero->consolidated_state_dict() : opt.state_dict();
     auto [whole, whole_state] = task->gather_whole(nn::optim::state_by_name(opt, state, params));
     if (!lead) return;
+    for (const auto& [name, t] : whole) {
+      DLF_CHECK(
+          all_finite(t), "step ", step, ": '", name,
+          "' is not finite; not saved, so that it cannot replace a good checkpoint",
+          last_saved > 0 ? " (the last, of step " + std::to_string(last_saved) + ", is kept)" : "");
+    }
     nn::save_checkpoint(o.checkpoint, {.model = std::move(whole),
                                        .optimizer = std::move(whole_state),
                                        .step = step,
                                        .rng_seed = default_generator().seed(),
                                        .rng_offset = default_generator().offset(),
                                        .config = to_json(run)});
+    last_saved = step;
     progress.note("step " + std::to_string(step) + ": checkpoint saved to " + o.checkpoint);
   };
   auto report = [&](int64_t step, double loss, double norm, double seconds, const SimStep& s) {
@@ -228,9 +285,16 @@ double train_rank(parallel::Communicator& world, const Job& job) {
     }
     opt.set_lr(nn::optim::warmup_cosine_lr(step, run.lr, warmup, run.steps, run.min_lr));
     opt.zero_grad();
-    loss = task->forward_backward();
-    const double norm =
-        zero ? zero->clip_grad_norm(tensors, run.grad_clip) : task->clip_grad_norm(run.grad_clip);
+    double norm = 0;
+    try {
+      loss = task->forward_backward();
+      norm =
+          zero ? zero->clip_grad_norm(tensors, run.grad_clip) : task->clip_grad_norm(run.grad_clip);
+    } catch (const Error& e) {
+      if (!o.detect_anomaly) throw;
+      throw Error("step " + std::to_string(step + 1) + ": " + e.what());
+    }
+    check_finite_step(step + 1, loss, norm, last_saved, !o.checkpoint.empty());
     if (zero) {
       zero->step();
     } else {
@@ -254,6 +318,18 @@ double train_rank(parallel::Communicator& world, const Job& job) {
     if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last) evaluate(step + 1);
     if (!o.checkpoint.empty() && o.save_every > 0 && (step + 1) % o.save_every == 0 && !last)
       save(step + 1);
+    if (o.check_replicas > 0 && (step + 1) % o.check_replicas == 0) {
+      DLF_CHECK(!ranks_disagree(mesh.dp(), parameters_checksum(params)), "step ", step + 1,
+                ": the data-parallel replicas' parameters differ (--check-replicas): they "
+                "drifted apart");
+    }
+    const int signal =
+        world.size() == 1 ? interrupt_signal() : int(world.host_max(uint64_t(interrupt_signal())));
+    if (signal != 0) {  // every rank stops after the same step
+      if (lead) progress.finish();
+      if (!o.checkpoint.empty()) save(step + 1);
+      return {loss, step + 1};
+    }
   }
   if (lead) progress.finish();
   if (simulated && job.layout.pp > 1) {  // each stage's peak: the worst of its ranks
@@ -274,7 +350,7 @@ double train_rank(parallel::Communicator& world, const Job& job) {
   }
   evaluate(stop);
   if (!o.checkpoint.empty()) save(stop);
-  return loss;
+  return {loss, stop};
 }
 
 // The layout of the run: --dp, --tp and --pp as given (tp and pp 1 when unset, dp the rest of
@@ -319,6 +395,15 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
 
 double run_train(TrainOptions o) {
   DLF_CHECK(!o.resume || !o.checkpoint.empty(), "--resume needs --checkpoint DIR");
+  DLF_CHECK(o.save_every == 0 || !o.checkpoint.empty(),
+            "--save-every needs --checkpoint DIR: there is nowhere to save");
+  DLF_CHECK(o.checkpoint.empty() || !std::filesystem::exists(o.checkpoint) ||
+                std::filesystem::is_directory(o.checkpoint),
+            "--checkpoint ", o.checkpoint, " is a file, not a directory");
+  if (!o.min_lr_given && o.run.min_lr > o.run.lr) o.run.min_lr = o.run.lr / 10;
+  DLF_CHECK(o.run.min_lr <= o.run.lr, "--min-lr ", o.run.min_lr, " is above --lr ", o.run.lr,
+            ": the cosine decays from --lr down to --min-lr");
+  install_interrupt_handlers();
   std::optional<nn::Checkpoint> ckpt;
   if (o.resume) ckpt = nn::load_checkpoint(o.checkpoint);
   RunConfig run = ckpt ? resumed_config(o, *ckpt) : o.run;
@@ -327,10 +412,12 @@ double run_train(TrainOptions o) {
 
   // The ranks: this process's threads, or one per process under mpirun.
   const bool mpi = parallel::launched_by_mpi();
-  const int given = o.dp > 0 || o.tp > 0 || o.pp > 0
-                        ? std::max(o.dp, 1) * std::max(o.tp, 1) * std::max(o.pp, 1)
-                        : 0;
-  int ranks = o.devices > 0 ? o.devices : (given > 0 ? given : 1);
+  const int64_t given = o.dp > 0 || o.tp > 0 || o.pp > 0  // each at most kMaxRanks
+                            ? int64_t(std::max(o.dp, 1)) * std::max(o.tp, 1) * std::max(o.pp, 1)
+                            : 0;
+  DLF_CHECK(given <= kMaxRanks, "dp x tp x pp = ", given, " ranks; a run has at most ", kMaxRanks,
+            " (they are threads of this process)");
+  int ranks = o.devices > 0 ? o.devices : (given > 0 ? int(given) : 1);
   if (mpi) {
     DLF_CHECK(o.devices == 0 || o.devices == parallel::mpi_world_size(), "under mpirun every ",
               "process is one rank: leave out --devices (or give mpirun's -np, ",
@@ -365,12 +452,20 @@ double run_train(TrainOptions o) {
   // Every rank starts from the same whole model: the checkpoint's, or one initialised once.
   nn::NamedTensors initial;
   if (ckpt) {
-    std::set<std::string> names;
-    for (const auto& [name, t] : ckpt->model) names.insert(name);
+    std::map<std::string, Shape> shapes;
+    for (const auto& [name, t] : ckpt->model) shapes.emplace(name, t.shape());
     for (const auto& [name, t] : ckpt->optimizer) {
-      DLF_CHECK(name == "step" || names.contains(name.substr(0, name.rfind('.'))),
-                "--resume: ", o.checkpoint, " has optimizer state '", name,
+      if (name == "step") {
+        DLF_CHECK(t.numel() == 1, "--resume: ", o.checkpoint,
+                  ": the optimizer's 'step' is not one number");
+        continue;
+      }
+      const auto it = shapes.find(name.substr(0, name.rfind('.')));
+      DLF_CHECK(it != shapes.end(), "--resume: ", o.checkpoint, " has optimizer state '", name,
                 "' for no tensor of the model (a checkpoint of an older dlf?)");
+      DLF_CHECK(t.shape() == it->second, "--resume: ", o.checkpoint, ": optimizer state '", name,
+                "' has shape ", shape_str(t.shape()), " but its tensor ", shape_str(it->second),
+                " (a damaged checkpoint?)");
     }
     initial = ckpt->model;
   } else {
@@ -395,11 +490,13 @@ double run_train(TrainOptions o) {
                 initial,
                 parameter_count(run),
                 data,
-                metrics};
-  double loss = 0;
+                metrics,
+                to_json(run) + " layout " + describe(layout, 1, micro, parse_schedule(o.schedule)) +
+                    (o.zero ? " zero" : "")};
+  RankResult result;
   auto rank = [&](parallel::Communicator& world) {
-    const double l = train_rank(world, job);
-    if (world.rank() == 0) loss = l;
+    const RankResult mine = train_rank(world, job);
+    if (world.rank() == 0) result = mine;
   };
   if (mpi) {
     parallel::run_mpi_rank(devices[parallel::mpi_world_rank()], rank);
@@ -411,7 +508,14 @@ double run_train(TrainOptions o) {
     std::fprintf(stderr, "trace written to %s (open in https://ui.perfetto.dev)\n",
                  o.trace.c_str());
   }
-  return loss;
+  if (const int signal = interrupt_signal()) {
+    throw Interrupted(signal, std::string("interrupted by ") + signal_name(signal) +
+                                  " after step " + std::to_string(result.steps) + "; " +
+                                  (o.checkpoint.empty() ? "nothing saved (no --checkpoint)"
+                                                        : "checkpoint saved to " + o.checkpoint +
+                                                              " (continue with --resume)"));
+  }
+  return result.loss;
 }
 
 }  // namespace dlf::app

@@ -2,6 +2,8 @@
 #pragma once
 #include <string>
 
+#include <dlf/error.h>
+
 #include "run_config.h"
 
 namespace dlf::app {
@@ -11,6 +13,7 @@ struct TrainOptions {
   std::string checkpoint;    ///< directory; empty: no checkpoints
   bool resume = false;       ///< continue from the checkpoint (its run config wins)
   bool steps_given = true;   ///< on resume, whether run.steps replaces the checkpoint's
+  bool min_lr_given = true;  ///< else a default above run.lr becomes run.lr / 10
   int64_t until = 0;         ///< stop (and checkpoint) after this step, as if interrupted
   std::string metrics;       ///< JSON-lines file; empty: none
   int64_t save_every = 0;    ///< steps between checkpoints (0: only at the end)
@@ -25,9 +28,21 @@ struct TrainOptions {
   std::string trace;              ///< Chrome trace of the simulated devices; empty: none
   int64_t bucket_mb = 25;         ///< DDP gradient bucket size
   bool zero = false;              ///< shard the optimizer state over the ranks (ZeRO stage 1)
+  bool detect_anomaly = false;    ///< name the first op that makes NaN or infinity
+  int64_t check_replicas = 0;     ///< steps between replica checksums; 0: never
 };
 
-/// Returns the last training loss.
+/// A run stopped by SIGINT or SIGTERM after saving what it could; `what()` says where.
+class Interrupted : public Error {
+ public:
+  Interrupted(int signal, const std::string& message) : Error(message), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
+/// Returns the last training loss. Throws Interrupted after a SIGINT or SIGTERM.
 double run_train(TrainOptions options);
 
 }  // namespace dlf::app

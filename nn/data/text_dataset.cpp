@@ -49,6 +49,9 @@ TextDataset::TextDataset(const std::vector<std::string>& paths, double val_fract
   DLF_CHECK(!paths.empty(), "TextDataset: no text files given");
   for (const std::string& path : paths) {
     DLF_CHECK(fs::exists(path), "text file or folder ", path, " does not exist");
+    // A FIFO or a device would block or never end: only files and folders are text.
+    DLF_CHECK(fs::is_directory(path) || fs::is_regular_file(path), path,
+              " is neither a regular file nor a folder (a pipe or a device?)");
     const std::vector<std::string> files =
         fs::is_directory(path) ? files_in(path) : std::vector<std::string>{path};
     for (const std::string& file : files) bytes_ += read_file(file);

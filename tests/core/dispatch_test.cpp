@@ -73,7 +73,8 @@ TEST_CASE("one thread setting reaches the OpenMP pool of every thread that runs 
   });
   rank.join();
   CHECK(seen == 1);
-  check_error([] { set_num_threads(0); }, {"positive"});
+  check_error([] { set_num_threads(0); }, {"from 1 to 1024"});
+  check_error([] { set_num_threads(100000); }, {"from 1 to 1024"});
   set_num_threads(before);
 }
 

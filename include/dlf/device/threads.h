@@ -3,8 +3,11 @@
 
 namespace dlf {
 
-/// Sets the number of CPU threads used by kernels, in every thread that runs ops.
-/// The default is DLF_NUM_THREADS from the environment, else the number of cores.
+/// The most kernel threads dlf will run (more than any machine it runs on has cores).
+inline constexpr int kMaxThreads = 1024;
+
+/// Sets the number of CPU threads used by kernels, in every thread that runs ops, from 1 to
+/// kMaxThreads. The default is DLF_NUM_THREADS from the environment, else the number of cores.
 void set_num_threads(int n);
 /// The kernel threads of the calling thread (its own setting if it has one).
 int num_threads();

@@ -1,0 +1,26 @@
+// What the command line accepts: every number bounded, with a message that names the bound.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+
+namespace dlf::app {
+
+/// Limits of the command line (the library's own limits where it has them).
+inline constexpr int64_t kMaxRanks = 1024;              ///< in-process ranks are threads
+inline constexpr int64_t kMaxPlannedDevices = 1 << 20;  ///< dlf plan
+inline constexpr int64_t kMaxSteps = 1'000'000'000'000;
+inline constexpr int64_t kMaxBatch = 1 << 20;  ///< sequences, images or tokens per sequence
+
+/// A finite number greater than 0.
+CLI::Validator positive();
+/// A finite number, 0 or more.
+CLI::Validator non_negative();
+/// A whole number from `lo` to `hi`.
+CLI::Validator whole(int64_t lo, int64_t hi);
+/// Any text but the empty one.
+CLI::Validator non_empty();
+/// A registered model name.
+CLI::Validator model_name();
+
+}  // namespace dlf::app
