@@ -40,6 +40,8 @@ std::string hdf5_message() {
         return 0;
       },
       &found);
+  // The stack's strings live until it is cleared (a rank thread's would leak at its exit).
+  H5Eclear2(H5E_DEFAULT);
   if (!found.system.empty()) return found.system;
   return found.innermost.empty() ? "HDF5 gave no reason" : found.innermost;
 }
@@ -117,7 +119,7 @@ Handle::Handle(Handle&& other) noexcept
 
 Handle& Handle::operator=(Handle&& other) noexcept {
   if (this != &other) {
-    if (id_ >= 0) close_(id_);
+    if (id_ >= 0 && close_(id_) < 0) H5Eclear2(H5E_DEFAULT);
     id_ = std::exchange(other.id_, H5I_INVALID_HID);
     close_ = other.close_;
     what_ = std::move(other.what_);
@@ -126,7 +128,7 @@ Handle& Handle::operator=(Handle&& other) noexcept {
 }
 
 Handle::~Handle() {
-  if (id_ >= 0) close_(id_);
+  if (id_ >= 0 && close_(id_) < 0) H5Eclear2(H5E_DEFAULT);  // an error is being reported already
 }
 
 void Handle::close() {
@@ -239,14 +241,16 @@ void Writer::close() {
 Reader::Reader(const std::string& path) : path_(path) {
   prepare_hdf5();
   // H5Fis_hdf5 reads only the superblock signature: anything else is not HDF5 at all.
-  DLF_CHECK(H5Fis_hdf5(path.c_str()) > 0, path,
-            " is not an HDF5 file (truncated, or another format?)");
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw Error(path + " is not an HDF5 file (truncated, or another format?)");
+  }
   Handle fapl(checked_id(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate"), H5Pclose, "H5Pclose");
   // Closing the file closes whatever of it is still open: nothing of a bad file lingers.
   check(H5Pset_fclose_degree(fapl.id(), H5F_CLOSE_STRONG), "H5Pset_fclose_degree");
-  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.id());
-  DLF_CHECK(id >= 0, path, " is not a readable HDF5 file (truncated or damaged?)");
-  file_ = Handle(id, H5Fclose, "closing " + path);
+  file_ = Handle(checked_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.id()), "opening " + path),
+                 H5Fclose, "closing " + path);
+  const hid_t id = file_.id();
   hsize_t size = 0;
   check(H5Fget_filesize(id, &size), path + ": its size");
   file_size_ = size;
