@@ -28,6 +28,7 @@
 #include <dlf/parallel/zero.h>
 
 #include "devices.h"
+#include "host_memory.h"
 #include "interrupt.h"
 #include "model_io.h"
 #include "progress.h"
@@ -36,6 +37,9 @@
 
 namespace dlf::app {
 namespace {
+
+// The share of the host's available memory a run may plan to take.
+constexpr double kHostShare = 0.9;
 
 // On resume the run continues as the checkpoint describes it; only a new step target (which
 // also stretches the schedule) and the model name (which must agree) come from the command line.
@@ -47,19 +51,6 @@ RunConfig resumed_config(const TrainOptions& o, const nn::Checkpoint& ckpt) {
   DLF_CHECK(run.steps > ckpt.step, "--resume: the checkpoint is already at step ", ckpt.step,
             " of ", run.steps, "; pass a larger --steps to train on");
   return run;
-}
-
-// Every rank's replica lives in host memory (sim devices keep their data there too): refuse a
-// run whose parameters, gradients and Adam state alone would not fit, before the kernel's OOM
-// killer ends it mid-initialisation.
-void check_host_memory(const RunConfig& run, int replicas) {
-  const std::string& model = run.model;
-  const double needed = 16.0 * double(parameter_count(run)) * replicas;
-  const double host = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
-  DLF_CHECK(needed < host, model, ": ", replicas, " replica(s) need at least ",
-            format_bytes(needed), " of host memory for parameters, gradients and Adam state; ",
-            "this machine has ", format_bytes(host), ". Plan the layout instead: dlf plan --model ",
-            model, " --devices N");
 }
 
 // What every rank of a run shares (read-only, except the lead rank's streams).
@@ -101,10 +92,14 @@ std::string describe(const SimStep& s, int64_t capacity) {
   return text;
 }
 
+std::string layout_text(const parallel::Layout& l) {
+  return "dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp) + " x pp " +
+         std::to_string(l.pp);
+}
+
 std::string describe(const parallel::Layout& l, int micro_batches, int64_t micro_batch,
                      parallel::PipelineSchedule schedule) {
-  std::string text = "dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp) + " x pp " +
-                     std::to_string(l.pp);
+  std::string text = layout_text(l);
   if (l.pp > 1 || micro_batches > 1) {
     text +=
         ", " + std::to_string(micro_batches) + " micro-batches of " + std::to_string(micro_batch);
@@ -353,13 +348,36 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   return {loss, stop};
 }
 
+// Host memory is part of fitting: a layout whose ranks would not fit this machine is refused
+// up front (the kernel's OOM killer would end it without a word).
+void check_host_fits(double needed, const std::string& what) {
+  const double available = available_host_memory();
+  DLF_CHECK(needed <= kHostShare * available, what, " needs about ", format_bytes(needed),
+            " of host memory (every rank's tensors live in this process, a simulated device's "
+            "too), and ", format_bytes(available),
+            " is available: use fewer --devices, a smaller --batch, or more tensor or pipeline "
+            "parallelism");
+}
+
+models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int64_t seq) {
+  return {.model = models::gpt_config(o.run.model),
+          .layout = {},
+          .spec = spec,
+          .global_batch = o.run.batch,
+          .seq = seq,
+          .schedule = parse_schedule(o.schedule)};
+}
+
 // The layout of the run: --dp, --tp and --pp as given (tp and pp 1 when unset, dp the rest of
-// the devices; ZeRO's and the non-GPT models' are data-parallel); with --devices alone, the
-// fastest predicted layout that fits, planned on meta devices of the run's device spec
-// (a100-40gb for cpu ranks).
+// the devices; ZeRO's and the non-GPT models' are data-parallel); with --devices alone, a GPT's
+// is planned on meta devices of the run's device spec: among the layouts that fit both the
+// simulated devices and this machine's memory, the fastest predicted one — on cpu ranks, which
+// share this machine's cores, the most data-parallel one.
 parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceArg& device,
                                int64_t seq, bool print) {
   const bool gpt = models::model_family(o.run.model) == models::ModelFamily::gpt;
+  const bool cpu = device.type == DeviceType::cpu;
+  const SimSpec spec = cpu ? sim_preset("a100-40gb") : device.spec;
   if (o.dp > 0 || o.tp > 0 || o.pp > 0 || o.zero || devices == 1 || !gpt) {
     const int tp = std::max(o.tp, 1), pp = std::max(o.pp, 1);
     DLF_CHECK(o.dp > 0 || devices % (tp * pp) == 0, "tp ", tp, " x pp ", pp, " = ", tp * pp,
@@ -367,28 +385,67 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
     const int dp = o.dp > 0 ? o.dp : devices / (tp * pp);
     DLF_CHECK(dp * tp * pp == devices, "dp ", dp, " x tp ", tp, " x pp ", pp, " = ", dp * tp * pp,
               " ranks, but there are ", devices, " devices");
-    return {.dp = dp, .tp = tp, .pp = pp};
+    const parallel::Layout layout{.dp = dp, .tp = tp, .pp = pp};
+    const std::string what = o.run.model + " as " + layout_text(layout);
+    if (gpt && o.run.batch % dp == 0) {
+      models::PlanOptions options = plan_options(o, spec, seq);
+      options.layout = layout;
+      options.micro_batch =
+          o.micro_batch > 0 ? o.micro_batch : models::default_micro_batch(layout, o.run.batch);
+      check_host_fits(host_memory_needed(models::plan_gpt(options)), what);
+    } else {
+      check_host_fits(host_memory_needed(parameter_count(o.run), dp), what);
+    }
+    return layout;
   }
-  const SimSpec spec = device.type == DeviceType::cpu ? sim_preset("a100-40gb") : device.spec;
-  const std::vector<models::Plan> plans =
-      models::rank_layouts({.model = models::gpt_config(o.run.model),
-                            .layout = {},
-                            .spec = spec,
-                            .global_batch = o.run.batch,
-                            .seq = seq,
-                            .schedule = parse_schedule(o.schedule)},
-                           devices);
-  if (!print) return plans.front().options.layout;
-  std::fprintf(stderr,
-               "layout planned on %d meta devices of %s (predicted step, peak per device):\n",
-               devices, spec.name.c_str());
-  for (const models::Plan& p : plans) {
-    const parallel::Layout& l = p.options.layout;
-    std::fprintf(stderr, "  dp %d x tp %d x pp %d  %9.2f ms  %10s%s%s\n", l.dp, l.tp, l.pp,
-                 p.step_s * 1e3, format_bytes(double(p.worst.peak_bytes)).c_str(),
-                 p.fits ? "" : "  does not fit", &p == &plans.front() ? "  <- chosen" : "");
+  std::vector<models::Plan> plans = models::rank_layouts(plan_options(o, spec, seq), devices);
+  const double available = available_host_memory();
+  auto host_fits = [&](const models::Plan& p) {
+    return host_memory_needed(p) <= kHostShare * available;
+  };
+  if (cpu) {  // simulated speed means nothing here: the most data parallelism that fits
+    std::stable_sort(plans.begin(), plans.end(), [](const models::Plan& a, const models::Plan& b) {
+      return a.options.layout.dp > b.options.layout.dp;
+    });
   }
-  return plans.front().options.layout;
+  const auto chosen = std::find_if(plans.begin(), plans.end(), [&](const models::Plan& p) {
+    return host_fits(p) && (cpu || p.fits);
+  });
+  if (print) {
+    if (cpu) {
+      std::fprintf(stderr,
+                   "layout of %d cpu ranks (they share this machine's cores: the most data "
+                   "parallelism that fits its memory, %s available):\n",
+                   devices, format_bytes(available).c_str());
+    } else {
+      std::fprintf(stderr,
+                   "layout planned on %d meta devices of %s (predicted step, peak per device, "
+                   "host memory of the run; %s available):\n",
+                   devices, spec.name.c_str(), format_bytes(available).c_str());
+    }
+    for (const models::Plan& p : plans) {
+      const parallel::Layout& l = p.options.layout;
+      std::string notes;
+      if (!cpu && !p.fits) notes += "  does not fit the device";
+      if (!host_fits(p)) notes += "  does not fit the host";
+      if (&p == &*chosen) notes += "  <- chosen";
+      std::fprintf(stderr, "  dp %d x tp %d x pp %d  %9.2f ms  %10s  %10s%s\n", l.dp, l.tp, l.pp,
+                   p.step_s * 1e3, format_bytes(double(p.worst.peak_bytes)).c_str(),
+                   format_bytes(host_memory_needed(p)).c_str(), notes.c_str());
+    }
+  }
+  if (chosen == plans.end()) {
+    const auto least = std::min_element(
+        plans.begin(), plans.end(), [](const models::Plan& a, const models::Plan& b) {
+          return host_memory_needed(a) < host_memory_needed(b);
+        });
+    check_host_fits(host_memory_needed(*least),
+                    o.run.model + " on " + std::to_string(devices) + " devices (at best, as " +
+                        layout_text(least->options.layout) + ")");
+    DLF_CHECK(false, o.run.model, " does not fit ", devices, " devices of ", spec.name,
+              " in any dp x tp x pp layout: use more devices or a smaller --batch");
+  }
+  return chosen->options.layout;
 }
 
 }  // namespace
@@ -445,7 +502,6 @@ double run_train(TrainOptions o) {
       o.micro_batch > 0 ? o.micro_batch : models::default_micro_batch(layout, run.batch);
   DLF_CHECK(run.batch / layout.dp % micro == 0, "a replica's ", run.batch / layout.dp,
             " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
-  check_host_memory(run, layout.dp);
   const TaskData data = load_task_data(run);
   if (o.eval_every == 0) o.eval_every = default_eval_every(run, data);
 

@@ -106,8 +106,25 @@ printf '%s\n' '{"device": {"name": "tiny", "memory_bytes": 1000000, "peak_flops_
   '"launch_overhead": 0, "host_link": {"bandwidth": 1e10, "latency": 0},' \
   '"interconnect": {"bandwidth": 1e10, "latency": 0}, "topology": "ring", "node_size": 8,' \
   '"network": {"bandwidth": 1e10, "latency": 0}}}' >"$tmp/tiny.json"
-# out of memory mid-run: the run's header, then one error line naming what is live
+# the layout must fit this machine's memory too (DLF_HOST_MEMORY stands for a small host)
+out=$(DLF_HOST_MEMORY=1G "$dlf" train --model gpt-mini --devices 4 --steps 1 --batch 4 2>&1) ||
+  fail "a layout that fits a 1 GiB host: $out"
+echo "$out" | grep -q "dp 4 x tp 1 x pp 1 .*does not fit the host" || fail "dp 4 should not fit 1G: $out"
+echo "$out" | grep "<- chosen" | grep -qv "dp 4 x" || fail "a layout that fits the host was not chosen: $out"
+err=$(DLF_HOST_MEMORY=20M "$dlf" train --model gpt-mini --devices 4 --steps 1 2>&1 >/dev/null)
+[ $? -eq 1 ] || fail "no layout fits a 20 MiB host: expected exit 1"
+printf '%s\n' "$err" | tail -n 1 | grep -q "needs about .* of host memory .* and 20.00 MiB is available" ||
+  fail "host refusal: $err"
+err=$(DLF_HOST_MEMORY=20M "$dlf" train --model gpt-mini --dp 2 --steps 1 2>&1 >/dev/null)
+[ $? -eq 1 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "explicit layout, small host: $err"
+# a planned layout that fits no device is refused up front
 err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --devices 2 --device "sim:$tmp/tiny.json" 2>&1 >/dev/null)
+[ $? -eq 1 ] || fail "no layout fits: expected exit 1"
+printf '%s\n' "$err" | tail -n 1 | grep -q "does not fit 2 devices of tiny in any dp x tp x pp layout" ||
+  fail "no layout fits: $err"
+# out of memory mid-run (a layout given, not planned): the run's header, then one error line
+# naming what is live
+err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --dp 2 --device "sim:$tmp/tiny.json" 2>&1 >/dev/null)
 [ $? -eq 1 ] || fail "out of memory: expected exit 1"
 last=$(printf '%s\n' "$err" | tail -n 1)
 case "$last" in "dlf: rank "*"is out of memory"*parameters*) ;; *) fail "out of memory message: $err" ;; esac
