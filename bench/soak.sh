@@ -29,7 +29,9 @@ soak() {
     for p in $(pgrep -f -- "--metrics $tmp/$name.jsonl"); do
       rss=$((rss + $(awk '/^VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
     done
-    echo "$(wc -l <"$tmp/$name.jsonl" 2>/dev/null || echo 0) $rss" >>"$samples"
+    local lines=0
+    [ -f "$tmp/$name.jsonl" ] && lines=$(wc -l <"$tmp/$name.jsonl")
+    echo "$lines $rss" >>"$samples"
     sleep 1
   done
   wait "$job" || code=$?

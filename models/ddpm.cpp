@@ -51,8 +51,8 @@ Tensor DDPM::loss(const UNet& model, const Tensor& x0, const Tensor& noise, cons
   return nn::functional::mse_loss(model.forward(add_noise(x0, noise, t), t), noise);
 }
 
-Tensor DDPM::sample(const UNet& model, int64_t count, Generator& gen,
-                    int64_t sampling_steps) const {
+Tensor DDPM::sample(const UNet& model, int64_t count, Generator& gen, int64_t sampling_steps,
+                    const std::function<void(int64_t done, int64_t total)>& on_step) const {
   const int64_t n = sampling_steps == 0 ? steps() : sampling_steps;
   DLF_CHECK(count > 0 && n > 0 && n <= steps(), "DDPM sample: ", count, " images in ", n,
             " steps: both must be positive, and the steps at most ", steps());
@@ -75,6 +75,7 @@ Tensor DDPM::sample(const UNet& model, int64_t count, Generator& gen,
       const double sigma = std::sqrt(beta * (1 - ab_prev) / (1 - ab));
       x = x + randn(x.shape(), options, &gen) * sigma;
     }
+    if (on_step) on_step(n - i, n);
   }
   return x;  // the last step (t' < 0) is x0 itself, clipped
 }

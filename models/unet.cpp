@@ -63,7 +63,7 @@ Tensor timestep_embedding(const Tensor& t, int64_t dim, DType dtype) {
     for (double a : args) out.push_back(std::cos(a));
     for (double a : args) out.push_back(std::sin(a));
   }
-  return from_vector(out, {t.size(0), dim}).to(dtype);
+  return from_vector(out, {t.size(0), dim}).to(dtype).to(t.device());
 }
 
 ResnetBlock::ResnetBlock(int64_t in, int64_t out, const UNetConfig& c) {

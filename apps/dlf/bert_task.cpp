@@ -4,8 +4,8 @@
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/models/bert.h>
 #include <dlf/nn/data/masking.h>
-#include <dlf/nn/metrics.h>
 #include <dlf/nn/data/prefetch.h>
+#include <dlf/nn/metrics.h>
 
 #include "replica_task.h"
 

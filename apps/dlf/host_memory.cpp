@@ -23,10 +23,13 @@ double available_host_memory() {
     char* end = nullptr;
     const double value = std::strtod(budget, &end);
     const std::string unit = end;
-    const double scale = unit.empty() ? 1 : unit == "K" ? 1 << 10 : unit == "M" ? 1 << 20
-                         : unit == "G" ? double(1 << 30) : 0;
-    DLF_CHECK(end != budget && scale > 0 && std::isfinite(value) && value > 0,
-              "DLF_HOST_MEMORY='", budget, "' must be a size such as 8G, 512M or 1000000");
+    const double scale = unit.empty()  ? 1
+                         : unit == "K" ? 1 << 10
+                         : unit == "M" ? 1 << 20
+                         : unit == "G" ? double(1 << 30)
+                                       : 0;
+    DLF_CHECK(end != budget && scale > 0 && std::isfinite(value) && value > 0, "DLF_HOST_MEMORY='",
+              budget, "' must be a size such as 8G, 512M or 1000000");
     return value * scale;
   }
   std::ifstream meminfo("/proc/meminfo");

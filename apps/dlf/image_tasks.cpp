@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "progress.h"
 #include "replica_task.h"
 
 namespace dlf::app {
@@ -71,7 +72,10 @@ class ViTTask final : public ImageTask {
     const int64_t n = eval_batches_ > 0 ? std::min(whole, eval_batches_ * run_.batch) : whole;
     const int64_t begin = n * mesh_.dp_rank() / dp, end = n * (mesh_.dp_rank() + 1) / dp;
     double loss = 0, correct = 0;
+    const bool lead = mesh_.dp_rank() == 0 && mesh_.tp_rank() == 0 && mesh_.pp_rank() == 0;
+    PhaseProgress progress(lead && end - begin > kChunk, "test set", end - begin, "images");
     for (int64_t i = begin; i < end; i += kChunk) {
+      progress.update(i - begin);
       const int64_t k = std::min(kChunk, end - i);
       const Tensor labels = test_.labels.narrow(0, i, k).to(device());
       const Tensor logits = vit().forward(test_.images.narrow(0, i, k).contiguous().to(device()));

@@ -1,11 +1,15 @@
 // The dlf command line.
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include <dlf/dlf.h>
@@ -120,8 +124,10 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
 }
 
 void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
-  cmd = app.add_subcommand("generate",
-                           "Continue a prompt with a trained GPT, or sample images from a UNet");
+  cmd =
+      app.add_subcommand("generate",
+                         "Use a trained model: a GPT continues --prompt, a BERT fills its [MASK]s, "
+                         "a UNet samples images");
   cmd->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5")->required();
   cmd->add_option("--model", o.model, "the checkpoint's model (checked; default: whatever it is)")
       ->check(model_name());
@@ -133,7 +139,8 @@ void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
                   "UNet: DDPM denoising steps (at most its 1000; fewer skip evenly)")
       ->check(whole(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--prompt", o.prompt, "text to continue")->capture_default_str();
+  cmd->add_option("--prompt", o.prompt, "GPT: text to continue; BERT: text with [MASK]s to fill")
+      ->capture_default_str();
   cmd->add_option("--tokens", o.tokens, "bytes to generate")
       ->check(whole(1, 1 << 24))
       ->capture_default_str();
@@ -147,10 +154,12 @@ void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
 }
 
 void add_eval(CLI::App& app, dlf::app::EvalOptions& o, CLI::App*& cmd) {
-  cmd = app.add_subcommand("eval", "Validation loss of a trained model");
+  cmd = app.add_subcommand("eval",
+                           "Score a trained model on held-out data: loss, and the family's metric");
   cmd->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5")->required();
   cmd->add_option("--data", o.data, "text to evaluate on (default: the run's own data)");
-  cmd->add_option("--batches", o.batches, "validation batches")
+  cmd->add_option("--batches", o.batches,
+                  "validation batches (default: 16; ViT: the whole test set)")
       ->check(whole(1, kMaxSteps))
       ->capture_default_str();
 }
@@ -206,9 +215,58 @@ int check_output_written(int code) {
   return code;
 }
 
+// Edit distance (insertions, deletions, substitutions) of two words.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean --steps?)" for an unknown option close to a known one, else "".
+std::string did_you_mean(const CLI::App& app, const std::string& unknown) {
+  const std::string word = unknown.substr(0, unknown.find('='));
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 4) + 1;
+  std::vector<const CLI::App*> apps{&app};
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    apps.push_back(sub);
+  for (const CLI::App* a : apps) {
+    for (const CLI::Option* option : a->get_options()) {
+      for (const std::string& name : option->get_lnames()) {
+        const size_t d = edit_distance(word, "--" + name);
+        if (d < best_distance) best_distance = d, best = "--" + name;
+      }
+    }
+  }
+  return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
+// One line for a command line CLI11 refused: an unknown option gets the known one it is closest
+// to.
+std::string explain(const CLI::App& app, const CLI::ParseError& e) {
+  std::string line = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string word; words >> word;) {
+      if (word.starts_with("-")) return "unknown option " + word + did_you_mean(app, word);
+    }
+  }
+  return line;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"dlf: a deep-learning framework in C++"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "dlf " DLF_VERSION);
   int threads = 0;
   app.add_option("--threads", threads,
                  "CPU threads for kernels (default: DLF_NUM_THREADS or all cores)")
@@ -238,20 +296,44 @@ int run(int argc, char** argv) {
   CLI::App* plan_cmd = nullptr;
   add_plan(app, plan, plan_cmd);
 
+  CLI::App* help_cmd = app.add_subcommand("help", "Show the commands, or one command's options");
+  std::string help_topic;
+  help_cmd->add_option("command", help_topic, "the command to explain");
+  // Global options (--threads) are taken after the command's name too.
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    sub->fallthrough();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::cerr << "dlf: " << e.what() << " (see dlf --help)\n";
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << "dlf: " << explain(app, e) << " (see dlf --help)\n";
     return 2;
+  }
+  if (*help_cmd) {
+    if (help_topic.empty()) {
+      std::cout << app.get_formatter()->make_help(&app, "dlf", CLI::AppFormatMode::Normal);
+    } else {
+      const CLI::App* topic = nullptr;
+      try {
+        topic = app.get_subcommand(help_topic);
+      } catch (const CLI::OptionNotFound&) {
+        std::cerr << "dlf: help: no command '" << help_topic << "' (see dlf help)\n";
+        return 2;
+      }
+      std::cout << topic->get_formatter()->make_help(topic, "dlf " + help_topic,
+                                                     CLI::AppFormatMode::Normal);
+    }
+    return 0;
   }
   try {
     if (threads > 0) dlf::set_num_threads(threads);
     if (collective_timeout > 0) dlf::parallel::set_collective_timeout(collective_timeout);
     if (*demo_cmd) dlf::app::run_demo(demo);
     if (*train_cmd) {
-      train.steps_given = train_cmd->count("--steps") > 0;
-      train.min_lr_given = train_cmd->count("--min-lr") > 0;
+      for (const CLI::Option* option : train_cmd->get_options()) {
+        if (option->count() > 0) train.given.insert(option->get_name());
+      }
       dlf::app::run_train(train);
     }
     if (*generate_cmd) dlf::app::run_generate(generate);
@@ -273,6 +355,14 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenMP's idle threads spin for a while before they sleep; libgomp's default spin starves
+  // another process on the same cores (two runs at once: 2.4x slower each, not 2x). A short
+  // spin keeps one run's speed and shares the cores: libgomp reads it when it loads, before
+  // main, so the process starts again with it set — unless the user chose a policy.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
+    ::setenv("GOMP_SPINCOUNT", "10000", 1);
+    ::execv("/proc/self/exe", argv);  // on failure, go on with libgomp's default
+  }
   // Writes to a closed pipe or past `ulimit -f` fail with an error we report, instead of
   // killing the process.
   std::signal(SIGPIPE, SIG_IGN);

@@ -1,5 +1,4 @@
-// What train, generate and eval share: the model and data of a run config, and the
-// validation loss.
+// What train, generate and eval share: the model and data of a run config.
 #pragma once
 #include <memory>
 
@@ -15,8 +14,5 @@ std::unique_ptr<models::GPT> build_model(const RunConfig& run);
 /// The config's sequence length: its own, or the model's context.
 int64_t sequence_length(const RunConfig& run, const models::GPTConfig& model);
 nn::data::TextDataset open_dataset(const RunConfig& run);
-/// Mean loss over `batches` validation windows (no autograd, eval mode).
-double validation_loss(models::GPT& model, const nn::data::TextDataset& data, int64_t batches,
-                       int64_t batch, int64_t seq);
 
 }  // namespace dlf::app

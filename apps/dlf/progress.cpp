@@ -55,4 +55,30 @@ void Progress::finish() {
   bar_drawn_ = false;
 }
 
+PhaseProgress::PhaseProgress(bool show, std::string what, int64_t total, std::string unit)
+    : show_(show),
+      terminal_(isatty(STDERR_FILENO) != 0),
+      what_(std::move(what)),
+      unit_(std::move(unit)),
+      total_(total),
+      last_(std::chrono::steady_clock::now()) {}
+
+PhaseProgress::~PhaseProgress() {
+  if (show_ && terminal_) std::fputs("\r\x1b[K", stderr);
+}
+
+void PhaseProgress::update(int64_t done) {
+  if (!show_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (terminal_) {
+    std::fprintf(stderr, "\r%s: %ld/%ld %s\x1b[K", what_.c_str(), static_cast<long>(done),
+                 static_cast<long>(total_), unit_.c_str());
+  } else if (now - last_ >= std::chrono::seconds(5) || done == total_) {
+    std::fprintf(stderr, "%s: %ld/%ld %s\n", what_.c_str(), static_cast<long>(done),
+                 static_cast<long>(total_), unit_.c_str());
+    last_ = now;
+  }
+  std::fflush(stderr);
+}
+
 }  // namespace dlf::app

@@ -27,4 +27,22 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
+/// A long phase of known length inside a command (the test set, sampling): "what done/total
+/// unit" redrawn in place on a terminal, a plain line every few seconds otherwise, nothing when
+/// `show` is false (the other ranks).
+class PhaseProgress {
+ public:
+  PhaseProgress(bool show, std::string what, int64_t total, std::string unit);
+  ~PhaseProgress();
+  PhaseProgress(const PhaseProgress&) = delete;
+  PhaseProgress& operator=(const PhaseProgress&) = delete;
+  void update(int64_t done);
+
+ private:
+  bool show_, terminal_;
+  std::string what_, unit_;
+  int64_t total_;
+  std::chrono::steady_clock::time_point last_;
+};
+
 }  // namespace dlf::app

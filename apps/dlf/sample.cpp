@@ -4,40 +4,103 @@
 #include <cstdio>
 #include <numbers>
 
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/core/factory.h>
+#include <dlf/core/ops/normalization.h>
+#include <dlf/core/ops/reduce.h>
+#include <dlf/models/bert.h>
 #include <dlf/models/ddpm.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/checkpoint.h>
 #include <dlf/nn/data/png.h>
+#include <dlf/parallel/launch.h>
 
 #include "model_io.h"
+#include "progress.h"
+#include "task.h"
 
 namespace dlf::app {
 namespace {
 
-struct Trained {
-  RunConfig run;
-  std::unique_ptr<models::GPT> model;
-};
+using models::ModelFamily;
 
-Trained load_trained(const nn::Checkpoint& ckpt, const RunConfig& run) {
-  DLF_CHECK(models::model_family(run.model) == models::ModelFamily::gpt, run.model,
-            " is not a GPT: generate and eval take GPT checkpoints (and generate UNet ones)");
-  Trained t{run, nullptr};
-  t.model = build_model(t.run);
-  nn::restore_module(*t.model, ckpt);
-  return t;
+void continue_text(const nn::Checkpoint& ckpt, const RunConfig& run, const GenerateOptions& o) {
+  DLF_CHECK(!o.prompt.empty(), "--prompt must not be empty");
+  const std::unique_ptr<models::GPT> gpt = build_model(run);
+  nn::restore_module(*gpt, ckpt);
+  Generator gen(o.seed);
+  const Tensor prompt = nn::data::TextDataset::encode(o.prompt).unsqueeze(0);
+  const Tensor out = gpt->generate(prompt, o.tokens, o.temperature, o.top_k, &gen);
+  const std::string text = nn::data::TextDataset::decode(out.select(0, 0));
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
 }
 
-}  // namespace
+// A byte as text: itself if printable, else an escape.
+std::string shown(int64_t byte) {
+  if (byte >= 0x20 && byte < 0x7f) return std::string(1, char(byte));
+  char escaped[8];
+  std::snprintf(escaped, sizeof escaped, "\\x%02lx", static_cast<long>(byte));
+  return escaped;
+}
 
-namespace {
+// BERT's fill-mask (Hugging Face's pipeline): every "[MASK]" of the prompt is one byte to
+// predict. Prints the prompt filled with the likeliest bytes, then each mask's top candidates.
+void fill_masks(const nn::Checkpoint& ckpt, const RunConfig& run, const GenerateOptions& o) {
+  static const std::string kMark = "[MASK]";
+  std::vector<int64_t> ids, masks;
+  for (size_t i = 0; i < o.prompt.size();) {
+    if (o.prompt.compare(i, kMark.size(), kMark) == 0) {
+      masks.push_back(int64_t(ids.size()));
+      ids.push_back(models::kMaskToken);
+      i += kMark.size();
+    } else {
+      ids.push_back(static_cast<unsigned char>(o.prompt[i++]));
+    }
+  }
+  DLF_CHECK(!masks.empty(), "--prompt has no [MASK] for ", run.model,
+            " to fill: e.g. --prompt \"The [MASK][MASK][MASK] sat\" (one [MASK] per byte)");
+  models::BertForMaskedLM bert(models::bert_config(run.model));
+  DLF_CHECK(int64_t(ids.size()) <= bert.config().max_positions, "--prompt is ", ids.size(),
+            " bytes, more than ", run.model, "'s ", bert.config().max_positions, " positions");
+  nn::restore_module(bert, ckpt);
+  bert.eval();
+  autograd::NoGradGuard no_grad;
+  const Tensor probs = softmax(
+      bert.forward(from_vector(ids, {1, int64_t(ids.size())})).select(0, 0).to(DType::f64), -1);
+  const int64_t top = std::min<int64_t>(std::max<int64_t>(o.top_k, 1), 5);
+  std::string filled;
+  std::vector<std::string> lines;
+  for (size_t m = 0; m < masks.size(); ++m) {
+    std::vector<double> p = probs.select(0, masks[m]).to_vector<double>();
+    p[models::kMaskToken] = 0;  // the mask itself is no answer
+    std::string line = "  [MASK] " + std::to_string(m + 1) + ":";
+    for (int64_t k = 0; k < top; ++k) {
+      const auto best = int64_t(std::max_element(p.begin(), p.end()) - p.begin());
+      char text[64];
+      std::snprintf(text, sizeof text, "  '%s' %.3f", shown(best).c_str(), p[size_t(best)]);
+      line += text;
+      if (k == 0) ids[size_t(masks[m])] = best;
+      p[size_t(best)] = -1;
+    }
+    lines.push_back(line);
+  }
+  for (int64_t b : ids) filled += char(b);
+  std::printf("%s\n", filled.c_str());
+  for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+}
 
 void sample_images(const nn::Checkpoint& ckpt, const RunConfig& run, const GenerateOptions& o) {
   DLF_CHECK(!o.out.empty(), "--out FILE.png: where to write the samples of ", run.model);
   models::UNet unet(models::unet_config(run.model));
   nn::restore_module(unet, ckpt);
   Generator gen(o.seed);
-  const Tensor images = models::DDPM().sample(unet, o.samples, gen, o.sampling_steps);
+  const int64_t steps = std::min<int64_t>(o.sampling_steps, models::DDPM().steps());
+  PhaseProgress progress(true, "sampling " + std::to_string(o.samples) + " images", steps,
+                         "denoising steps");
+  const Tensor images =
+      models::DDPM().sample(unet, o.samples, gen, o.sampling_steps,
+                            [&](int64_t done, int64_t) { progress.update(done); });
   const auto columns = static_cast<int64_t>(std::ceil(std::sqrt(double(o.samples))));
   nn::data::write_png_grid(o.out, images, columns);
   std::printf("%s: %ld samples (%ld denoising steps) written to %s\n", run.model.c_str(),
@@ -51,30 +114,55 @@ void run_generate(const GenerateOptions& o) {
   const RunConfig run = run_config_from_json(ckpt.config);
   DLF_CHECK(o.model.empty() || o.model == run.model, "--model ", o.model, ": the checkpoint in ",
             o.checkpoint, " is a ", run.model);
-  if (models::model_family(run.model) == models::ModelFamily::unet)
-    return sample_images(ckpt, run, o);
-  Trained t = load_trained(ckpt, run);
-  DLF_CHECK(!o.prompt.empty(), "--prompt must not be empty");
-  Generator gen(o.seed);
-  const Tensor prompt = nn::data::TextDataset::encode(o.prompt).unsqueeze(0);
-  const Tensor out = t.model->generate(prompt, o.tokens, o.temperature, o.top_k, &gen);
-  const std::string text = nn::data::TextDataset::decode(out.select(0, 0));
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fputc('\n', stdout);
+  switch (models::model_family(run.model)) {
+    case ModelFamily::gpt:
+      return continue_text(ckpt, run, o);
+    case ModelFamily::bert:
+      return fill_masks(ckpt, run, o);
+    case ModelFamily::unet:
+      return sample_images(ckpt, run, o);
+    case ModelFamily::vit:
+      throw Error(run.model +
+                  " classifies images and generates nothing: evaluate it with dlf eval (GPT "
+                  "continues text, BERT fills masks, UNet samples images)");
+  }
 }
 
 double run_eval(const EvalOptions& o) {
   const nn::Checkpoint ckpt = nn::load_checkpoint(o.checkpoint);
-  Trained t = load_trained(ckpt, run_config_from_json(ckpt.config));
-  if (!o.data.empty()) t.run.data = o.data;
-  const nn::data::TextDataset data = open_dataset(t.run);
-  const int64_t seq = sequence_length(t.run, t.model->config());
-  const double loss = validation_loss(*t.model, data, o.batches, t.run.batch, seq);
-  std::printf(
-      "%s: validation loss %.4f, perplexity %.2f, %.3f bits per byte (%ld x %ld x %ld tokens)\n",
-      t.run.model.c_str(), loss, std::exp(loss), loss / std::numbers::ln2,
-      static_cast<long>(o.batches), static_cast<long>(t.run.batch), static_cast<long>(seq));
-  return loss;
+  RunConfig run = run_config_from_json(ckpt.config);
+  const ModelFamily family = models::model_family(run.model);
+  const bool text = family == ModelFamily::gpt || family == ModelFamily::bert;
+  if (!o.data.empty()) {
+    DLF_CHECK(text, "--data: ", run.model, " evaluates on Fashion-MNIST's test set, not text");
+    run.data = o.data;
+  }
+  const TaskData data = load_task_data(run);
+  // The whole test set for the classifier, else 16 batches.
+  const int64_t batches = o.batches > 0 ? o.batches : (family == ModelFamily::vit ? 0 : 16);
+  Evaluation e;
+  // The training task on one device evaluates exactly as training does.
+  parallel::run_ranks({kCPU}, [&](parallel::Communicator& world) {
+    parallel::Mesh mesh(world, {});
+    const std::unique_ptr<RankTask> task = make_task({.run = run,
+                                                      .mesh = mesh,
+                                                      .initial = ckpt.model,
+                                                      .micro_batch = run.batch,
+                                                      .eval_batches = batches},
+                                                     data);
+    e = task->evaluate();
+  });
+  std::printf("%s: validation loss %.4f", run.model.c_str(), e.loss);
+  if (family == ModelFamily::gpt) {
+    std::printf(", perplexity %.2f, %.3f bits per byte", std::exp(e.loss),
+                e.loss / std::numbers::ln2);
+  }
+  if (!e.metric.empty()) std::printf(", %s %.4f", e.metric.c_str(), e.value);
+  std::printf(" (%s)\n",
+              batches > 0
+                  ? (std::to_string(batches) + " batches of " + std::to_string(run.batch)).c_str()
+                  : "the whole test set");
+  return e.loss;
 }
 
 }  // namespace dlf::app

@@ -18,16 +18,19 @@ struct GenerateOptions {
   int64_t top_k = 40;
   uint64_t seed = 0;
 };
-/// GPT: prints the prompt and its continuation on stdout. UNet: writes a grid of DDPM samples
-/// to `out`.
+/// GPT: prints the prompt and its continuation on stdout. BERT: prints the prompt with each
+/// [MASK] filled, and each mask's likeliest bytes. UNet: writes a grid of DDPM samples to `out`.
+/// ViT: a dlf::Error (a classifier generates nothing).
 void run_generate(const GenerateOptions& options);
 
 struct EvalOptions {
   std::string checkpoint;
-  std::vector<std::string> data;  ///< empty: the run's own data
-  int64_t batches = 16;
+  std::vector<std::string> data;  ///< empty: the run's own data (text families only)
+  int64_t batches = 0;            ///< 0: the whole test set for ViT, else 16
 };
-/// Prints the validation loss, perplexity and bits per byte; returns the loss.
+/// Prints the validation loss and the family's metric (GPT: perplexity and bits per byte;
+/// BERT: masked-byte accuracy; ViT: test accuracy; UNet: the noise-prediction loss, as training
+/// evaluates it); returns the loss.
 double run_eval(const EvalOptions& options);
 
 }  // namespace dlf::app

@@ -41,13 +41,39 @@ namespace {
 // The share of the host's available memory a run may plan to take.
 constexpr double kHostShare = 0.9;
 
-// On resume the run continues as the checkpoint describes it; only a new step target (which
-// also stretches the schedule) and the model name (which must agree) come from the command line.
+// On resume the run continues as the checkpoint describes it, but for what the command line
+// gives again: the schedule (steps, rates, warmup, decay, clipping) takes the new values, and
+// each change is said; what the data and the model depend on cannot change.
 RunConfig resumed_config(const TrainOptions& o, const nn::Checkpoint& ckpt) {
   RunConfig run = run_config_from_json(ckpt.config);
-  DLF_CHECK(run.model == o.run.model, "--resume: the checkpoint in ", o.checkpoint, " is a ",
-            run.model, ", not a ", o.run.model);
-  if (o.steps_given) run.steps = o.run.steps;
+  DLF_CHECK(!o.given.contains("--model") || run.model == o.run.model,
+            "--resume: the checkpoint in ", o.checkpoint, " is a ", run.model, ", not a ",
+            o.run.model);
+  auto fixed = [&](const char* flag, const auto& was, const auto& now) {
+    DLF_CHECK(!o.given.contains(flag) || was == now, "--resume: the checkpoint's run used ", flag,
+              " ", detail::concat(was),
+              "; a resumed run keeps its batch, sequence length, seed "
+              "and data (start a new run to change them)");
+  };
+  fixed("--batch", run.batch, o.run.batch);
+  fixed("--seq", run.seq, o.run.seq);
+  fixed("--seed", run.seed, o.run.seed);
+  std::string data;
+  for (const std::string& path : run.data) data += (data.empty() ? "" : " ") + path;
+  fixed("--data", run.data.empty() ? "(the default corpus)" : data,
+        o.run.data == run.data ? (run.data.empty() ? "(the default corpus)" : data) : "");
+  auto take = [&](const char* flag, auto& field, const auto& now) {
+    if (!o.given.contains(flag) || field == now) return;
+    std::fprintf(stderr, "resuming with %s %s (the checkpoint's run used %s)\n", flag,
+                 detail::concat(now).c_str(), detail::concat(field).c_str());
+    field = now;
+  };
+  take("--steps", run.steps, o.run.steps);
+  take("--lr", run.lr, o.run.lr);
+  take("--min-lr", run.min_lr, o.run.min_lr);
+  take("--warmup", run.warmup, o.run.warmup);
+  take("--weight-decay", run.weight_decay, o.run.weight_decay);
+  take("--clip", run.grad_clip, o.run.grad_clip);
   DLF_CHECK(run.steps > ckpt.step, "--resume: the checkpoint is already at step ", ckpt.step,
             " of ", run.steps, "; pass a larger --steps to train on");
   return run;
@@ -199,7 +225,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     const int micro_batches = int(run.batch / job.layout.dp / job.micro_batch);
     const std::string layout = describe(job.layout, micro_batches, job.micro_batch, job.schedule);
     if (world.size() > 1) {
-      std::fprintf(stderr, " over %d ranks (%s)", world.size(), layout.c_str());
+      std::fprintf(stderr, " over %d %s (%s)", world.size(),
+                   parallel::launched_by_mpi() ? "MPI processes" : "ranks", layout.c_str());
     } else if (micro_batches > 1) {
       std::fprintf(stderr, " (%s)", layout.c_str());
     }
@@ -354,7 +381,8 @@ void check_host_fits(double needed, const std::string& what) {
   const double available = available_host_memory();
   DLF_CHECK(needed <= kHostShare * available, what, " needs about ", format_bytes(needed),
             " of host memory (every rank's tensors live in this process, a simulated device's "
-            "too), and ", format_bytes(available),
+            "too), and ",
+            format_bytes(available),
             " is available: use fewer --devices, a smaller --batch, or more tensor or pipeline "
             "parallelism");
 }
@@ -435,13 +463,13 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
     }
   }
   if (chosen == plans.end()) {
-    const auto least = std::min_element(
-        plans.begin(), plans.end(), [](const models::Plan& a, const models::Plan& b) {
-          return host_memory_needed(a) < host_memory_needed(b);
-        });
-    check_host_fits(host_memory_needed(*least),
-                    o.run.model + " on " + std::to_string(devices) + " devices (at best, as " +
-                        layout_text(least->options.layout) + ")");
+    const auto least = std::min_element(plans.begin(), plans.end(),
+                                        [](const models::Plan& a, const models::Plan& b) {
+                                          return host_memory_needed(a) < host_memory_needed(b);
+                                        });
+    check_host_fits(host_memory_needed(*least), o.run.model + " on " + std::to_string(devices) +
+                                                    " devices (at best, as " +
+                                                    layout_text(least->options.layout) + ")");
     DLF_CHECK(false, o.run.model, " does not fit ", devices, " devices of ", spec.name,
               " in any dp x tp x pp layout: use more devices or a smaller --batch");
   }
@@ -457,7 +485,7 @@ double run_train(TrainOptions o) {
   DLF_CHECK(o.checkpoint.empty() || !std::filesystem::exists(o.checkpoint) ||
                 std::filesystem::is_directory(o.checkpoint),
             "--checkpoint ", o.checkpoint, " is a file, not a directory");
-  if (!o.min_lr_given && o.run.min_lr > o.run.lr) o.run.min_lr = o.run.lr / 10;
+  if (!o.given.contains("--min-lr") && o.run.min_lr > o.run.lr) o.run.min_lr = o.run.lr / 10;
   DLF_CHECK(o.run.min_lr <= o.run.lr, "--min-lr ", o.run.min_lr, " is above --lr ", o.run.lr,
             ": the cosine decays from --lr down to --min-lr");
   install_interrupt_handlers();

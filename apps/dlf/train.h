@@ -1,5 +1,6 @@
 // `dlf train`: trains a registered model on text, with checkpoints, resume and metrics.
 #pragma once
+#include <set>
 #include <string>
 
 #include <dlf/error.h>
@@ -10,10 +11,12 @@ namespace dlf::app {
 
 struct TrainOptions {
   RunConfig run;
-  std::string checkpoint;    ///< directory; empty: no checkpoints
-  bool resume = false;       ///< continue from the checkpoint (its run config wins)
-  bool steps_given = true;   ///< on resume, whether run.steps replaces the checkpoint's
-  bool min_lr_given = true;  ///< else a default above run.lr becomes run.lr / 10
+  std::string checkpoint;  ///< directory; empty: no checkpoints
+  bool resume = false;     ///< continue from the checkpoint (its run config wins)
+  /// The options given on the command line ("--lr"): on resume they replace the checkpoint's
+  /// (the schedule's) or are refused (what the data and the model depend on); a default
+  /// --min-lr above --lr becomes --lr / 10.
+  std::set<std::string> given;
   int64_t until = 0;         ///< stop (and checkpoint) after this step, as if interrupted
   std::string metrics;       ///< JSON-lines file; empty: none
   int64_t save_every = 0;    ///< steps between checkpoints (0: only at the end)

@@ -44,7 +44,7 @@ Tensor MLP::forward(const Tensor& x) const {
   return dropout->forward(c_proj->forward(h));
 }
 
-CausalSelfAttention::CausalSelfAttention(const TransformerOptions& o)
+SelfAttention::SelfAttention(const TransformerOptions& o)
     : c_attn(register_module(
           named(o, "c_attn", "qkv"),
           make_linear(o.linears, o.dim, 3 * o.dim, LinearParallel::column, {.dtype = o.dtype}))),
@@ -55,15 +55,16 @@ CausalSelfAttention::CausalSelfAttention(const TransformerOptions& o)
       head_dim(o.heads > 0 ? o.dim / o.heads : 0),
       heads(head_dim > 0 ? c_attn->weight.size(0) / (3 * head_dim) : 0),
       causal(o.causal) {
-  DLF_CHECK(o.heads > 0 && o.dim % o.heads == 0, "CausalSelfAttention: dim ", o.dim,
+  DLF_CHECK(o.heads > 0 && o.dim % o.heads == 0, "attention: dim ", o.dim,
             " does not split into ", o.heads, " heads");
-  DLF_CHECK(heads * 3 * head_dim == c_attn->weight.size(0), "CausalSelfAttention: ", o.heads,
-            " heads do not split over the tensor-parallel ranks");
+  DLF_CHECK(heads * 3 * head_dim == c_attn->weight.size(0), "attention: ", o.heads,
+            " heads do not split over ", 3 * o.dim / c_attn->weight.size(0),
+            " tensor-parallel ranks (--tp must divide the heads)");
 }
 
-Tensor CausalSelfAttention::forward(const Tensor& x) const {
+Tensor SelfAttention::forward(const Tensor& x) const {
   DLF_CHECK(x.dim() == 3 && x.size(2) == c_proj->weight.size(0),
-            "CausalSelfAttention: expected x [B, T, ", c_proj->weight.size(0), "], got ",
+            "attention: expected x [B, T, ", c_proj->weight.size(0), "], got ",
             shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1);
   // [B, T, 3, H, hd] -> q, k, v as strided [B, H, T, hd] views: the kernel reads them in place.
@@ -76,7 +77,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x) const {
 TransformerBlock::TransformerBlock(const TransformerOptions& o)
     : ln_1(register_module(named(o, "ln_1", "norm1"),
                            std::make_shared<LayerNorm>(o.dim, o.ln_eps, true, o.dtype))),
-      attn(register_module("attn", std::make_shared<CausalSelfAttention>(o))),
+      attn(register_module("attn", std::make_shared<SelfAttention>(o))),
       ln_2(register_module(named(o, "ln_2", "norm2"),
                            std::make_shared<LayerNorm>(o.dim, o.ln_eps, true, o.dtype))),
       mlp(register_module("mlp", std::make_shared<MLP>(o))) {}

@@ -229,6 +229,7 @@ mpi() { mpirun --allow-run-as-root --oversubscribe -np "$1" "$dlf" --threads 1 t
 mpi 2 --steps 3 --dp 2 --metrics "$tmp/mpi2.jsonl" >"$tmp/log" 2>&1 || fail "mpirun -np 2: $(cat "$tmp/log")"
 [ "$(losses "$tmp/dp2.jsonl")" = "$(losses "$tmp/mpi2.jsonl")" ] ||
   fail "mpirun -np 2 losses differ from the in-process dp 2's"
+grep -q "over 2 MPI processes (dp 2 x tp 1 x pp 1)" "$tmp/log" || fail "an MPI run does not say so: $(cat "$tmp/log")"
 train --steps 3 --tp 2 --pp 2 --device cpu --metrics "$tmp/tp2pp2.jsonl" 2>/dev/null || fail "tp 2 x pp 2"
 mpi 4 --steps 3 --tp 2 --pp 2 --metrics "$tmp/mpi4.jsonl" --checkpoint "$tmp/mpi-ckpt" >"$tmp/log" 2>&1 ||
   fail "mpirun -np 4 --tp 2 --pp 2: $(cat "$tmp/log")"
@@ -251,4 +252,20 @@ expect_error 1 plan --model gpt-small --devices 10 --tp 4
 expect_error 1 plan --model gpt-small --devices 8 --tp 8
 expect_error 1 plan --model gpt-small --devices 2 --device cpu
 expect_error 2 plan --model gpt-small
+# global options anywhere; an unknown option gets the closest known one; --version; help
+"$dlf" demo --steps 1 --threads 1 | grep -q ", 1 threads" || fail "--threads after the command"
+err=$("$dlf" train --stpes 3 2>&1 >/dev/null); [ $? -eq 2 ] || fail "--stpes: exit code"
+[ "$err" = "dlf: unknown option --stpes (did you mean --steps?) (see dlf --help)" ] || fail "--stpes: $err"
+"$dlf" --version | grep -qx "dlf [0-9]*\.[0-9]*\.[0-9]*" || fail "--version: $("$dlf" --version)"
+"$dlf" help | grep -q "Usage: dlf \[OPTIONS\] SUBCOMMAND" || fail "dlf help"
+"$dlf" help train | grep -q "Usage: dlf train" || fail "dlf help train"
+expect_error 2 help nothing
+# --resume: a new schedule is taken and said; what the data depends on is refused
+train --steps 4 --until 2 --checkpoint "$tmp/override" 2>/dev/null || fail "train for --resume overrides"
+"$dlf" --threads 1 train --checkpoint "$tmp/override" --resume --lr 5e-4 2>"$tmp/log" ||
+  fail "--resume --lr: $(cat "$tmp/log")"
+grep -q "resuming with --lr 0.0005 (the checkpoint's run used 0.001)" "$tmp/log" || fail "--resume --lr: $(cat "$tmp/log")"
+grep -q "gpt-nano: .*resuming from step 2" "$tmp/log" || fail "--resume without --model: $(cat "$tmp/log")"
+expect_error 1 train --checkpoint "$tmp/override" --resume --batch 16 --steps 6
+expect_error 1 train --checkpoint "$tmp/override" --resume --seed 7 --steps 6
 echo "cli: all checks passed"

@@ -146,7 +146,7 @@ TEST_CASE("tensor-parallel BERT and ViT refuse heads that do not split over the 
           models::VisionTransformer m(c);
         });
       },
-      {"CausalSelfAttention: 3 heads do not split over the tensor-parallel ranks"});
+      {"attention: 3 heads do not split over 2 tensor-parallel ranks (--tp must divide the heads)"});
 }
 
 TEST_CASE("a row-parallel Linear refuses an activation before the sum over the group") {

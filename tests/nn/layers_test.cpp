@@ -128,10 +128,10 @@ TEST_CASE("LayerNorm, GroupNorm, GELU and Dropout layers") {
   check_error([] { nn::Dropout(1.0); }, {"Dropout", "[0, 1)"});
 }
 
-TEST_CASE("CausalSelfAttention matches per-head attention written out with matmul and softmax") {
+TEST_CASE("SelfAttention matches per-head attention written out with matmul and softmax") {
   manual_seed(3);
   const int64_t B = 2, T = 5, C = 6, H = 2, hd = 3;
-  nn::CausalSelfAttention attn({.dim = C, .heads = H, .dtype = DType::f64});
+  nn::SelfAttention attn({.dim = C, .heads = H, .dtype = DType::f64});
   CHECK(names(attn.state_dict()) ==
         std::vector<std::string>{"c_attn.weight [18, 6]", "c_attn.bias [18]",
                                  "c_proj.weight [6, 6]", "c_proj.bias [6]"});
@@ -146,8 +146,8 @@ TEST_CASE("CausalSelfAttention matches per-head attention written out with matmu
   const Tensor y = matmul(probs, heads(parts[2])).transpose(1, 2).reshape({B, T, C});
   const Tensor expected = linear(y, attn.c_proj->weight, attn.c_proj->bias);
   check_close(attn.forward(x), expected, 1e-12, 1e-10);
-  check_error([&] { attn.forward(randn({B, T, 4})); }, {"CausalSelfAttention", "[2, 5, 4]"});
-  check_error([] { nn::CausalSelfAttention({.dim = 6, .heads = 4}); }, {"6", "4 heads"});
+  check_error([&] { attn.forward(randn({B, T, 4})); }, {"attention", "[2, 5, 4]"});
+  check_error([] { nn::SelfAttention({.dim = 6, .heads = 4}); }, {"6", "4 heads"});
 }
 
 TEST_CASE("TransformerBlock: nanoGPT names, residual structure and a gradient check") {

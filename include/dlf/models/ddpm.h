@@ -3,6 +3,7 @@
 // "leading" timestep spacing, x_0 clipped to [-1, 1], the posterior's fixed small variance).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <dlf/core/random.h>
@@ -39,7 +40,9 @@ class DDPM {
   /// ±1), β = 1 - ᾱ_t/ᾱ_t', x ← (sqrt(ᾱ_t')·β·x0 + sqrt(1-β)·(1-ᾱ_t')·x) / (1-ᾱ_t) +
   /// σ·z, σ² = β·(1-ᾱ_t')/(1-ᾱ_t), z ~ N(0, I) (none at the last step). n = steps is the
   /// ancestral sampler of the paper.
-  Tensor sample(const UNet& model, int64_t count, Generator& gen, int64_t sampling_steps = 0) const;
+  /// `on_step(done, n)` after each denoising step, when given.
+  Tensor sample(const UNet& model, int64_t count, Generator& gen, int64_t sampling_steps = 0,
+                const std::function<void(int64_t done, int64_t total)>& on_step = {}) const;
 
  private:
   std::vector<double> betas_, alphas_cumprod_;

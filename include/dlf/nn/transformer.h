@@ -1,4 +1,4 @@
-// The transformer's parts, with nanoGPT's names: MLP (c_fc, c_proj), CausalSelfAttention
+// The transformer's parts, with nanoGPT's names: MLP (c_fc, c_proj), SelfAttention
 // (c_attn, c_proj) and the pre-LayerNorm TransformerBlock (ln_1, attn, ln_2, mlp); or with
 // timm's (fc1, fc2; qkv, proj; norm1, attn, norm2, mlp), as its Vision Transformer names them.
 #pragma once
@@ -42,9 +42,9 @@ class MLP : public Module {
 /// Multi-head self-attention over x [B, T, C]: c_attn gives q | k | v ([3C, C] weight), the
 /// heads attend (fused kernel, causal by option) and c_proj mixes them. Tensor-parallel, c_attn
 /// is column-parallel (this rank's heads of q, of k and of v) and c_proj row-parallel.
-class CausalSelfAttention : public Module {
+class SelfAttention : public Module {
  public:
-  explicit CausalSelfAttention(const TransformerOptions& options);
+  explicit SelfAttention(const TransformerOptions& options);
   Tensor forward(const Tensor& x) const;
 
   std::shared_ptr<Linear> c_attn, c_proj;
@@ -61,7 +61,7 @@ class TransformerBlock : public Module {
   Tensor forward(const Tensor& x) const;
 
   std::shared_ptr<LayerNorm> ln_1;
-  std::shared_ptr<CausalSelfAttention> attn;
+  std::shared_ptr<SelfAttention> attn;
   std::shared_ptr<LayerNorm> ln_2;
   std::shared_ptr<MLP> mlp;
 };
