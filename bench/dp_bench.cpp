@@ -63,8 +63,8 @@ std::vector<double> run(const Options& o, int ranks) {
     model.to(world.device());
     std::optional<parallel::DistributedDataParallel> ddp;
     if (ranks > 1) ddp.emplace(model, world);
-    nn::optim::Adam opt = nn::optim::AdamW(nn::optim::decay_groups(model.named_parameters(), 0.1),
-                                           {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+    nn::optim::AdamW opt(nn::optim::decay_groups(model.named_parameters(), 0.1),
+                         {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
     std::optional<parallel::ZeroOptimizer> zero;
     if (ranks > 1 && o.zero) zero.emplace(opt, world);
     const int64_t rows = o.batch / ranks;

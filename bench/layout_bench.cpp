@@ -68,8 +68,7 @@ Measured run(const Options& o, const models::Plan& plan, const nn::NamedTensors&
     models::DistributedGPT gpt(
         plan.options.model, mesh, initial,
         {.micro_batches = int(rows / plan.options.micro_batch), .schedule = plan.options.schedule});
-    nn::optim::Adam opt =
-        nn::optim::AdamW(nn::optim::decay_groups(gpt.module().named_parameters(), 0.1),
+    nn::optim::AdamW opt(nn::optim::decay_groups(gpt.module().named_parameters(), 0.1),
                          {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
     const Tensor xs = x.narrow(0, mesh.dp_rank() * rows, rows).contiguous();
     const Tensor ys = y.narrow(0, mesh.dp_rank() * rows, rows).contiguous();

@@ -134,8 +134,8 @@ int main(int argc, char** argv) try {
   manual_seed(1234);
   Generator data(1234);
   const Workload w = make_workload(o, data);
-  nn::optim::Adam opt = nn::optim::AdamW({{.params = w.model->parameters(), .weight_decay = 0.1}},
-                                         {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  nn::optim::AdamW opt({{.params = w.model->parameters(), .weight_decay = 0.1}},
+                       {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   double first_loss = 0, last_loss = 0;
   auto step = [&] {
     opt.zero_grad();

@@ -137,8 +137,8 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
 
   memory.reset_peak();
   t = clock.now();
-  nn::optim::Adam opt = nn::optim::AdamW({{.params = params, .weight_decay = 0.1}},
-                                         {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  nn::optim::AdamW opt({{.params = params, .weight_decay = 0.1}},
+                       {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   opt.step();
   run.optimizer_s = clock.now() - t;
   stats = memory.stats();

@@ -197,8 +197,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   const nn::NamedTensors params = task->named_parameters();
   std::vector<Tensor> tensors;
   for (const auto& [name, p] : params) tensors.push_back(p);
-  nn::optim::Adam opt = nn::optim::AdamW(nn::optim::decay_groups(params, run.weight_decay),
-                                         {.lr = run.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  nn::optim::AdamW opt(nn::optim::decay_groups(params, run.weight_decay),
+                       {.lr = run.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
   if (o.zero && job.layout.dp > 1) zero.emplace(opt, mesh.dp());
   if (job.ckpt != nullptr) {
@@ -236,6 +236,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   }
   const int64_t warmup =
       run.warmup > 0 ? run.warmup : std::min(std::max<int64_t>(1, run.steps / 20), run.steps - 1);
+  nn::optim::WarmupCosineLR schedule(opt, warmup, run.steps, run.min_lr / run.lr);
+  schedule.set_step(first);
   Progress progress(first, run.steps, o.log_every, task->item_unit());
   auto evaluate = [&](int64_t step) {  // every rank
     const Evaluation e = task->evaluate();
@@ -274,14 +276,15 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     last_saved = step;
     progress.note("step " + std::to_string(step) + ": checkpoint saved to " + o.checkpoint);
   };
-  auto report = [&](int64_t step, double loss, double norm, double seconds, const SimStep& s) {
+  auto report = [&](int64_t step, double loss, double lr, double norm, double seconds,
+                    const SimStep& s) {
     const double per_s = task->items_per_step() / seconds;
     progress.update(step, loss, per_s,
                     simulated ? describe(s, sim::spec_of(device).memory_bytes) : "");
     JsonLine line;
     line.add("step", step + 1)
         .add_exact("loss", loss)
-        .add("lr", opt.lr())
+        .add("lr", lr)
         .add("grad_norm", norm)
         .add(std::string(task->item_unit()) + "_per_s", per_s)
         .add("step_ms", seconds * 1e3);
@@ -305,7 +308,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
       sim_start = sim::timeline(device).now();
       allocator_for(device).reset_peak();
     }
-    opt.set_lr(nn::optim::warmup_cosine_lr(step, run.lr, warmup, run.steps, run.min_lr));
+    const double lr = opt.lr();
     opt.zero_grad();
     double norm = 0;
     try {
@@ -322,6 +325,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     } else {
       opt.step();
     }
+    schedule.step();
     SimStep sim_step;
     if (simulated) {
       const parallel::DistributedDataParallel* ddp = task->ddp();
@@ -333,7 +337,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     }
     const bool last = step + 1 == stop;
     if (lead) {
-      report(step, loss, norm,
+      report(step, loss, lr, norm,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
              sim_step);
     }

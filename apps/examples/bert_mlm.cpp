@@ -46,11 +46,11 @@ int main(int argc, char** argv) {
                 (long long)kBatch, (long long)kSeq, (long long)steps);
 
     const double lr = 2e-3;
-    nn::optim::Adam opt = nn::optim::AdamW(nn::optim::decay_groups(bert.named_parameters(), 0.01),
-                                           {.lr = lr, .beta2 = 0.98});
+    nn::optim::AdamW opt(nn::optim::decay_groups(bert.named_parameters(), 0.01),
+                         {.lr = lr, .beta2 = 0.98});
+    nn::optim::WarmupCosineLR schedule(opt, steps / 10, steps);
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = 0; step < steps; ++step) {
-      opt.set_lr(nn::optim::warmup_cosine_lr(step, lr, steps / 10, steps, lr / 10));
       const Tensor text = data.sample(nn::data::Split::train, step, kBatch, kSeq, kSeed).x;
       const nn::data::MaskedBatch batch =
           nn::data::mask_tokens(text, gen, models::kMaskToken, kVocab);
@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
       opt.zero_grad();
       bert.loss(batch.inputs, batch.labels).backward();
       opt.step();
+      schedule.step();
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -55,7 +55,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 void train(models::UNet& unet, const models::DDPM& ddpm, const Options& o) {
   const nn::data::ImageDataset data = nn::data::load_fashion_mnist(true);
   const int64_t n = data.images.size(0), per_epoch = n / o.batch;
-  auto opt = nn::optim::AdamW(nn::optim::decay_groups(unet.named_parameters(), 0.0), {.lr = o.lr});
+  nn::optim::AdamW opt(nn::optim::decay_groups(unet.named_parameters(), 0.0), {.lr = o.lr});
+  nn::optim::WarmupCosineLR schedule(opt, 20, o.steps);
   Generator gen(1);
   const auto start = std::chrono::steady_clock::now();
   double window = 0;
@@ -65,11 +66,11 @@ void train(models::UNet& unet, const models::DDPM& ddpm, const Options& o) {
     const auto first = order.begin() + (step % per_epoch) * o.batch;
     const Tensor images = nn::data::batch_of(data, {first, first + o.batch}).images;
     const Tensor x0 = nn::data::pad_images(images, unet.config().image) * 2 - 1;
-    opt.set_lr(nn::optim::warmup_cosine_lr(step, o.lr, 20, o.steps, o.lr / 10));
     opt.zero_grad();
     const Tensor loss = ddpm.loss(unet, x0, gen);
     loss.backward();
     opt.step();
+    schedule.step();
     window += loss.item<double>();
     if ((step + 1) % 25 == 0 || step + 1 == o.steps) {
       const int64_t count = (step % 25) + 1;

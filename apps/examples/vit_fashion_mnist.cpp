@@ -51,8 +51,8 @@ int main(int argc, char** argv) try {
 
   Generator gen(0);
   models::VisionTransformer model(models::vit_config(name), &gen);
-  nn::optim::Adam opt =
-      nn::optim::AdamW(nn::optim::decay_groups(model.named_parameters(), 0.05), {.lr = lr});
+  nn::optim::AdamW opt(nn::optim::decay_groups(model.named_parameters(), 0.05), {.lr = lr});
+  nn::optim::WarmupCosineLR schedule(opt, steps / 10, steps);
   std::printf("%s: %lld parameters, %lld steps of %lld images, AdamW lr %g, %d threads\n",
               name.c_str(), static_cast<long long>(model.num_parameters()),
               static_cast<long long>(steps), static_cast<long long>(batch), lr, num_threads());
@@ -60,12 +60,12 @@ int main(int argc, char** argv) try {
   const auto start = std::chrono::steady_clock::now();
   double recent = 0;  // mean loss since the last report
   for (int64_t step = 0; step < steps; ++step) {
-    opt.set_lr(nn::optim::warmup_cosine_lr(step, lr, steps / 10, steps, lr / 10));
     const nn::data::ImageDataset b = nn::data::shuffled_batch(train, step, batch, 1234);
     opt.zero_grad();
     Tensor loss = model.loss(b.images, b.labels);
     loss.backward();
     opt.step();
+    schedule.step();
     recent += loss.item<double>();
     if ((step + 1) % 50 == 0 || step + 1 == steps) {
       const int64_t since = step % 50 + 1;

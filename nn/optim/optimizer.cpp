@@ -16,15 +16,26 @@ std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_d
   return {decay, no_decay};
 }
 
-Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr)
-    : groups_(std::move(groups)), lr_(lr) {
-  for (const ParamGroup& g : groups_) {
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay)
+    : groups_(std::move(groups)) {
+  DLF_CHECK(!groups_.empty(), "optimizer: no parameters to optimize");
+  for (ParamGroup& g : groups_) {
+    if (!g.lr) g.lr = lr;
+    if (!g.weight_decay) g.weight_decay = weight_decay;
+    DLF_CHECK(std::isfinite(*g.lr) && *g.lr >= 0 && std::isfinite(*g.weight_decay) &&
+                  *g.weight_decay >= 0,
+              "optimizer: lr ", *g.lr, " and weight_decay ", *g.weight_decay,
+              " must be finite and not negative");
     for (const Tensor& p : g.params) {
       DLF_CHECK(p.requires_grad() && p.is_leaf(), "optimizer: a parameter of shape ",
                 shape_str(p.shape()), " is not a leaf that requires grad");
     }
     state_.emplace_back(g.params.size());
   }
+}
+
+void Optimizer::set_lr(double lr) {
+  for (ParamGroup& g : groups_) g.lr = lr;
 }
 
 void Optimizer::step() {
@@ -38,7 +49,7 @@ void Optimizer::step() {
       if (!g.defined() || (owns_ && !owns_(gi, pi))) continue;
       std::vector<Tensor>& state = state_[gi][pi];
       state.resize(slots);
-      update(p, g, groups_[gi].weight_decay, state);
+      update(p, g, *groups_[gi].lr, *groups_[gi].weight_decay, state);
       for (Tensor& slot : state) {
         if (slot.defined()) slot.storage()->set_category(MemoryCategory::optimizer_state);
       }
@@ -99,37 +110,68 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
   steps_ = step;
 }
 
+namespace {
+std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
+  return {{.params = std::move(params)}};
+}
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : SGD(one_group(std::move(params)), options) {}
+
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
-    : Optimizer(std::move(groups), options.lr), o_(options) {
+    : Optimizer(std::move(groups), options.lr, options.weight_decay), o_(options) {
   DLF_CHECK(!o_.nesterov || o_.momentum > 0, "SGD: Nesterov needs momentum > 0");
 }
 
-void SGD::update(Tensor& p, const Tensor& grad, double, std::vector<Tensor>& state) {
-  Tensor g = o_.weight_decay != 0 ? grad + p * o_.weight_decay : grad;
+void SGD::update(Tensor& p, const Tensor& grad, double lr, double wd, std::vector<Tensor>& state) {
+  Tensor g = wd != 0 ? grad + p * wd : grad;
   if (o_.momentum != 0) {
     Tensor& buf = state[0];
     buf = buf.defined() ? buf * o_.momentum + g : g.clone();
     g = o_.nesterov ? g + buf * o_.momentum : buf;
   }
-  p.copy_(p - g * lr());
+  p.copy_(p - g * lr);
 }
 
-Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
-    : Optimizer(std::move(groups), options.lr), o_(options) {}
+Adam::Adam(std::vector<Tensor> params, AdamOptions options)
+    : Adam(one_group(std::move(params)), options, false) {}
 
-void Adam::update(Tensor& p, const Tensor& grad, double weight_decay, std::vector<Tensor>& state) {
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
+    : Adam(std::move(groups), options, false) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
+    : Optimizer(std::move(groups), options.lr, options.weight_decay),
+      o_(options),
+      decoupled_(decoupled) {}
+
+void Adam::update(Tensor& p, const Tensor& grad, double lr, double weight_decay,
+                  std::vector<Tensor>& state) {
   for (Tensor& moment : state) {
     if (!moment.defined()) moment = zeros(p.shape(), {.dtype = p.dtype(), .device = p.device()});
   }
   adam_update_(p, grad, state[0], state[1],
-               {.lr = lr(),
+               {.lr = lr,
                 .beta1 = o_.beta1,
                 .beta2 = o_.beta2,
                 .eps = o_.eps,
                 .weight_decay = weight_decay,
-                .decoupled = o_.decoupled,
+                .decoupled = decoupled_,
                 .step = steps()});
 }
+
+namespace {
+AdamOptions as_adam(const AdamWOptions& o) {
+  return {
+      .lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay};
+}
+}  // namespace
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
+    : AdamW(one_group(std::move(params)), options) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options)
+    : Adam(std::move(groups), as_adam(options), true) {}
 
 void scale_gradients(const std::vector<Tensor>& params, double total_norm, double max_norm) {
   if (total_norm <= max_norm) return;

@@ -127,8 +127,7 @@ TEST_CASE("BERT: a few AdamW steps on a fixed masked batch bring the loss well b
   const Tensor tokens = nn::data::TextDataset::encode(text.substr(0, 64)).view({1, 64});
   const nn::data::MaskedBatch batch =
       nn::data::mask_tokens(tokens.expand({4, 64}).contiguous(), gen, models::kMaskToken, 256);
-  nn::optim::Adam opt =
-      nn::optim::AdamW(nn::optim::decay_groups(bert.named_parameters(), 0.01), {.lr = 3e-3});
+  nn::optim::AdamW opt(nn::optim::decay_groups(bert.named_parameters(), 0.01), {.lr = 3e-3});
   double first = 0, last = 0;
   for (int step = 0; step < 30; ++step) {
     opt.zero_grad();
@@ -161,8 +160,7 @@ TEST_CASE("BERT: predicts a masked token from its context, which no unigram gues
     return nn::data::mask_tokens(token.expand({kBatch, kT}).contiguous(), gen, models::kMaskToken,
                                  kVocab, 0.25);
   };
-  nn::optim::Adam opt =
-      nn::optim::AdamW(nn::optim::decay_groups(bert.named_parameters(), 0.01), {.lr = 2e-3});
+  nn::optim::AdamW opt(nn::optim::decay_groups(bert.named_parameters(), 0.01), {.lr = 2e-3});
   for (int step = 0; step < 400; ++step) {
     const nn::data::MaskedBatch b = batch();
     opt.zero_grad();

@@ -102,8 +102,8 @@ TEST_CASE("GPT: gpt-nano overfits a short text and then recites it greedily") {
   const Tensor all = tokens_of(text);
   const int64_t T = all.size(1) - 1;
   const Tensor x = all.slice(1, 0, T), y = all.slice(1, 1, T + 1);
-  nn::optim::Adam opt = nn::optim::AdamW(nn::optim::decay_groups(gpt.named_parameters(), 0.0),
-                                         {.lr = 3e-3, .beta2 = 0.99});
+  nn::optim::AdamW opt(nn::optim::decay_groups(gpt.named_parameters(), 0.0),
+                       {.lr = 3e-3, .beta2 = 0.99});
   // One 64-token window per step, all windows of the text in the batch.
   const Tensor xb = cat({x.slice(1, 0, 64), x.slice(1, T - 64, T)}, 0);
   const Tensor yb = cat({y.slice(1, 0, 64), y.slice(1, T - 64, T)}, 0);

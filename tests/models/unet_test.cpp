@@ -121,7 +121,7 @@ TEST_CASE("UNet: the DDPM loss falls over a few AdamW steps on a fixed noisy bat
   models::UNet unet(micro(DType::f32));
   const models::DDPM ddpm;
   const Tensor x0 = rand({8, 1, 4, 4}) * 2 - 1;
-  auto opt = nn::optim::AdamW(nn::optim::decay_groups(unet.named_parameters(), 0.0), {.lr = 1e-2});
+  nn::optim::AdamW opt(nn::optim::decay_groups(unet.named_parameters(), 0.0), {.lr = 1e-2});
   double first = 0, last = 0;
   for (int step = 0; step < 30; ++step) {
     Generator batch(7);  // the same timesteps and noise every step

@@ -122,8 +122,7 @@ TEST_CASE("ViT: a few AdamW steps on a fixed batch lower the loss") {
       {.name = "small", .patch = 7, .dim = 32, .depth = 2, .heads = 2, .classes = 10});
   const Tensor images = randn({16, 1, 28, 28});
   const Tensor labels = randint(0, 10, {16});
-  nn::optim::Adam opt =
-      nn::optim::AdamW(nn::optim::decay_groups(vit.named_parameters(), 0.05), {.lr = 3e-3});
+  nn::optim::AdamW opt(nn::optim::decay_groups(vit.named_parameters(), 0.05), {.lr = 3e-3});
   double first = 0, last = 0;
   for (int step = 0; step < 30; ++step) {
     opt.zero_grad();

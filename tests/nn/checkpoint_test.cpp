@@ -41,7 +41,7 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) {
 }
 
 nn::Checkpoint checkpoint_of(const Net& net) {
-  nn::optim::Adam opt = nn::optim::AdamW({{.params = net.parameters()}}, {.lr = 0.1});
+  nn::optim::AdamW opt({{.params = net.parameters()}}, {.lr = 0.1});
   Tensor loss = sum(net.inner->w * net.inner->w) + sum(net.bias).to(DType::f32);
   loss.backward();
   opt.step();

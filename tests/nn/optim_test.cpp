@@ -26,13 +26,13 @@ void step_with(Optimizer& opt, Tensor& p, std::vector<double> g) {
 
 TEST_CASE("SGD, with momentum and Nesterov, against hand-computed steps") {
   Tensor p = param({1.0});
-  SGD plain({{{p}}}, {.lr = 0.1});
+  SGD plain({p}, {.lr = 0.1});
   step_with(plain, p, {0.5});
   check_close(p, {0.95}, {1}, 1e-12);
 
   // Constant gradient 1 from 0, lr 0.1, momentum 0.9: buf 1 then 1.9.
   Tensor q = param({0.0});
-  SGD momentum({{{q}}}, {.lr = 0.1, .momentum = 0.9});
+  SGD momentum({q}, {.lr = 0.1, .momentum = 0.9});
   step_with(momentum, q, {1});
   check_close(q, {-0.1}, {1}, 1e-12);
   step_with(momentum, q, {1});
@@ -40,7 +40,7 @@ TEST_CASE("SGD, with momentum and Nesterov, against hand-computed steps") {
 
   // Nesterov steps along g + momentum·buf: 1.9, then 1 + 0.9·1.9 = 2.71.
   Tensor r = param({0.0});
-  SGD nesterov({{{r}}}, {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  SGD nesterov({r}, {.lr = 0.1, .momentum = 0.9, .nesterov = true});
   step_with(nesterov, r, {1});
   check_close(r, {-0.19}, {1}, 1e-12);
   step_with(nesterov, r, {1});
@@ -48,16 +48,16 @@ TEST_CASE("SGD, with momentum and Nesterov, against hand-computed steps") {
 
   // L2 weight decay adds wd·p to the gradient: 0.5 + 0.1·2 = 0.7.
   Tensor s = param({2.0});
-  SGD decay({{{s}}}, {.lr = 0.1, .weight_decay = 0.1});
+  SGD decay({s}, {.lr = 0.1, .weight_decay = 0.1});
   step_with(decay, s, {0.5});
   check_close(s, {1.93}, {1}, 1e-12);
-  check_error([&] { SGD({{{s}}}, {.nesterov = true}); }, {"Nesterov", "momentum"});
+  check_error([&] { SGD({s}, {.nesterov = true}); }, {"Nesterov", "momentum"});
 }
 
 TEST_CASE("Adam and AdamW against hand-computed steps") {
   // A constant gradient 0.5: bias-corrected m = 0.5 and v = 0.25, so each step moves by lr.
   Tensor p = param({1.0});
-  Adam adam({{{p}}}, {.lr = 0.1});
+  Adam adam({p}, {.lr = 0.1});
   step_with(adam, p, {0.5});
   check_close(p, {0.9}, {1}, 1e-7);
   step_with(adam, p, {0.5});
@@ -69,13 +69,13 @@ TEST_CASE("Adam and AdamW against hand-computed steps") {
 
   // AdamW decays the weight first: 1·(1 - 0.1·0.1) = 0.99, then the Adam step of 0.1.
   Tensor w = param({1.0});
-  Adam adamw = AdamW({{{w}, 0.1}}, {.lr = 0.1});
+  AdamW adamw({w}, {.lr = 0.1, .weight_decay = 0.1});
   step_with(adamw, w, {0.5});
   check_close(w, {0.89}, {1}, 1e-7);
 
   // Plain Adam folds the decay into the gradient: 0.5 + 0.1·1 = 0.6, so v = 0.001·0.36.
   Tensor l2 = param({1.0});
-  Adam coupled({{{l2}, 0.1}}, {.lr = 0.1});
+  Adam coupled({l2}, {.lr = 0.1, .weight_decay = 0.1});
   step_with(coupled, l2, {0.5});
   check_close(coupled.state_dict()[2].second, {0.00036}, {1}, 1e-12);
 }
@@ -96,7 +96,7 @@ TEST_CASE("optimizer state round-trips: a resumed run matches an unbroken one bi
   // Runs steps [first, last) with gradients that depend on the global step.
   auto run = [](int first, int last, const nn::NamedTensors* resume_from, nn::NamedTensors* save) {
     Tensor p = param({1.0, -2.0});
-    Adam opt = AdamW({{{p}, 0.01}}, {.lr = 0.05});
+    AdamW opt({p}, {.lr = 0.05, .weight_decay = 0.01});
     if (resume_from) {
       nn::NamedTensors state(resume_from->begin(), resume_from->end() - 1);
       opt.load_state_dict(state);
@@ -116,7 +116,7 @@ TEST_CASE("optimizer state round-trips: a resumed run matches an unbroken one bi
   check_close(run(2, 4, &saved, nullptr), run(0, 4, nullptr, nullptr), 0, 0);
 
   Tensor p = param({0, 0});
-  Adam fresh({{{p}}}, {});
+  Adam fresh({p});
   nn::NamedTensors bad(saved.begin(), saved.end() - 1);
   bad[1].second = zeros({3});
   check_error([&] { fresh.load_state_dict(bad); }, {"0.0.exp_avg", "[3]", "[2]"});
@@ -162,4 +162,58 @@ TEST_CASE("sum_squares: f64 accumulation in a fixed order, any thread count") {
   set_num_threads(threads);
   test::check_error([] { sum_squares(arange(3.0, {.dtype = DType::i64})); },
                     {"sum_squares: needs a floating tensor"});
+}
+
+TEST_CASE("optimizers read as PyTorch's: defaults, parameters() directly, per-group rates") {
+  struct Net : nn::Module {
+    Tensor w = register_parameter("w", from_vector<double>({1.0, -1.0}));
+  } net;
+  AdamW defaults(net.parameters(), {.lr = 1e-3});  // torch.optim.AdamW(model.parameters(), lr=1e-3)
+  CHECK(*defaults.param_groups()[0].weight_decay == 0.01);  // torch's AdamW default
+  Adam adam(net.parameters());
+  CHECK(*adam.param_groups()[0].weight_decay == 0);
+  CHECK(adam.lr() == 1e-3);
+
+  // A group without an lr takes the optimizer's; one with its own keeps it.
+  Tensor a = param({0.0}), b = param({0.0});
+  SGD sgd({{.params = {a}}, {.params = {b}, .lr = 0.01}}, {.lr = 0.1});
+  a.set_grad(from_vector<double>({1}));
+  b.set_grad(from_vector<double>({1}));
+  sgd.step();
+  check_close(a, {-0.1}, {1}, 1e-12);
+  check_close(b, {-0.01}, {1}, 1e-12);
+  check_error([&] { SGD({a}, {.lr = -1}); }, {"lr -1", "not negative"});
+}
+
+TEST_CASE("LR schedulers set each group's rate from its initial rate, as torch's do") {
+  Tensor a = param({0.0}), b = param({0.0});
+  SGD sgd({{.params = {a}}, {.params = {b}, .lr = 0.2}}, {.lr = 0.1});
+  StepLR step(sgd, 2, 0.5);
+  std::vector<double> seen;
+  for (int k = 0; k < 5; ++k) {
+    seen.push_back(sgd.param_groups()[0].lr.value());
+    CHECK(*sgd.param_groups()[1].lr == doctest::Approx(2 * seen.back()));
+    step.step();
+  }
+  CHECK(seen == std::vector<double>{0.1, 0.1, 0.05, 0.05, 0.025});
+
+  SGD cosine_sgd({a}, {.lr = 1.0});
+  CosineAnnealingLR cosine(cosine_sgd, 4, 0.2);
+  cosine.set_step(2);  // halfway: (1 + 0.2) / 2
+  CHECK(cosine_sgd.lr() == doctest::Approx(0.6));
+  cosine.set_step(9);
+  CHECK(cosine_sgd.lr() == 0.2);
+
+  SGD lambda_sgd({a}, {.lr = 0.5});
+  LambdaLR lambda(lambda_sgd, [](int64_t k) { return 1.0 / double(k + 1); });
+  lambda.step();
+  CHECK(lambda_sgd.lr() == 0.25);
+
+  // dlf train's schedule: warmup, then a cosine to a tenth.
+  SGD warm_sgd({a}, {.lr = 2.0});
+  WarmupCosineLR warm(warm_sgd, 4, 20, 0.1);
+  CHECK(warm_sgd.lr() == warmup_cosine_lr(0, 2.0, 4, 20, 0.2));
+  warm.set_step(12);
+  CHECK(warm_sgd.lr() == warmup_cosine_lr(12, 2.0, 4, 20, 0.2));
+  check_error([&] { WarmupCosineLR(warm_sgd, 5, 5); }, {"warmup", "total"});
 }

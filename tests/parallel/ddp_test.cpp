@@ -52,8 +52,8 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
       opt = std::make_unique<nn::optim::SGD>(groups,
                                              nn::optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
     else
-      opt = std::make_unique<nn::optim::Adam>(
-          nn::optim::AdamW(groups, {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8}));
+      opt = std::make_unique<nn::optim::AdamW>(
+          groups, nn::optim::AdamWOptions{.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
     std::optional<parallel::ZeroOptimizer> sharded;
     if (zero) sharded.emplace(*opt, world);
     for (int s = 0; s < kSteps; ++s) {
@@ -167,7 +167,7 @@ TEST_CASE("ZeRO-1: each rank keeps the state of its own parameters only") {
     manual_seed(3);
     models::GPT model(models::gpt_config("gpt-nano"));
     model.to(world.device());
-    auto opt = nn::optim::AdamW({{.params = model.parameters()}}, {.lr = 1e-3});
+    nn::optim::AdamW opt({{.params = model.parameters()}}, {.lr = 1e-3});
     parallel::ZeroOptimizer zero(opt, world);
     const Tensor x = zeros({2, 8}, {.dtype = DType::i64, .device = world.device()});
     model.loss(x, x).backward();

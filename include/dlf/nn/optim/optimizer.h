@@ -1,6 +1,7 @@
 // Optimizers over parameter groups: SGD (momentum, Nesterov), Adam and AdamW.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,10 +9,12 @@
 
 namespace dlf::nn::optim {
 
-/// Parameters that share a learning-rate scale and a weight decay.
+/// Parameters that share options, as PyTorch's param_groups: an option left empty takes the
+/// optimizer's own (so `{{.params = a}, {.params = b, .lr = 1e-4}}` trains b ten times slower).
 struct ParamGroup {
   std::vector<Tensor> params = {};
-  double weight_decay = 0;
+  std::optional<double> lr = {};
+  std::optional<double> weight_decay = {};
 };
 
 /// Two groups in the nanoGPT way: weight_decay on matrices and embeddings (dim >= 2), none on
@@ -20,14 +23,17 @@ std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_d
 
 class Optimizer {
  public:
-  explicit Optimizer(std::vector<ParamGroup> groups, double lr);
+  /// Fills every group's unset lr and weight_decay with these.
+  Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay);
   virtual ~Optimizer() = default;
   /// Updates every parameter that has a gradient (under no_grad) and counts the step.
   void step();
   /// Drops every parameter's gradient.
   void zero_grad();
-  double lr() const { return lr_; }
-  void set_lr(double lr) { lr_ = lr; }
+  /// The first group's learning rate.
+  double lr() const { return *groups_.front().lr; }
+  /// Sets every group's learning rate (a schedule scales each group's own: LRScheduler).
+  void set_lr(double lr);
   int64_t steps() const { return steps_; }
   /// Step count and per-parameter state, named "<group>.<index>.<slot>" ("0.3.exp_avg").
   NamedTensors state_dict() const;
@@ -37,27 +43,29 @@ class Optimizer {
   /// From now on step() updates only the parameters `owns(group, index)` accepts (a ZeRO
   /// shard); the others keep no state. An empty function updates all.
   void set_update_filter(std::function<bool(size_t group, size_t index)> owns);
+  /// The groups, their lr and weight_decay always set; a group's lr may be changed.
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  std::vector<ParamGroup>& param_groups() { return groups_; }
   /// The slots of one parameter (empty until its first update).
   std::vector<Tensor>& state(size_t group, size_t index) { return state_[group][index]; }
   /// The names of a parameter's slots ("exp_avg", "exp_avg_sq").
   virtual std::vector<std::string> slot_names() const = 0;
 
  protected:
-  /// Updates one parameter in place; `state` holds its slots (created on first use).
-  virtual void update(Tensor& param, const Tensor& grad, double weight_decay,
+  /// Updates one parameter in place with its group's lr and weight decay; `state` holds its
+  /// slots (created on first use).
+  virtual void update(Tensor& param, const Tensor& grad, double lr, double weight_decay,
                       std::vector<Tensor>& state) = 0;
 
  private:
   std::function<bool(size_t, size_t)> owns_;
   std::vector<ParamGroup> groups_;
   std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]
-  double lr_;
   int64_t steps_ = 0;
 };
 
 struct SGDOptions {
-  double lr = 0.01;
+  double lr = 1e-3;
   double momentum = 0;
   bool nesterov = false;
   double weight_decay = 0;  ///< L2, added to the gradient
@@ -66,41 +74,56 @@ struct SGDOptions {
 /// with Nesterov, else p -= lr·buf.
 class SGD : public Optimizer {
  public:
-  SGD(std::vector<ParamGroup> groups, SGDOptions options);
+  explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
+  SGD(std::vector<ParamGroup> groups, SGDOptions options = {});
   std::vector<std::string> slot_names() const override { return {"momentum_buffer"}; }
 
  protected:
-  void update(Tensor& p, const Tensor& g, double wd, std::vector<Tensor>& state) override;
+  void update(Tensor& p, const Tensor& g, double lr, double wd,
+              std::vector<Tensor>& state) override;
 
  private:
   SGDOptions o_;
 };
 
+/// PyTorch's Adam defaults; weight_decay is L2 (added to the gradient).
 struct AdamOptions {
   double lr = 1e-3;
   double beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
-  bool decoupled = false;  ///< AdamW: p -= lr·wd·p instead of adding wd·p to the gradient
+  double weight_decay = 0;
 };
-/// Adam with bias correction; AdamW when decoupled (its groups' weight_decay then decays
-/// the weights directly).
+/// Adam with bias correction.
 class Adam : public Optimizer {
  public:
-  Adam(std::vector<ParamGroup> groups, AdamOptions options);
+  explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
+  Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
   std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  protected:
-  void update(Tensor& p, const Tensor& g, double wd, std::vector<Tensor>& state) override;
+  /// decoupled: AdamW's weight decay, p -= lr·wd·p, instead of L2.
+  Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
+  void update(Tensor& p, const Tensor& g, double lr, double wd,
+              std::vector<Tensor>& state) override;
 
  private:
   AdamOptions o_;
+  bool decoupled_;
 };
 
-/// AdamW with decoupled weight decay.
-inline Adam AdamW(std::vector<ParamGroup> groups, AdamOptions options) {
-  options.decoupled = true;
-  return Adam(std::move(groups), options);
-}
+/// PyTorch's AdamW defaults: its weight decay is decoupled and 0.01 unless given.
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+};
+/// AdamW (Loshchilov & Hutter): Adam with decoupled weight decay.
+class AdamW : public Adam {
+ public:
+  explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {});
+};
 
 /// An optimizer's state_dict() with each parameter's slots named after the parameter
 /// ("transformer.wte.weight.exp_avg") instead of its place ("0.0.exp_avg"): the form
