@@ -7,4 +7,10 @@ function(dlf_project_flags target)
   if(DLF_NATIVE)
     target_compile_options(${target} PRIVATE -march=native)
   endif()
+  # GCC 12.2's SLP vectorizer, with AVX, builds a by-value struct argument passed on the stack
+  # wrongly (Conv2dOptions{} reached Conv2d with padding {1, 0}: tests/nn/module_test.cpp
+  # catches it; clang and -O3 without -march=native are right).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL GNU AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(${target} PRIVATE -fno-tree-slp-vectorize)
+  endif()
 endfunction()
