@@ -74,6 +74,23 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
     const Tensor& x = c.input(0);
     return g * exp(-(x * x)) * (2 * std::numbers::inv_sqrtpi);
   });
+  unary("sin", {0}, {}, [](C c, const Tensor& g) { return g * cos(c.input(0)); });
+  unary("cos", {0}, {}, [](C c, const Tensor& g) { return -g * sin(c.input(0)); });
+  unary("tan", {}, {0}, [](C c, const Tensor& g) { return g * (1.0 + square(c.output(0))); });
+  unary("log1p", {0}, {}, [](C c, const Tensor& g) { return g / (c.input(0) + 1.0); });
+  unary("expm1", {}, {0}, [](C c, const Tensor& g) { return g * (c.output(0) + 1.0); });
+  unary("square", {0}, {}, [](C c, const Tensor& g) { return g * c.input(0) * 2.0; });
+  unary("reciprocal", {}, {0}, [](C c, const Tensor& g) { return -g * square(c.output(0)); });
+  // Piecewise constant: zero gradient, as PyTorch gives.
+  for (const char* op : {"sign", "floor", "ceil", "round"})
+    unary(op, {}, {}, [](C, const Tensor& g) { return zeros_like(g); });
+  unary("clamp", {0}, {}, [](C c, const Tensor& g) {
+    const Tensor& x = c.input(0);
+    const TensorOptions like{.dtype = x.dtype(), .device = x.device()};
+    const Tensor inside = as_float(ge(x, full({}, c.attrs().f("min"), like)), g.dtype()) *
+                          as_float(le(x, full({}, c.attrs().f("max"), like)), g.dtype());
+    return g * inside;
+  });
   unary("gelu", {0}, {}, [](C c, const Tensor& g) {
     return gelu_grad(g, c.input(0), c.attrs().s("approximation") == "tanh");
   });

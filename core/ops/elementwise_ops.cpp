@@ -114,6 +114,50 @@ const OpDef& erf_op = register_unary<DTypeSet::floating>(
     "erf", kTranscendental, [](const Tensor&, const Attrs&, const Tensor&) { return false; },
     fixed([](auto x) { return std::erf(x); }));
 
+// oneDNN 2.6 has no sin, cos, tan, log1p, expm1, sign, floor or ceil eltwise: loops only.
+OnednnKernel none() {
+  return [](const Tensor&, const Attrs&, const Tensor&) { return false; };
+}
+const OpDef& sin_op = register_unary<DTypeSet::floating>("sin", kTranscendental, none(),
+                                                         fixed([](auto x) { return std::sin(x); }));
+const OpDef& cos_op = register_unary<DTypeSet::floating>("cos", kTranscendental, none(),
+                                                         fixed([](auto x) { return std::cos(x); }));
+const OpDef& tan_op = register_unary<DTypeSet::floating>("tan", kTranscendental, none(),
+                                                         fixed([](auto x) { return std::tan(x); }));
+const OpDef& log1p_op = register_unary<DTypeSet::floating>(
+    "log1p", kTranscendental, none(), fixed([](auto x) { return std::log1p(x); }));
+const OpDef& expm1_op = register_unary<DTypeSet::floating>(
+    "expm1", kTranscendental, none(), fixed([](auto x) { return std::expm1(x); }));
+const OpDef& square_op = register_unary<DTypeSet::numeric>(
+    "square", kArithmetic, eltwise(algorithm::eltwise_square), fixed([](auto x) { return x * x; }));
+const OpDef& reciprocal_op = register_unary<DTypeSet::floating>(
+    "reciprocal", kArithmetic, eltwise(algorithm::eltwise_pow, 1, -1),
+    fixed([](auto x) { return decltype(x)(1) / x; }));
+const OpDef& sign_op = register_unary<DTypeSet::numeric>(
+    "sign", kArithmetic, none(), fixed([](auto x) {
+      using X = decltype(x);
+      return x > X(0) ? X(1) : x < X(0) ? X(-1) : x;  // sign(0) = 0, sign(NaN) = NaN
+    }));
+const OpDef& floor_op = register_unary<DTypeSet::floating>(
+    "floor", kArithmetic, none(), fixed([](auto x) { return std::floor(x); }));
+const OpDef& ceil_op = register_unary<DTypeSet::floating>(
+    "ceil", kArithmetic, none(), fixed([](auto x) { return std::ceil(x); }));
+// Halves to even, as torch.round: std::nearbyint in the default rounding mode.
+const OpDef& round_op = register_unary<DTypeSet::floating>(
+    "round", kArithmetic, none(), fixed([](auto x) { return std::nearbyint(x); }));
+const OpDef& clamp_op = register_unary<DTypeSet::floating>(
+    "clamp", 2 * kArithmetic,
+    [](const Tensor& x, const Attrs& a, const Tensor& out) {
+      return kernels::onednn_eltwise(algorithm::eltwise_clip_v2, float(a.f("min")),
+                                     float(a.f("max")), x, out);
+    },
+    [](const Attrs& a) {
+      return [lo = a.f("min"), hi = a.f("max")](auto x) {
+        using X = decltype(x);
+        return x < X(lo) ? X(lo) : x > X(hi) ? X(hi) : x;  // keeps NaN
+      };
+    });
+
 bool tanh_form(const Attrs& a) { return a.s("approximation") == "tanh"; }
 const OpDef& gelu_op = register_unary<DTypeSet::floating>(
     "gelu", kTranscendental + 5,
@@ -202,6 +246,21 @@ Tensor tanh(const Tensor& x) { return dispatch1(tanh_op, {x}); }
 Tensor sigmoid(const Tensor& x) { return dispatch1(sigmoid_op, {x}); }
 Tensor relu(const Tensor& x) { return dispatch1(relu_op, {x}); }
 Tensor erf(const Tensor& x) { return dispatch1(erf_op, {x}); }
+Tensor sin(const Tensor& x) { return dispatch1(sin_op, {x}); }
+Tensor cos(const Tensor& x) { return dispatch1(cos_op, {x}); }
+Tensor tan(const Tensor& x) { return dispatch1(tan_op, {x}); }
+Tensor log1p(const Tensor& x) { return dispatch1(log1p_op, {x}); }
+Tensor expm1(const Tensor& x) { return dispatch1(expm1_op, {x}); }
+Tensor square(const Tensor& x) { return dispatch1(square_op, {x}); }
+Tensor reciprocal(const Tensor& x) { return dispatch1(reciprocal_op, {x}); }
+Tensor sign(const Tensor& x) { return dispatch1(sign_op, {x}); }
+Tensor floor(const Tensor& x) { return dispatch1(floor_op, {x}); }
+Tensor ceil(const Tensor& x) { return dispatch1(ceil_op, {x}); }
+Tensor round(const Tensor& x) { return dispatch1(round_op, {x}); }
+Tensor clamp(const Tensor& x, double min, double max) {
+  DLF_CHECK(!(min > max), "clamp: min ", min, " is above max ", max);
+  return dispatch1(clamp_op, {x}, {{"min", min}, {"max", max}});
+}
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
   const char* name = approximation == GeluApproximation::tanh ? "tanh" : "erf";
   return dispatch1(gelu_op, {x}, {{"approximation", std::string(name)}});

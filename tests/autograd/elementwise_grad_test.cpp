@@ -64,6 +64,30 @@ GradCase unary(
               return away_from_zero({2, 3});
             }),
         unary("erf", [](const Tensor& x) { return erf(x); }),
+        unary("sin", [](const Tensor& x) { return sin(x); }),
+        unary("cos", [](const Tensor& x) { return cos(x); }),
+        unary("tan", [](const Tensor& x) { return tan(x * 0.3); }),
+        unary(
+            "log1p", [](const Tensor& x) { return log1p(x); },
+            [] {
+              return positive({2, 3});
+            }),
+        unary("expm1", [](const Tensor& x) { return expm1(x); }),
+        unary("square", [](const Tensor& x) { return square(x); }),
+        unary(
+            "reciprocal", [](const Tensor& x) { return reciprocal(x); },
+            [] {
+              return positive({2, 3});
+            }),
+        unary(
+            "sign", [](const Tensor& x) { return sign(x); },
+            [] {
+              return away_from_zero({2, 3});
+            }),
+        unary("floor", [](const Tensor& x) { return floor(x * 3.1); }),
+        unary("ceil", [](const Tensor& x) { return ceil(x * 3.1); }),
+        unary("round", [](const Tensor& x) { return round(x * 3.1); }),
+        unary("clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.5); }),
         unary("gelu", [](const Tensor& x) { return gelu(x); }),
         GradCase{"gelu", "tanh form, transposed",
                  [] {

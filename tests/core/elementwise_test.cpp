@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 
 #include "op_check.h"
 
@@ -21,6 +22,8 @@ Tensor b8(const std::vector<bool>& values, const Shape& shape = {2, 3}) {
 
 const std::vector<double> kSigned{-2, -0.5, 0, 0.5, 1, 3};
 const std::vector<double> kPositive{0.25, 0.5, 1, 2, 4, 9};
+// Halves and quarters: floor, ceil and round at and between their steps (round halves to even).
+const std::vector<double> kHalves{-1.5, -0.5, 0.25, 0.5, 1.5, 2.5};
 // bf16-exact operands for the binary ops.
 const std::vector<double> kA{1, 2, 3, -1, 0.5, 4};
 const std::vector<double> kB{2, 0.5, -1, 3, 4, 0.25};
@@ -68,6 +71,18 @@ TEST_CASE("unary ops: hand-computed values") {
     {"gelu erf",  [](const In& x) { return gelu(x[0]); },      {f64(kSigned)},   {-0.0455002639, -0.1542687694, 0, 0.3457312306, 0.8413447461, 2.995950306}},
     {"gelu tanh", [](const In& x) { return gelu(x[0], GeluApproximation::tanh); },
                                                                {f64(kSigned)},   {-0.04540230591, -0.1542859902, 0, 0.3457140098, 0.8411919906, 2.996362608}},
+    {"sin",       [](const In& x) { return dlf::sin(x[0]); },  {f64(kSigned)},   {-0.9092974268, -0.4794255386, 0, 0.4794255386, 0.8414709848, 0.1411200081}},
+    {"cos",       [](const In& x) { return dlf::cos(x[0]); },  {f64(kSigned)},   {-0.4161468365, 0.8775825619, 1, 0.8775825619, 0.5403023059, -0.9899924966}},
+    {"tan",       [](const In& x) { return dlf::tan(x[0]); },  {f64(kSigned)},   {2.185039863, -0.5463024898, 0, 0.5463024898, 1.557407725, -0.1425465431}},
+    {"log1p",     [](const In& x) { return log1p(x[0]); },     {f64(kPositive)}, {0.2231435513, 0.4054651081, 0.6931471806, 1.098612289, 1.609437912, 2.302585093}},
+    {"expm1",     [](const In& x) { return expm1(x[0]); },     {f64(kSigned)},   {-0.8646647168, -0.3934693403, 0, 0.6487212707, 1.718281828, 19.08553692}},
+    {"square",    [](const In& x) { return square(x[0]); },    {f64(kSigned)},   {4, 0.25, 0, 0.25, 1, 9}},
+    {"reciprocal",[](const In& x) { return reciprocal(x[0]); },{f64(kPositive)}, {4, 2, 1, 0.5, 0.25, 0.1111111111}},
+    {"sign",      [](const In& x) { return sign(x[0]); },      {f64(kSigned)},   {-1, -1, 0, 1, 1, 1}},
+    {"floor",     [](const In& x) { return dlf::floor(x[0]); },{f64(kHalves)},   {-2, -1, 0, 0, 1, 2}},
+    {"ceil",      [](const In& x) { return dlf::ceil(x[0]); }, {f64(kHalves)},   {-1, 0, 1, 1, 2, 3}},
+    {"round",     [](const In& x) { return dlf::round(x[0]); },{f64(kHalves)},   {-2, 0, 0, 0, 2, 2}},
+    {"clamp",     [](const In& x) { return clamp(x[0], -1, 1); },{f64(kSigned)}, {-1, -0.5, 0, 0.5, 1, 1}},
   });
   // clang-format on
 }
@@ -305,4 +320,14 @@ TEST_CASE("gelu_backward: grad times gelu'(x), oneDNN f32/bf16 against the f64 l
         dispatch1(op, {g, randn({7, 52})}, {{"approximation", std::string("erf")}});
       },
       {"gelu_backward", "[7, 53]", "[7, 52]"});
+}
+
+TEST_CASE("clamp refuses min above max; sign, floor, ceil, round keep NaN") {
+  check_error([] { clamp(zeros({2}), 1, -1); }, {"clamp", "min 1", "max -1"});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto* f :
+       {+[](const Tensor& x) { return sign(x); }, +[](const Tensor& x) { return floor(x); },
+        +[](const Tensor& x) { return clamp(x, 0, 1); }}) {
+    CHECK(std::isnan(f(from_vector<double>({nan})).item<double>()));
+  }
 }

@@ -16,6 +16,20 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor erf(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor log1p(const Tensor& x);  ///< log(1 + x), accurate near 0
+Tensor expm1(const Tensor& x);  ///< exp(x) - 1, accurate near 0
+Tensor square(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+/// -1, 0 or 1 (NaN stays NaN); like floor, ceil and round its gradient is 0.
+Tensor sign(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);  ///< halves to even, as torch.round
+/// Each element limited to [min, max] (a NaN stays NaN); the gradient flows where min <= x <= max.
+Tensor clamp(const Tensor& x, double min, double max);
 enum class GeluApproximation { erf, tanh };
 Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation::erf);
 
