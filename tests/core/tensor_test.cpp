@@ -159,3 +159,35 @@ TEST_CASE("tensor: size() of a scalar is an error, not a read past its shape") {
   dlf::test::check_error([&] { (void)s.size(0); }, {"size(0) of a scalar"});
   CHECK(full({2, 5}, 1.0).size(-1) == 5);
 }
+
+TEST_CASE("tensor: math as methods, and sin(t) by argument-dependent lookup, as in PyTorch") {
+  const Tensor p = from_vector<double>({1, 2, 3}), y = from_vector<double>({0, 2, 5});
+  CHECK((p - y).pow(2).mean().item<double>() == doctest::Approx(5.0 / 3));  // (1 + 0 + 4) / 3
+  CHECK(sin(p).to_vector<double>() == p.sin().to_vector<double>());         // dlf::sin found by ADL
+  CHECK(p.square().sum().item<double>() == 14);
+  CHECK(p.matmul(y).item<double>() == 19);
+  CHECK(p.clamp(1.5, 2.5).to_vector<double>() == std::vector<double>{1.5, 2, 2.5});
+  CHECK(p.neg().abs().max().item<double>() == 3);
+  CHECK(p.softmax(0).sum().item<double>() == doctest::Approx(1));
+  const Tensor m = arange(0, 6, 1, {.dtype = DType::f64}).view({2, 3});
+  CHECK(m.sum({1}).to_vector<double>() == std::vector<double>{3, 12});
+  CHECK(m.argmax(1).to_vector<int64_t>() == std::vector<int64_t>{2, 2});
+}
+
+TEST_CASE("tensor: t[i] and t.index({...}) are Python's indexing, as views") {
+  const Tensor t = arange(0, 24, 1, {.dtype = DType::f64}).view({2, 3, 4});
+  CHECK(t[1].shape() == Shape{3, 4});
+  CHECK(t[1][2][3].item<double>() == 23);
+  CHECK(t[-1][0][0].item<double>() == 12);
+  // t[0, 1:3] -> [2, 4]; t[:, -1, ::2] -> [2, 2]; t[1, :, 1] -> [3]
+  const Tensor a = t.index({0, Slice{1, 3}});
+  CHECK(a.shape() == Shape{2, 4});
+  CHECK(a.to_vector<double>() == std::vector<double>{4, 5, 6, 7, 8, 9, 10, 11});
+  const Tensor b = t.index({Slice{}, -1, Slice{.step = 2}});
+  CHECK(b.to_vector<double>() == std::vector<double>{8, 10, 20, 22});
+  CHECK(t.index({1, Slice{}, 1}).to_vector<double>() == std::vector<double>{13, 17, 21});
+  CHECK(t.index({1, Slice{}, 1}).storage() == t.storage());  // a view
+  dlf::test::check_error([&] { (void)t.index({0, 0, 0, 0}); }, {"4 indices", "[2, 3, 4]"});
+  dlf::test::check_error([&] { (void)t[2]; }, {"select", "out of range"});
+  dlf::test::check_error([&] { (void)t.index({Slice{.step = -1}}); }, {"step must be positive"});
+}

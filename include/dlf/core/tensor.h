@@ -2,9 +2,12 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <dlf/core/dtype.h>
@@ -52,6 +55,15 @@ struct TensorImpl {
   DType dtype = DType::f32;
   std::shared_ptr<AutogradMeta> autograd;
 };
+
+/// A slice of one dim for Tensor::index: Python's start:stop:step (start and stop may be
+/// negative, counting from the end; left out, the whole dim).
+struct Slice {
+  std::optional<int64_t> start = {}, stop = {};
+  int64_t step = 1;
+};
+/// An integer (selects, removing the dim) or a Slice.
+using TensorIndex = std::variant<int64_t, Slice>;
 
 class Tensor {
  public:
@@ -101,6 +113,36 @@ class Tensor {
   Tensor squeeze() const;  ///< drops every size-1 dim
   Tensor unsqueeze(int64_t dim) const;
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+
+  /// t[i]: the view of index i of dim 0 (libtorch's operator[]).
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  /// t.index({0, Slice{1, 3}, Slice{}}): Python's t[0, 1:3, :] — integers select (removing the
+  /// dim), slices narrow; dims not named are kept whole. Views, no copy.
+  Tensor index(std::initializer_list<TensorIndex> indices) const;
+
+  // Math as methods, as in PyTorch ((p - y).pow(2).mean()): the ops of core/ops/.
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor abs() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor square() const;
+  Tensor pow(double exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor clamp(double min, double max) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  /// Over `dims` (all when empty).
+  Tensor sum(const Shape& dims = {}, bool keepdim = false) const;
+  Tensor mean(const Shape& dims = {}, bool keepdim = false) const;
+  Tensor max(const Shape& dims = {}, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
 
   Tensor contiguous() const;  ///< self if already contiguous, else a contiguous copy
   Tensor clone() const;       ///< a contiguous copy
