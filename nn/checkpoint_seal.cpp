@@ -157,8 +157,8 @@ void verify(const std::string& path) {
   // From here the table is as written: its regions lie inside the file, in order, apart.
   uint64_t end = user_block;
   for (const Region& r : regions) {
-    DLF_CHECK(r.offset >= end && r.offset <= size && r.size <= size - r.offset, "checkpoint ",
-              path, " is damaged: its seal is inconsistent");
+    DLF_CHECK(r.offset >= end && r.offset <= size && r.size <= size - r.offset, "checkpoint ", path,
+              " is damaged: its seal is inconsistent");
     end = r.offset + r.size;
   }
   DLF_CHECK(structure_checksum(head, user_block, size, regions) == load64(head + 24), "checkpoint ",

@@ -1,7 +1,13 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/nn/module.h>
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <ostream>
 #include <set>
+#include <sstream>
+#include <typeinfo>
 
 namespace dlf::nn {
 
@@ -71,26 +77,80 @@ int64_t Module::num_parameters() const {
   return n;
 }
 
-void Module::load_state_dict(const NamedTensors& state) {
-  NamedTensors mine = state_dict();
+Module::LoadResult Module::load_state_dict(const NamedTensors& state, bool strict) {
+  const NamedTensors mine = state_dict();
   std::map<std::string, const Tensor*> given;
-  for (const auto& [name, t] : state) given[name] = &t;
+  for (const auto& [name, t] : state) given.try_emplace(name, &t);
+  // Each of the module's tensors once, with the value `state` gives for any of its names.
+  std::map<const TensorImpl*, const Tensor*> source;
+  LoadResult result;
+  std::set<std::string> known;
   for (const auto& [name, t] : mine) {
+    known.insert(name);
     auto it = given.find(name);
-    DLF_CHECK(it != given.end(), "load_state_dict: missing tensor '", name, "' of shape ",
-              shape_str(t.shape()));
+    if (it == given.end()) continue;
     DLF_CHECK(it->second->shape() == t.shape(), "load_state_dict: tensor '", name, "' has shape ",
               shape_str(it->second->shape()), ", the model expects ", shape_str(t.shape()));
+    source.try_emplace(t.impl(), it->second);
+  }
+  for (const auto& [name, t] : mine) {
+    if (source.contains(t.impl())) continue;
+    DLF_CHECK(!strict, "load_state_dict: missing tensor '", name, "' of shape ",
+              shape_str(t.shape()), " (load_state_dict(state, false) loads the rest)");
+    result.missing.push_back(name);
   }
   for (const auto& [name, t] : state) {
-    bool known = false;
-    for (const auto& entry : mine) known = known || entry.first == name;
-    DLF_CHECK(known, "load_state_dict: unexpected tensor '", name,
-              "' (the model has no such name)");
+    if (known.contains(name)) continue;
+    DLF_CHECK(!strict, "load_state_dict: unexpected tensor '", name,
+              "' (the model has no such name; load_state_dict(state, false) ignores it)");
+    result.unexpected.push_back(name);
   }
   autograd::NoGradGuard no_grad;
-  for (auto& [name, t] : mine) t.copy_(given[name]->to(t.device()));
+  for (const auto& [name, t] : mine) {
+    auto it = source.find(t.impl());
+    if (it == source.end()) continue;
+    Tensor target = t;
+    target.copy_(it->second->to(t.device()));
+    source.erase(it);  // a tied tensor is copied once
+  }
+  return result;
 }
+
+std::string Module::type_name() const {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(typeid(*this).name(), nullptr, nullptr, &status);
+  std::string name = status == 0 ? demangled : typeid(*this).name();
+  std::free(demangled);
+  const size_t template_start = name.find('<');
+  const size_t last_colon = name.rfind("::", template_start);
+  return last_colon == std::string::npos ? name : name.substr(last_colon + 2);
+}
+
+std::string Module::str() const {
+  std::ostringstream os;
+  os << type_name() << "(" << extra_repr();
+  std::vector<std::string> lines;
+  if (extra_repr().empty()) {
+    for (const auto* list : {&parameters_, &buffers_}) {
+      for (const auto& [name, t] : *list) {
+        lines.push_back("(" + name + "): " + (list == &parameters_ ? "Parameter" : "Buffer") + " " +
+                        dtype_name(t.dtype()) + shape_str(t.shape()));
+      }
+    }
+  }
+  for (const auto& [name, child] : children_) lines.push_back("(" + name + "): " + child->str());
+  if (!lines.empty()) {
+    os << "\n";
+    for (const std::string& line : lines) {
+      std::istringstream child_lines(line);
+      for (std::string l; std::getline(child_lines, l);) os << "  " << l << "\n";
+    }
+  }
+  os << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Module& module) { return os << module.str(); }
 
 void Module::train(bool on) {
   training_ = on;

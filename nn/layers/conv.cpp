@@ -20,4 +20,16 @@ Conv2d::Conv2d(int64_t in, int64_t out, Pair kernel, Conv2dOptions options, bool
 
 Tensor Conv2d::forward(const Tensor& x) const { return conv2d(x, weight, bias, options); }
 
+std::string Conv2d::extra_repr() const {
+  const Shape& w = weight.shape();
+  std::string text =
+      detail::concat(w[1] * options.groups, ", ", w[0], ", kernel_size=(", w[2], ", ", w[3],
+                     "), stride=(", options.stride[0], ", ", options.stride[1], ")");
+  if (options.padding != Pair{0, 0})
+    text += detail::concat(", padding=(", options.padding[0], ", ", options.padding[1], ")");
+  if (options.groups != 1) text += detail::concat(", groups=", options.groups);
+  if (!bias.defined()) text += ", bias=false";
+  return text;
+}
+
 }  // namespace dlf::nn

@@ -30,4 +30,13 @@ Embedding::Embedding(int64_t num, int64_t dim, DType dtype) {
 
 Tensor Embedding::forward(const Tensor& indices) const { return embedding(weight, indices); }
 
+std::string Linear::extra_repr() const {
+  return detail::concat("in_features=", weight.size(1), ", out_features=", weight.size(0),
+                        ", bias=", bias.defined() ? "true" : "false");
+}
+
+std::string Embedding::extra_repr() const {
+  return detail::concat(weight.size(0), ", ", weight.size(1));
+}
+
 }  // namespace dlf::nn

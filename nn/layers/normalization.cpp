@@ -4,7 +4,8 @@
 
 namespace dlf::nn {
 
-LayerNorm::LayerNorm(int64_t dim, double eps, bool affine, DType dtype) : eps(eps) {
+LayerNorm::LayerNorm(int64_t size, double epsilon, bool affine, DType dtype)
+    : dim(size), eps(epsilon) {
   DLF_CHECK(dim > 0, "LayerNorm: dim must be positive, got ", dim);
   if (affine) {
     weight = register_parameter("weight", ones({dim}, {.dtype = dtype}));
@@ -26,6 +27,15 @@ GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps, DType dtype)
 
 Tensor GroupNorm::forward(const Tensor& x) const {
   return group_norm(x, groups, weight, bias, eps);
+}
+
+std::string LayerNorm::extra_repr() const {
+  return detail::concat("(", dim, "), eps=", eps,
+                        ", elementwise_affine=", weight.defined() ? "true" : "false");
+}
+
+std::string GroupNorm::extra_repr() const {
+  return detail::concat(groups, ", ", weight.size(0), ", eps=", eps);
 }
 
 }  // namespace dlf::nn

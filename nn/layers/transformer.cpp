@@ -55,17 +55,16 @@ SelfAttention::SelfAttention(const TransformerOptions& o)
       head_dim(o.heads > 0 ? o.dim / o.heads : 0),
       heads(head_dim > 0 ? c_attn->weight.size(0) / (3 * head_dim) : 0),
       causal(o.causal) {
-  DLF_CHECK(o.heads > 0 && o.dim % o.heads == 0, "attention: dim ", o.dim,
-            " does not split into ", o.heads, " heads");
+  DLF_CHECK(o.heads > 0 && o.dim % o.heads == 0, "attention: dim ", o.dim, " does not split into ",
+            o.heads, " heads");
   DLF_CHECK(heads * 3 * head_dim == c_attn->weight.size(0), "attention: ", o.heads,
             " heads do not split over ", 3 * o.dim / c_attn->weight.size(0),
             " tensor-parallel ranks (--tp must divide the heads)");
 }
 
 Tensor SelfAttention::forward(const Tensor& x) const {
-  DLF_CHECK(x.dim() == 3 && x.size(2) == c_proj->weight.size(0),
-            "attention: expected x [B, T, ", c_proj->weight.size(0), "], got ",
-            shape_str(x.shape()));
+  DLF_CHECK(x.dim() == 3 && x.size(2) == c_proj->weight.size(0), "attention: expected x [B, T, ",
+            c_proj->weight.size(0), "], got ", shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1);
   // [B, T, 3, H, hd] -> q, k, v as strided [B, H, T, hd] views: the kernel reads them in place.
   const Tensor qkv = c_attn->forward(x).view({B, T, 3, heads, head_dim});

@@ -1,6 +1,9 @@
-// ModuleList: children named "0", "1", ... (the `h.{i}` of a transformer stack).
+// ModuleList: children named "0", "1", ... (the `h.{i}` of a transformer stack); Sequential:
+// modules applied one after the other.
 #pragma once
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <dlf/nn/module.h>
@@ -20,6 +23,38 @@ class ModuleList : public Module {
 
  private:
   std::vector<std::shared_ptr<M>> items_;
+};
+
+/// Applies its modules in order, each one's output the next one's input, as torch.nn.Sequential:
+/// `Sequential net(std::make_shared<Linear>(784, 64), std::make_shared<ReLU>());` or
+/// `net.add<Linear>(784, 64).add<ReLU>()`. A module joins if it has forward(Tensor) -> Tensor.
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  template <typename... M>
+  explicit Sequential(std::shared_ptr<M>... modules) {
+    (push_back(std::move(modules)), ...);
+  }
+  template <typename M>
+  Sequential& push_back(std::shared_ptr<M> module) {
+    const std::shared_ptr<M> m = register_module(std::to_string(steps_.size()), std::move(module));
+    steps_.emplace_back([m](const Tensor& x) { return m->forward(x); });
+    return *this;
+  }
+  /// Makes a module in place and appends it.
+  template <typename M, typename... Args>
+  Sequential& add(Args&&... args) {
+    return push_back(std::make_shared<M>(std::forward<Args>(args)...));
+  }
+  Tensor forward(const Tensor& x) const {
+    Tensor y = x;
+    for (const auto& step : steps_) y = step(y);
+    return y;
+  }
+  size_t size() const { return steps_.size(); }
+
+ private:
+  std::vector<std::function<Tensor(const Tensor&)>> steps_;
 };
 
 }  // namespace dlf::nn

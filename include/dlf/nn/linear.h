@@ -19,6 +19,7 @@ class Linear : public Module {
   /// The activation runs in the matmul's epilogue (one pass over the output). Tensor-parallel
   /// layers (parallel/) override it with their collectives.
   virtual Tensor forward(const Tensor& x, Activation activation = Activation::none) const;
+  std::string extra_repr() const override;
 
   Tensor weight, bias;  ///< bias is undefined without one
 };
@@ -41,6 +42,7 @@ class Embedding : public Module {
  public:
   Embedding(int64_t num, int64_t dim, DType dtype = DType::f32);
   Tensor forward(const Tensor& indices) const;
+  std::string extra_repr() const override;
 
   Tensor weight;
 };

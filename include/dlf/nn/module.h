@@ -1,5 +1,6 @@
 // Module: named parameters, buffers and child modules, with PyTorch's state_dict naming.
 #pragma once
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,9 +28,17 @@ class Module {
   NamedTensors named_buffers() const;
   /// Parameters and buffers by name (tied tensors under each of their names).
   NamedTensors state_dict() const;
-  /// Copies values into the module's tensors. Every name must match in both directions and
-  /// every shape must agree; otherwise a dlf::Error names the tensor and nothing is changed.
-  void load_state_dict(const NamedTensors& state);
+  /// What load_state_dict found: the module's names `state` did not give, and the names of
+  /// `state` the module does not have (PyTorch's missing_keys and unexpected_keys).
+  struct LoadResult {
+    std::vector<std::string> missing, unexpected;
+  };
+  /// Copies values into the module's tensors. A tied tensor (one tensor under several names,
+  /// as GPT's lm_head.weight and wte.weight) is loaded from whichever of its names `state` has.
+  /// Strict: every tensor must be given and every name known; otherwise a dlf::Error names the
+  /// first that is not and nothing is changed. Not strict: what is given and known is loaded,
+  /// and the result lists the rest. A wrong shape is always a dlf::Error, before any copy.
+  LoadResult load_state_dict(const NamedTensors& state, bool strict = true);
   int64_t num_parameters() const;
 
   void train(bool on = true);
@@ -45,6 +54,14 @@ class Module {
     return children_;
   }
 
+  /// The module's type as PyTorch prints it ("Linear"), and its own settings
+  /// ("in_features=784, out_features=64, bias=true"; empty by default).
+  virtual std::string type_name() const;
+  virtual std::string extra_repr() const { return {}; }
+  /// PyTorch's repr: the tree of modules, each with its settings, and the shapes of the
+  /// parameters and buffers of modules that print no settings of their own.
+  std::string str() const;
+
  protected:
   /// Registers a leaf parameter (it is marked requires_grad) and returns it.
   Tensor register_parameter(std::string name, Tensor value);
@@ -54,6 +71,11 @@ class Module {
     children_.emplace_back(std::move(name), module);
     return module;
   }
+  /// Makes a child in place and registers it: `fc = make_module<Linear>("fc", 784, 64);`.
+  template <typename M, typename... Args>
+  std::shared_ptr<M> make_module(std::string name, Args&&... args) {
+    return register_module(std::move(name), std::make_shared<M>(std::forward<Args>(args)...));
+  }
 
  private:
   void collect(const std::string& prefix, bool parameters, bool buffers, NamedTensors& out) const;
@@ -61,5 +83,8 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };
+
+/// Prints module.str().
+std::ostream& operator<<(std::ostream& os, const Module& module);
 
 }  // namespace dlf::nn

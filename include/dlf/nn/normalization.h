@@ -9,8 +9,10 @@ class LayerNorm : public Module {
  public:
   explicit LayerNorm(int64_t dim, double eps = 1e-5, bool affine = true, DType dtype = DType::f32);
   Tensor forward(const Tensor& x) const;
+  std::string extra_repr() const override;
 
   Tensor weight, bias;  ///< undefined when not affine
+  int64_t dim;
   double eps;
 };
 
@@ -19,6 +21,7 @@ class GroupNorm : public Module {
  public:
   GroupNorm(int64_t groups, int64_t channels, double eps = 1e-5, DType dtype = DType::f32);
   Tensor forward(const Tensor& x) const;
+  std::string extra_repr() const override;
 
   Tensor weight, bias;
   int64_t groups;
