@@ -27,4 +27,16 @@ std::string Device::str() const {
   return s;
 }
 
+namespace {
+thread_local Device current_default = kCPU;
+}  // namespace
+
+Device default_device() { return current_default; }
+
+DefaultDeviceGuard::DefaultDeviceGuard(Device device) : previous_(current_default) {
+  current_default = device;
+}
+
+DefaultDeviceGuard::~DefaultDeviceGuard() { current_default = previous_; }
+
 }  // namespace dlf

@@ -97,7 +97,7 @@ Tensor GPT::generate(const Tensor& idx, int64_t tokens, double temperature, int6
         linear(trunk(out.slice(1, start, T)).select(1, -1), transformer->wte->weight)
             .to(DType::f64)
             .contiguous();
-    Tensor next = Tensor::empty({B, 1}, DType::i64);
+    Tensor next = Tensor::empty({B, 1}, DType::i64, kCPU);
     for (int64_t b = 0; b < B; ++b) {
       const double* row = last.data<double>() + b * V;
       next.data<int64_t>()[b] = sample_token({row, row + V}, temperature, top_k, g);

@@ -347,7 +347,7 @@ Tensor Reader::read_tensor(hid_t group, const std::string& name, const std::stri
             " elements, more than the whole file holds (a damaged file?)");
   DLF_CHECK(H5Dget_storage_size(ds.id()) == e.numel * bytes_per, what,
             " does not hold the bytes its shape needs (a truncated or damaged file?)");
-  Tensor t = Tensor::empty(Shape(e.dims.begin(), e.dims.end()), dtype);
+  Tensor t = Tensor::empty(Shape(e.dims.begin(), e.dims.end()), dtype, kCPU);
   if (t.numel() > 0)
     check(H5Dread(ds.id(), stored_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()), what);
   return t;

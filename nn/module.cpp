@@ -166,6 +166,15 @@ void Module::to(Device device) {
   for (auto& [name, t] : named_buffers()) t.set_data(t.to(device));
 }
 
+void Module::to_empty(Device device) {
+  autograd::NoGradGuard no_grad;
+  for (auto& [name, t] : named_parameters()) {
+    MemoryScope scope(MemoryCategory::parameters);
+    t.set_data(Tensor::empty(t.shape(), t.dtype(), device));
+  }
+  for (auto& [name, t] : named_buffers()) t.set_data(Tensor::empty(t.shape(), t.dtype(), device));
+}
+
 void Module::to(DType dtype) {
   autograd::NoGradGuard no_grad;
   for (auto& [name, t] : named_parameters()) {

@@ -186,7 +186,7 @@ void onednn_gemm(const GemmProblem& p) {
     if (!arg.present()) continue;
     void* ptr = const_cast<void*>(data[i]);
     if (arg.packed) {
-      packed[i] = Tensor::empty(arg.dims, p.dtype);
+      packed[i] = Tensor::empty(arg.dims, p.dtype, kCPU);
       pack_dense(data[i], arg, packed[i]);
       ptr = packed[i].raw_data();
     }

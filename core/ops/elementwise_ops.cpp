@@ -32,7 +32,7 @@ OnednnKernel eltwise(algorithm alg, float alpha = 0, float beta = 0) {
 OnednnKernel with_scalar_operand(algorithm alg) {
   return [alg](const Tensor& x, const Attrs& a, const Tensor& out) {
     if (!kernels::onednn_supports(x.dtype())) return false;
-    Tensor scalar = Tensor::empty({}, DType::f32);
+    Tensor scalar = Tensor::empty({}, DType::f32, kCPU);
     *scalar.data<float>() = static_cast<float>(a.f("scalar"));
     return kernels::onednn_binary(alg, x, scalar, out);
   };

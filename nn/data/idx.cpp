@@ -67,7 +67,8 @@ ImageDataset load_fashion_mnist(bool train, const std::string& dir) {
       ": images and labels do not match (install Debian's "
       "dataset-fashion-mnist)");
   const int64_t n = images.shape[0], h = images.shape[1], w = images.shape[2];
-  ImageDataset out{Tensor::empty({n, 1, h, w}, DType::f32), Tensor::empty({n}, DType::i64)};
+  ImageDataset out{Tensor::empty({n, 1, h, w}, DType::f32, kCPU),
+                   Tensor::empty({n}, DType::i64, kCPU)};
   float* px = out.images.data<float>();
   for (size_t i = 0; i < images.data.size(); ++i) px[i] = float(images.data[i]) / 255.0f;
   int64_t* y = out.labels.data<int64_t>();
@@ -101,7 +102,7 @@ ImageDataset batch_of(const ImageDataset& data, const std::vector<int64_t>& indi
   const int64_t per = data.images.numel() / std::max<int64_t>(n, 1);
   Shape shape = data.images.shape();
   shape[0] = b;
-  ImageDataset out{Tensor::empty(shape, DType::f32), Tensor::empty({b}, DType::i64)};
+  ImageDataset out{Tensor::empty(shape, DType::f32, kCPU), Tensor::empty({b}, DType::i64, kCPU)};
   const Tensor images = data.images.contiguous(), labels = data.labels.contiguous();
   for (int64_t r = 0; r < b; ++r) {
     const int64_t i = indices[size_t(r)];

@@ -67,7 +67,8 @@ int64_t TextDataset::size(Split split) const {
 
 TextBatch TextDataset::gather(Split split, const std::vector<int64_t>& starts, int64_t seq) const {
   const int64_t batch = int64_t(starts.size());
-  TextBatch b{Tensor::empty({batch, seq}, DType::i64), Tensor::empty({batch, seq}, DType::i64)};
+  TextBatch b{Tensor::empty({batch, seq}, DType::i64, kCPU),
+              Tensor::empty({batch, seq}, DType::i64, kCPU)};
   const auto* text = reinterpret_cast<const unsigned char*>(bytes_.data()) +
                      (split == Split::train ? 0 : train_size_);
   int64_t *x = b.x.data<int64_t>(), *y = b.y.data<int64_t>();
@@ -106,7 +107,7 @@ TextBatch TextDataset::window(Split split, int64_t index, int64_t batch, int64_t
 }
 
 Tensor TextDataset::encode(const std::string& text) {
-  Tensor t = Tensor::empty({int64_t(text.size())}, DType::i64);
+  Tensor t = Tensor::empty({int64_t(text.size())}, DType::i64, kCPU);
   for (size_t i = 0; i < text.size(); ++i)
     t.data<int64_t>()[i] = static_cast<unsigned char>(text[i]);
   return t;

@@ -10,7 +10,7 @@ namespace dlf {
 
 struct TensorOptions {
   DType dtype = DType::f32;
-  Device device = kCPU;
+  Device device = default_device();
 };
 
 Tensor full(const Shape& shape, double value, TensorOptions options = {});
@@ -34,7 +34,7 @@ template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
   DLF_CHECK(static_cast<int64_t>(values.size()) == numel(shape), "from_vector: ", values.size(),
             " values do not fill shape ", shape_str(shape));
-  Tensor t = Tensor::empty(shape, dtype_of<T>());
+  Tensor t = Tensor::empty(shape, dtype_of<T>(), kCPU);
   if constexpr (std::is_same_v<T, bool>) {
     for (size_t i = 0; i < values.size(); ++i) t.data<bool>()[i] = values[i];
   } else if (!values.empty()) {

@@ -70,7 +70,7 @@ class Tensor {
   Tensor() = default;  ///< an undefined tensor (e.g. an absent bias)
   Tensor(std::shared_ptr<Storage> storage, Shape sizes, Shape strides, int64_t offset, DType dtype);
   /// A fresh contiguous tensor with uninitialised contents.
-  static Tensor empty(const Shape& shape, DType dtype, Device device = kCPU);
+  static Tensor empty(const Shape& shape, DType dtype, Device device = default_device());
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl_->sizes; }

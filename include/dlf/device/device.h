@@ -26,4 +26,22 @@ struct Device {
 inline const Device kCPU{DeviceType::cpu, 0};
 inline const Device kMeta{DeviceType::meta, 0};
 
+/// The device tensor factories use when none is named: kCPU unless a DefaultDeviceGuard on
+/// this thread says otherwise.
+Device default_device();
+
+/// Makes `device` the default of this thread's factories while it lives (torch.device as a
+/// context manager). Building a model under kMeta gives its parameters' shapes and dtypes
+/// with no memory and no initialisation: then Module::to_empty and load_state_dict.
+class DefaultDeviceGuard {
+ public:
+  explicit DefaultDeviceGuard(Device device);
+  ~DefaultDeviceGuard();
+  DefaultDeviceGuard(const DefaultDeviceGuard&) = delete;
+  DefaultDeviceGuard& operator=(const DefaultDeviceGuard&) = delete;
+
+ private:
+  Device previous_;
+};
+
 }  // namespace dlf

@@ -47,6 +47,9 @@ class Module {
   /// Moves (or converts) every parameter and buffer in place; handles stay valid.
   void to(Device device);
   void to(DType dtype);
+  /// Gives every parameter and buffer fresh, uninitialised storage on `device` (same shapes and
+  /// dtypes, handles valid): how a model built on kMeta gets memory before load_state_dict.
+  void to_empty(Device device);
   /// Drops every parameter's gradient.
   void zero_grad();
 
