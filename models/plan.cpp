@@ -16,11 +16,10 @@
 #include <sstream>
 #include <tuple>
 
+#include "plan_common.h"
+
 namespace dlf::models {
 namespace {
-
-// The meta device plans run on (one at a time, in the calling thread).
-constexpr Device kPlanDevice{DeviceType::meta, 64};
 
 // One transformer block's shard on a tensor-parallel rank (Megatron-LM): c_attn and c_fc keep
 // 1/tp of their output columns (heads / tp heads), both c_proj 1/tp of their input rows.
@@ -61,10 +60,7 @@ Tensor block_forward(const Tensor& x, const BlockShard& p, int64_t heads, int64_
 
 // Forward and backward of one micro-batch, then the AdamW step, on the plan device.
 StageRun run_stage(const StageShape& s, const SimSpec& spec) {
-  SimSpec unlimited = spec;  // the plan reports whether it fits rather than stopping
-  unlimited.memory_bytes = 0;
-  sim::configure(kPlanDevice, unlimited);
-  sim::reset(kPlanDevice);
+  reset_plan_device(spec);
   const Device d = kPlanDevice;
   const GPTConfig& c = s.c;
   const int64_t C = c.dim, heads = c.heads / s.tp, head_dim = C / c.heads;
@@ -230,6 +226,7 @@ Plan plan_gpt(const PlanOptions& options) {
     } else {
       s.peak_bytes = run.peak_update;
       s.memory = run.at_peak_update;
+      s.peak_at_update = true;
     }
     plan.stage_s =
         std::max(plan.stage_s, s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s);
@@ -288,24 +285,26 @@ std::string describe(const Plan& p) {
   const StagePlan& w = p.worst;
   std::ostringstream os;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "%s (%.1fB parameters) on %d x %s: dp %d x tp %d x pp %d, %s, %s\n",
-                o.model.name.c_str(), double(p.parameters) / 1e9, o.layout.devices(),
-                o.spec.name.c_str(), o.layout.dp, o.layout.tp, o.layout.pp, dtype_name(o.dtype),
-                o.schedule == PipelineSchedule::gpipe ? "GPipe" : "1F1B");
+  std::snprintf(line, sizeof line, "%s (%s parameters) on %d x %s: dp %d x tp %d x pp %d, %s, %s\n",
+                o.model.name.c_str(), format_count(double(p.parameters)).c_str(),
+                o.layout.devices(), o.spec.name.c_str(), o.layout.dp, o.layout.tp, o.layout.pp,
+                dtype_name(o.dtype), o.schedule == PipelineSchedule::gpipe ? "GPipe" : "1F1B");
   os << line;
   std::snprintf(line, sizeof line,
                 "  batch %ld sequences x %ld tokens; micro-batch %ld, %ld per pipeline\n",
                 long(o.global_batch), long(o.seq), long(o.micro_batch), long(p.micro_batches));
   os << line;
   std::snprintf(line, sizeof line,
-                "  per device (stage %d, %d layers, %.2fB parameters): peak %s of %s — %s\n",
-                w.stage, w.layers, double(w.parameters) / 1e9, format_bytes(w.peak_bytes).c_str(),
+                "  per device (stage %d, %d layers, %s parameters): peak %s of %s — %s\n", w.stage,
+                w.layers, format_count(double(w.parameters)).c_str(),
+                format_bytes(w.peak_bytes).c_str(),
                 o.spec.memory_bytes > 0 ? format_bytes(o.spec.memory_bytes).c_str() : "unlimited",
                 p.fits ? "fits" : "DOES NOT FIT");
   os << line;
-  os << "    " << format_by_category(w.memory) << " (" << w.in_flight
-     << " micro-batches of activations, " << format_bytes(w.activation_bytes) << " each)\n";
+  os << "    at its peak (" << (w.peak_at_update ? "the optimizer step" : "forward + backward")
+     << "): " << format_by_category(w.memory) << "\n";
+  os << "    activations of one micro-batch " << format_bytes(w.activation_bytes) << ", "
+     << w.in_flight << " held at once\n";
   std::snprintf(line, sizeof line,
                 "  per micro-batch: forward %.1f ms, backward %.1f ms, tp allreduce %.1f ms, "
                 "pipeline send %.2f ms\n",
@@ -318,8 +317,9 @@ std::string describe(const Plan& p) {
                 100 * p.bubble_fraction, p.dp_exposed_s * 1e3, p.dp_allreduce_s * 1e3,
                 p.optimizer_s * 1e3);
   os << line;
-  std::snprintf(line, sizeof line, "  predicted %.0f tokens/s, MFU %.1f %%\n", p.tokens_per_s,
-                100 * p.mfu);
+  std::snprintf(line, sizeof line, "  %s %.0f tokens/s, MFU %.1f %%%s\n",
+                p.fits ? "predicted" : "it would run at", p.tokens_per_s, 100 * p.mfu,
+                p.fits ? "" : " — if it fit: it does not");
   os << line;
   return os.str();
 }
@@ -341,11 +341,7 @@ std::string to_json_line(const Plan& p) {
       .add("mfu", p.mfu)
       .add("peak_bytes", double(p.worst.peak_bytes))
       .add("fits", p.fits);
-  for (int c = 0; c < kMemoryCategories; ++c) {
-    std::string name(memory_category_name(static_cast<MemoryCategory>(c)));
-    std::replace(name.begin(), name.end(), ' ', '_');
-    line.add(name + "_bytes", double(p.worst.memory[c]));
-  }
+  add_memory_fields(line, p.worst.memory);
   return line.str();
 }
 

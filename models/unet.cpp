@@ -122,7 +122,9 @@ TimestepEmbedding::TimestepEmbedding(const UNetConfig& c)
       linear_2(register_module("linear_2", linear(c.time_dim, c.time_dim, c.dtype))) {}
 
 Tensor TimestepEmbedding::forward(const Tensor& t) const {
-  const Tensor e = timestep_embedding(t, linear_1->weight.size(1), linear_1->weight.dtype());
+  // The timesteps are read on the host (they may live there): the embedding goes to the weights.
+  const Tensor e = timestep_embedding(t, linear_1->weight.size(1), linear_1->weight.dtype())
+                       .to(linear_1->weight.device());
   return linear_2->forward(silu(linear_1->forward(e)));
 }
 

@@ -166,7 +166,8 @@ void add_eval(CLI::App& app, dlf::app::EvalOptions& o, CLI::App*& cmd) {
 void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd = app.add_subcommand(
       "plan", "Per-device memory and predicted step time of a layout, planned on meta devices");
-  cmd->add_option("--model", o.model, "model name, e.g. gpt-small, gpt3-175b, gpt-1t")
+  cmd->add_option("--model", o.model,
+                  "model name, e.g. gpt-small, gpt3-175b, bert-base, vit-small, unet-small")
       ->check(model_name())
       ->capture_default_str();
   cmd->add_option("--devices", o.devices, "devices in all")

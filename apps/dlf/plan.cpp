@@ -5,9 +5,30 @@
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 
+#include "bert_task.h"
 #include "devices.h"
 
 namespace dlf::app {
+namespace {
+
+// Any family, data-parallel: planned from the model itself on a meta device.
+void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dtype) {
+  DLF_CHECK(c.tp == 1 && c.pp == 1, "dlf plan: ", c.model,
+            " plans data-parallel layouts (--tp and --pp plans are GPT's)");
+  DLF_CHECK(dtype == DType::f32, "dlf plan: ", c.model,
+            " plans in f32 (bf16 plans are GPT's until its family trains in bf16)");
+  const bool bert = models::model_family(c.model) == models::ModelFamily::bert;
+  const models::ReplicaPlan plan = models::plan_replica(
+      {.model = c.model,
+       .dp = c.devices,
+       .spec = device.spec,
+       .global_batch = c.batch > 0 ? c.batch : int64_t(c.devices) * c.micro_batch,
+       .seq = c.seq > 0 || !bert ? c.seq : kBertSequence,
+       .dtype = dtype});
+  std::printf("%s", (c.json ? models::to_json_line(plan) + "\n" : models::describe(plan)).c_str());
+}
+
+}  // namespace
 
 void run_plan(const PlanCommand& c) {
   const int64_t tp_pp = int64_t(c.tp) * c.pp;  // each at most 2^20: no overflow in 64 bits
@@ -20,18 +41,39 @@ void run_plan(const PlanCommand& c) {
   DLF_CHECK(device.type != DeviceType::cpu, "--device '", c.device,
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");
   DLF_CHECK(c.dtype == "f32" || c.dtype == "bf16", "--dtype is f32 or bf16, not '", c.dtype, "'");
-  const models::Plan plan = models::plan_gpt({.model = models::gpt_config(c.model),
-                                              .layout = {.dp = int(dp), .tp = c.tp, .pp = c.pp},
-                                              .spec = device.spec,
-                                              .global_batch = c.batch,
-                                              .micro_batch = c.micro_batch,
-                                              .seq = c.seq,
-                                              .dtype = c.dtype == "bf16" ? DType::bf16 : DType::f32,
-                                              .schedule = parse_schedule(c.schedule)});
+  const DType dtype = c.dtype == "bf16" ? DType::bf16 : DType::f32;
+  if (models::model_family(c.model) != models::ModelFamily::gpt) {
+    plan_data_parallel(c, device, dtype);
+    return;
+  }
+  models::PlanOptions options{.model = models::gpt_config(c.model),
+                              .layout = {.dp = int(dp), .tp = c.tp, .pp = c.pp},
+                              .spec = device.spec,
+                              .global_batch = c.batch,
+                              .micro_batch = c.micro_batch,
+                              .seq = c.seq,
+                              .dtype = dtype,
+                              .schedule = parse_schedule(c.schedule)};
+  const models::Plan plan = models::plan_gpt(options);
   if (c.json) {
     std::printf("%s\n", models::to_json_line(plan).c_str());
+    return;
+  }
+  std::printf("%s", models::describe(plan).c_str());
+  if (plan.fits) return;
+  // Say what would fit on these devices, if anything does.
+  options.global_batch = plan.options.global_batch;
+  const models::Plan best = models::rank_layouts(options, c.devices).front();
+  const parallel::Layout& l = best.options.layout;
+  if (best.fits) {
+    std::printf("  fits on %d devices: --tp %d --pp %d (dp %d, micro-batch %ld), peak %s\n",
+                c.devices, l.tp, l.pp, l.dp, long(best.options.micro_batch),
+                format_bytes(double(best.worst.peak_bytes)).c_str());
   } else {
-    std::printf("%s", models::describe(plan).c_str());
+    std::printf(
+        "  no dp x tp x pp layout of %d devices fits (the least: --tp %d --pp %d, peak "
+        "%s): more devices, or memory saving\n",
+        c.devices, l.tp, l.pp, format_bytes(double(best.worst.peak_bytes)).c_str());
   }
 }
 

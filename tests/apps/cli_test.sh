@@ -248,6 +248,18 @@ grep -q "parameters .* GiB, gradients .* GiB, optimizer state .* GiB, activation
   fail "plan memory by category: $out"
 grep -q "predicted .* tokens/s" <<<"$out" || fail "plan throughput: $out"
 "$dlf" plan --model gpt-small --devices 8 --tp 2 --pp 2 --json | grep -q '"bench":"plan"' || fail "plan --json"
+# every family plans data-parallel layouts from its own model; what does not fit says what would
+for m in bert-mini vit-tiny unet-tiny; do
+  out=$("$dlf" plan --model $m --devices 4) || fail "plan $m: $out"
+  grep -q "dp 4, f32" <<<"$out" && grep -q "fits" <<<"$out" || fail "plan $m: $out"
+done
+expect_error 1 plan --model vit-tiny --devices 4 --tp 2
+out=$("$dlf" plan --model gpt3-175b --devices 1024 --device sim:h100-80gb --batch 2048) ||
+  fail "plan gpt3-175b: $out"
+grep -q "if it fit: it does not" <<<"$out" && grep -q "fits on 1024 devices: --tp" <<<"$out" ||
+  fail "plan gpt3-175b on 1024, dp only: $out"
+out=$("$dlf" plan --model gpt3-175b --devices 64) || fail "plan gpt3-175b: $out"
+grep -q "no dp x tp x pp layout of 64 devices fits" <<<"$out" || fail "plan gpt3-175b on 64: $out"
 expect_error 1 plan --model gpt-small --devices 10 --tp 4
 expect_error 1 plan --model gpt-small --devices 8 --tp 8
 expect_error 1 plan --model gpt-small --devices 2 --device cpu

@@ -142,4 +142,50 @@ TEST_CASE("rank_layouts: every layout that divides the model, the fastest that f
                     {"no dp x tp x pp layout of 5 devices divides gpt-nano"});
 }
 
+TEST_CASE("plan_replica: every family's own model, its memory by category and its sim time") {
+  const SimSpec spec = sim_preset("a100-40gb");
+  const Device dev{DeviceType::sim, 12};
+  sim::configure(dev, spec);
+  for (const std::string name : {"gpt-nano", "bert-tiny", "vit-tiny", "unet-tiny"}) {
+    CAPTURE(name);
+    const models::ReplicaPlan p =
+        models::plan_replica({.model = name, .dp = 2, .spec = spec, .global_batch = 4, .seq = 32});
+    CHECK(p.fits);
+    CHECK(p.items_per_step == (p.unit == "tokens" ? 4 * 32 : 4));
+    CHECK(p.activation_bytes > 0);
+    CHECK(p.dp_allreduce_s > 0);
+    CHECK(p.step_s == doctest::Approx(p.forward_s + p.backward_s + p.dp_exposed_s + p.optimizer_s));
+    CHECK(p.mfu > 0);
+    CHECK(p.mfu < 1);
+    const int64_t n = p.parameters;
+    CHECK(p.memory[static_cast<int>(MemoryCategory::parameters)] == 4 * n);
+    CHECK(p.memory[static_cast<int>(MemoryCategory::optimizer_state)] == 8 * n);
+    if (name == "vit-tiny") {
+      // The same model's step on a real sim device takes the plan's time: the same ops.
+      manual_seed(1);
+      models::VisionTransformer model(models::vit_config(name));
+      model.to(dev);
+      const Tensor x = zeros({2, 1, 28, 28}, {.device = dev});
+      const Tensor y = zeros({2}, {.dtype = DType::i64, .device = dev});
+      sim::reset(dev);
+      model.loss(x, y).backward();
+      CHECK(p.forward_s + p.backward_s == doctest::Approx(sim::timeline(dev).now()));
+      CHECK(n == model.num_parameters());
+    }
+  }
+}
+
+TEST_CASE("plan_replica agrees with the GPT planner on a data-parallel layout") {
+  const PlanOptions o = options("gpt-mini", {.dp = 2}, 4);
+  const models::Plan gpt = models::plan_gpt(o);
+  const models::ReplicaPlan any = models::plan_replica(
+      {.model = "gpt-mini", .dp = 2, .spec = o.spec, .global_batch = 4, .seq = 64});
+  CHECK(any.parameters == gpt.parameters);
+  CHECK(any.peak_bytes == doctest::Approx(double(gpt.worst.peak_bytes)).epsilon(0.05));
+  CHECK(any.forward_s + any.backward_s ==
+        doctest::Approx(gpt.worst.forward_s + gpt.worst.backward_s).epsilon(0.1));
+  CHECK(any.dp_allreduce_s == doctest::Approx(gpt.dp_allreduce_s));
+  CHECK(any.items_per_s == doctest::Approx(gpt.tokens_per_s).epsilon(0.1));
+}
+
 }  // namespace dlf

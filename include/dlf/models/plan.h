@@ -41,6 +41,7 @@ struct StagePlan {
   int64_t parameters = 0;
   BytesByCategory memory{};  ///< at the device's peak
   int64_t peak_bytes = 0;
+  bool peak_at_update = false;   ///< the peak is in the optimizer step, not forward + backward
   int64_t activation_bytes = 0;  ///< of one micro-batch
   int in_flight = 1;             ///< micro-batches whose activations are held at once
   double forward_s = 0, backward_s = 0, tp_comm_s = 0, optimizer_s = 0;  ///< per micro-batch
@@ -73,5 +74,38 @@ std::vector<Plan> rank_layouts(const PlanOptions& options, int devices);
 std::string describe(const Plan& plan);
 /// One `plan` JSON line (bench/ and shared/BENCH.md style).
 std::string to_json_line(const Plan& plan);
+
+/// A data-parallel layout of any registered model (GPT, BERT, ViT, UNet), planned from the
+/// model itself: one replica is built on a meta device (no memory, no initialisation) and runs
+/// its family's training loss, backward and AdamW step there, so memory by category, op times
+/// and FLOPs come from the real model's ops; DDP's gradient allreduce is priced over dp.
+struct ReplicaPlanOptions {
+  std::string model;  ///< a registered name
+  int dp = 1;
+  SimSpec spec;
+  int64_t global_batch = 0;  ///< sequences or images per step; 0: one per device
+  int64_t seq = 0;           ///< GPT and BERT: tokens per sequence; 0: the model's context
+  DType dtype = DType::f32;
+};
+
+struct ReplicaPlan {
+  ReplicaPlanOptions options;
+  int64_t parameters = 0;
+  std::string unit;  ///< what the batch counts: "tokens", "images"
+  double items_per_step = 0;
+  BytesByCategory memory{};  ///< per device, at its peak
+  int64_t peak_bytes = 0;
+  int64_t activation_bytes = 0;  ///< held at the end of the forward pass
+  double forward_s = 0, backward_s = 0, optimizer_s = 0, dp_allreduce_s = 0, dp_exposed_s = 0;
+  double step_s = 0, items_per_s = 0, mfu = 0;
+  bool fits = true;
+};
+
+ReplicaPlan plan_replica(const ReplicaPlanOptions& options);
+std::string describe(const ReplicaPlan& plan);
+std::string to_json_line(const ReplicaPlan& plan);
+
+/// "1.2M", "124.4M", "175.0B": a parameter count for people.
+std::string format_count(double count);
 
 }  // namespace dlf::models

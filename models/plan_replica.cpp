@@ -1,0 +1,230 @@
+#include <dlf/core/factory.h>
+#include <dlf/core/op_profile.h>
+#include <dlf/json_line.h>
+#include <dlf/models/ddpm.h>
+#include <dlf/models/plan.h>
+#include <dlf/models/registry.h>
+#include <dlf/nn/optim/optimizer.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <sstream>
+
+#include "plan_common.h"
+
+namespace dlf::models {
+namespace {
+
+// One replica of a family: its module and its training loss on a batch of the plan device.
+struct Replica {
+  std::shared_ptr<nn::Module> module;
+  std::function<Tensor()> loss;
+  std::string unit;
+  double items = 0;  // per replica per step
+};
+
+// BERT's masking rate; which positions are masked does not change the plan, only how many.
+constexpr int64_t kMaskEvery = 7;  // 1 in 7 ≈ 15 %
+
+Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
+  const Device d = kPlanDevice;
+  DefaultDeviceGuard on_plan_device(d);
+  MemoryScope parameters(MemoryCategory::parameters);
+  auto input = [&](const Shape& shape, DType dtype) {
+    MemoryScope scope(MemoryCategory::activations);
+    return Tensor::empty(shape, dtype, d);
+  };
+  switch (model_family(o.model)) {
+    case ModelFamily::gpt: {
+      GPTConfig c = gpt_config(o.model);
+      c.dtype = o.dtype;
+      const int64_t seq = o.seq > 0 ? o.seq : c.context;
+      DLF_CHECK(seq <= c.context, "plan: --seq ", seq, " is longer than ", o.model, "'s context ",
+                c.context);
+      auto m = std::make_shared<GPT>(c);
+      const Tensor x = input({batch, seq}, DType::i64), y = input({batch, seq}, DType::i64);
+      return {m, [m, x, y] { return m->loss(x, y); }, "tokens", double(batch * seq)};
+    }
+    case ModelFamily::bert: {
+      BertConfig c = bert_config(o.model);
+      c.dtype = o.dtype;
+      const int64_t seq = o.seq > 0 ? o.seq : c.max_positions;
+      DLF_CHECK(seq <= c.max_positions, "plan: --seq ", seq, " is longer than ", o.model, "'s ",
+                c.max_positions, " positions");
+      auto m = std::make_shared<BertForMaskedLM>(c);
+      // The labels' values choose the positions the head runs on: they live on the host.
+      std::vector<int64_t> labels(size_t(batch * seq), -100);
+      for (size_t i = 0; i < labels.size(); i += kMaskEvery) labels[i] = 0;
+      const Tensor x = input({batch, seq}, DType::i64);
+      const Tensor y = from_vector(labels, {batch, seq});
+      return {m, [m, x, y] { return m->loss(x, y); }, "tokens", double(batch * seq)};
+    }
+    case ModelFamily::vit: {
+      ViTConfig c = vit_config(o.model);
+      c.dtype = o.dtype;
+      auto m = std::make_shared<VisionTransformer>(c);
+      const Tensor x = input({batch, c.channels, c.image, c.image}, o.dtype);
+      const Tensor y = input({batch}, DType::i64);
+      return {m, [m, x, y] { return m->loss(x, y); }, "images", double(batch)};
+    }
+    case ModelFamily::unet: {
+      UNetConfig c = unet_config(o.model);
+      c.dtype = o.dtype;
+      auto m = std::make_shared<UNet>(c);
+      const Shape shape{batch, c.channels, c.image, c.image};
+      const Tensor x0 = input(shape, o.dtype), noise = input(shape, o.dtype);
+      const Tensor t = zeros({batch}, {.dtype = DType::i64, .device = kCPU});  // read on host
+      return {m, [m, x0, noise, t] { return DDPM().loss(*m, x0, noise, t); }, "images",
+              double(batch)};
+    }
+  }
+  throw Error("plan: unknown model family");
+}
+
+int64_t category(const BytesByCategory& bytes, MemoryCategory c) {
+  return bytes[static_cast<int>(c)];
+}
+
+}  // namespace
+
+std::string format_count(double count) {
+  char text[32];
+  if (count >= 1e9) {
+    std::snprintf(text, sizeof text, "%.1fB", count / 1e9);
+  } else if (count >= 1e6) {
+    std::snprintf(text, sizeof text, "%.1fM", count / 1e6);
+  } else if (count >= 1e3) {
+    std::snprintf(text, sizeof text, "%.1fK", count / 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%.0f", count);
+  }
+  return text;
+}
+
+ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
+  ReplicaPlan plan;
+  plan.options = options;
+  ReplicaPlanOptions& o = plan.options;
+  DLF_CHECK(o.dp > 0, "plan: dp must be positive");
+  if (o.global_batch == 0) o.global_batch = o.dp;
+  DLF_CHECK(o.global_batch % o.dp == 0, "plan: the global batch ", o.global_batch,
+            " does not split over dp ", o.dp);
+  const int64_t batch = o.global_batch / o.dp;
+
+  reset_plan_device(o.spec);
+  Allocator& memory = allocator_for(kPlanDevice);
+  sim::Timeline& clock = sim::timeline(kPlanDevice);
+  Replica replica = build_replica(o, batch);
+  const nn::NamedTensors params = replica.module->named_parameters();
+  for (const auto& [name, p] : params) plan.parameters += p.numel();
+
+  memory.reset_peak();
+  OpProfile work;  // the FLOPs of forward and backward, for MFU
+  double t = clock.now();
+  Tensor loss;
+  {
+    MemoryScope scope(MemoryCategory::activations);
+    loss = replica.loss();
+  }
+  plan.forward_s = clock.now() - t;
+  plan.activation_bytes = category(memory.stats().live_by, MemoryCategory::activations);
+  t = clock.now();
+  loss.backward();
+  plan.backward_s = clock.now() - t;
+  loss = Tensor();
+  const double flops = work.outermost().flops;
+  MemoryStats step = memory.stats();
+  const int64_t grad_bytes = category(step.live_by, MemoryCategory::gradients);
+
+  memory.reset_peak();
+  t = clock.now();
+  std::vector<Tensor> tensors;
+  for (const auto& [name, p] : params) tensors.push_back(p);
+  nn::optim::AdamW opt(tensors, {.lr = 1e-4, .weight_decay = 0.1});
+  opt.step();
+  plan.optimizer_s = clock.now() - t;
+  const MemoryStats update = memory.stats();
+  const int64_t optimizer_bytes = category(update.live_by, MemoryCategory::optimizer_state);
+
+  // Forward and backward run with the optimizer state resident from the step before.
+  const int64_t step_peak = step.peak_bytes + optimizer_bytes;
+  if (step_peak >= update.peak_bytes) {
+    plan.peak_bytes = step_peak;
+    plan.memory = step.at_peak_by;
+    plan.memory[static_cast<int>(MemoryCategory::optimizer_state)] += optimizer_bytes;
+  } else {
+    plan.peak_bytes = update.peak_bytes;
+    plan.memory = update.at_peak_by;
+  }
+
+  std::vector<int> dp_group;
+  for (int i = 0; i < o.dp; ++i) dp_group.push_back(i);
+  plan.dp_allreduce_s = o.dp > 1 ? sim::collective_seconds(o.spec, sim::Collective::allreduce,
+                                                           double(grad_bytes), dp_group)
+                                 : 0;
+  plan.dp_exposed_s = std::max(0.0, plan.dp_allreduce_s - plan.backward_s);  // DDP's overlap
+  plan.step_s = plan.forward_s + plan.backward_s + plan.dp_exposed_s + plan.optimizer_s;
+  plan.unit = replica.unit;
+  plan.items_per_step = replica.items * o.dp;
+  plan.items_per_s = plan.items_per_step / plan.step_s;
+  plan.mfu = flops / (plan.step_s * o.spec.peak_flops(math_precision(o.dtype)));
+  plan.fits = o.spec.memory_bytes == 0 || plan.peak_bytes <= o.spec.memory_bytes;
+  return plan;
+}
+
+std::string describe(const ReplicaPlan& p) {
+  const ReplicaPlanOptions& o = p.options;
+  std::ostringstream os;
+  char line[512];
+  std::snprintf(line, sizeof line, "%s (%s parameters) on %d x %s: dp %d, %s\n", o.model.c_str(),
+                format_count(double(p.parameters)).c_str(), o.dp, o.spec.name.c_str(), o.dp,
+                dtype_name(o.dtype));
+  os << line;
+  std::snprintf(line, sizeof line, "  batch %ld (%.0f %s), %ld per device\n", long(o.global_batch),
+                p.items_per_step, p.unit.c_str(), long(o.global_batch / o.dp));
+  os << line;
+  std::snprintf(
+      line, sizeof line, "  per device: peak %s of %s — %s\n",
+      format_bytes(double(p.peak_bytes)).c_str(),
+      o.spec.memory_bytes > 0 ? format_bytes(double(o.spec.memory_bytes)).c_str() : "unlimited",
+      p.fits ? "fits" : "DOES NOT FIT");
+  os << line;
+  os << "    at its peak: " << format_by_category(p.memory) << "\n";
+  os << "    activations at the end of forward " << format_bytes(double(p.activation_bytes))
+     << "\n";
+  std::snprintf(line, sizeof line,
+                "  step: %.4f s = forward %.2f ms + backward %.2f ms + dp allreduce %.2f ms "
+                "exposed (of %.2f) + optimizer %.2f ms\n",
+                p.step_s, p.forward_s * 1e3, p.backward_s * 1e3, p.dp_exposed_s * 1e3,
+                p.dp_allreduce_s * 1e3, p.optimizer_s * 1e3);
+  os << line;
+  std::snprintf(line, sizeof line, "  %s %.0f %s/s, MFU %.1f %%%s\n",
+                p.fits ? "predicted" : "it would run at", p.items_per_s, p.unit.c_str(),
+                100 * p.mfu, p.fits ? "" : " — if it fit: it does not");
+  os << line;
+  return os.str();
+}
+
+std::string to_json_line(const ReplicaPlan& p) {
+  const ReplicaPlanOptions& o = p.options;
+  JsonLine line;
+  line.add("bench", "plan")
+      .add("case", o.model + " dp" + std::to_string(o.dp))
+      .add("impl", "sim")
+      .add("threads", 1)
+      .add("metric", "step_time")
+      .add("value", p.step_s)
+      .add("unit", "s")
+      .add("device", o.spec.name)
+      .add("devices", o.dp)
+      .add(p.unit + "_per_s", p.items_per_s)
+      .add("mfu", p.mfu)
+      .add("peak_bytes", double(p.peak_bytes))
+      .add("fits", p.fits);
+  add_memory_fields(line, p.memory);
+  return line.str();
+}
+
+}  // namespace dlf::models
