@@ -73,11 +73,16 @@ Tensor GPT::forward(const Tensor& idx) const {
   return linear(trunk(idx), transformer->wte->weight);
 }
 
-Tensor GPT::loss(const Tensor& idx, const Tensor& targets) const {
+GPT::Output GPT::forward(const Tensor& idx, const Tensor& targets) const {
   DLF_CHECK(targets.shape() == idx.shape(), "GPT: targets ", shape_str(targets.shape()),
             " do not match the tokens ", shape_str(idx.shape()));
-  const Tensor logits = forward(idx);
-  return cross_entropy(logits.view({-1, config_.vocab}), targets.reshape({-1}));
+  Tensor logits = forward(idx);
+  Tensor loss = cross_entropy(logits.view({-1, config_.vocab}), targets.reshape({-1}));
+  return {std::move(logits), std::move(loss)};
+}
+
+Tensor GPT::loss(const Tensor& idx, const Tensor& targets) const {
+  return forward(idx, targets).loss;
 }
 
 Tensor GPT::generate(const Tensor& idx, int64_t tokens, double temperature, int64_t top_k,

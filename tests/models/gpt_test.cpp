@@ -76,6 +76,18 @@ TEST_CASE("GPT: registry errors, forward shapes, loss at init, causality") {
   CHECK(max(abs(after.slice(1, 10, 11) - logits.slice(1, 10, 11))).item<double>() > 0);
 }
 
+TEST_CASE("GPT: forward(idx, targets) gives the logits and the loss from one pass") {
+  manual_seed(6);
+  models::GPT gpt(models::gpt_config("gpt-nano"));
+  const Tensor idx = randint(0, 256, {2, 16}), targets = randint(0, 256, {2, 16});
+  OpProfile ops;
+  const auto [logits, loss] = gpt.forward(idx, targets);
+  CHECK(ops.rows().at("linear").calls == 2 * 4 + 1);  // 4 per block, the head once
+  CHECK(logits.to_vector<float>() == gpt.forward(idx).to_vector<float>());
+  CHECK(loss.item<double>() == gpt.loss(idx, targets).item<double>());
+  check_close(loss, cross_entropy(logits.view({32, 256}), targets.view({32})), 0, 0);
+}
+
 TEST_CASE("GPT: gradients of every parameter match finite differences (tiny f64 model)") {
   manual_seed(6);
   models::GPT gpt({.name = "tiny",

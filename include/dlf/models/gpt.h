@@ -45,7 +45,13 @@ class GPT : public nn::Module {
 
   /// Token ids [B, T] (T <= context) -> logits [B, T, vocab].
   Tensor forward(const Tensor& idx) const;
-  /// Mean next-token cross-entropy of forward(idx) against targets [B, T].
+  /// nanoGPT's forward(idx, targets): the logits [B, T, vocab] and their mean next-token
+  /// cross-entropy against targets [B, T], from one pass.
+  struct Output {
+    Tensor logits, loss;
+  };
+  Output forward(const Tensor& idx, const Tensor& targets) const;
+  /// forward(idx, targets).loss.
   Tensor loss(const Tensor& idx, const Tensor& targets) const;
   /// Appends `tokens` sampled ids to idx [B, T0] (cropped to the context as it grows), without
   /// autograd. temperature 0 takes the most likely token; top_k > 0 keeps the k likeliest.
