@@ -175,4 +175,15 @@ Checkpoint load_checkpoint(const std::string& dir) {
 
 void restore_module(Module& module, const Checkpoint& ckpt) { module.load_state_dict(ckpt.model); }
 
+NamedTensors read_hdf5_tensors(const std::string& path) {
+  const h5::Reader file(path);
+  NamedTensors tensors;
+  for (const std::string& name : file.dataset_paths()) {
+    std::string dotted = name;
+    std::replace(dotted.begin(), dotted.end(), '/', '.');
+    tensors.emplace_back(dotted, file.read_any_tensor(name));
+  }
+  return tensors;
+}
+
 }  // namespace dlf::nn

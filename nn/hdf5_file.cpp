@@ -353,4 +353,35 @@ Tensor Reader::read_tensor(hid_t group, const std::string& name, const std::stri
   return t;
 }
 
+std::vector<std::string> Reader::dataset_paths() const {
+  std::vector<std::string> paths;
+  auto visit = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+    if (info->type == H5O_TYPE_DATASET)
+      static_cast<std::vector<std::string>*>(data)->push_back(name);
+    return 0;
+  };
+  check(H5Ovisit2(root(), H5_INDEX_NAME, H5_ITER_INC, visit, &paths, H5O_INFO_BASIC),
+        path_ + ": listing its datasets");
+  return paths;
+}
+
+Tensor Reader::read_any_tensor(const std::string& name) const {
+  const std::string what = path_ + ": dataset '" + name + "'";
+  Handle ds(checked_id(H5Dopen2(root(), name.c_str(), H5P_DEFAULT), what), H5Dclose, what);
+  Handle type(checked_id(H5Dget_type(ds.id()), what), H5Tclose, what);
+  const H5T_class_t kind = H5Tget_class(type.id());
+  DLF_CHECK(kind == H5T_FLOAT || kind == H5T_INTEGER, what,
+            " holds neither floats nor integers (strings, compounds and enums such as h5py's "
+            "bool are not tensors)");
+  const DType dtype = kind == H5T_INTEGER           ? DType::i64
+                      : H5Tget_size(type.id()) <= 4 ? DType::f32
+                                                    : DType::f64;
+  Handle space(checked_id(H5Dget_space(ds.id()), what), H5Sclose, what);
+  const Extent e = extent_of(space.id(), what);
+  Tensor t = Tensor::empty(Shape(e.dims.begin(), e.dims.end()), dtype, kCPU);
+  if (t.numel() > 0)
+    check(H5Dread(ds.id(), stored_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()), what);
+  return t;
+}
+
 }  // namespace dlf::nn::h5

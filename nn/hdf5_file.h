@@ -86,6 +86,11 @@ class Reader {
   std::string read_bytes(hid_t where, const std::string& name, size_t max_bytes) const;
   /// A tensor written by Writer::write_tensor. `label` names it in errors.
   Tensor read_tensor(hid_t group, const std::string& name, const std::string& label) const;
+  /// The path of every dataset in the file ("a/b/c"), each object once, in name order.
+  std::vector<std::string> dataset_paths() const;
+  /// A dataset of any writer (h5py, say) at `path`: floats as f32 (up to 4 bytes) or f64,
+  /// integers as i64 (HDF5 converts); any other type is a dlf::Error naming it.
+  Tensor read_any_tensor(const std::string& path) const;
 
  private:
   std::string path_;

@@ -23,6 +23,11 @@ void save_checkpoint(const std::string& dir, const Checkpoint& checkpoint);
 /// not a dlf checkpoint, truncated or corrupt, and which tensor could not be read).
 Checkpoint load_checkpoint(const std::string& dir);
 bool checkpoint_exists(const std::string& dir);
+/// Every dataset of a plain HDF5 file (h5py's, say) as a tensor, named by its path with '.'
+/// for '/' ("transformer/h/0/ln_1/weight" -> "transformer.h.0.ln_1.weight"), in name order:
+/// floats as f32 (f64 if stored so), integers as i64. For weights from elsewhere; a dlf
+/// checkpoint is read (and verified) by load_checkpoint.
+NamedTensors read_hdf5_tensors(const std::string& path);
 /// Loads the checkpoint's model tensors into `module`: a missing or unexpected name or a wrong
 /// shape is a dlf::Error naming the tensor, and then nothing in the module has changed.
 void restore_module(Module& module, const Checkpoint& checkpoint);
