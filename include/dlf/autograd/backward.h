@@ -20,19 +20,19 @@ class BackwardContext {
   const Attrs& attrs() const { return attrs_; }
   /// Gradient of output i; zeros if none arrived.
   Tensor grad(int i = 0) const;
-  bool has_grad(int i) const { return grads_[i].defined(); }
+  bool has_grad(int i) const { return grads_[size_t(i)].defined(); }
   /// A saved input or output (listed in BackwardDef::save_inputs / save_outputs).
   const Tensor& input(int i) const;
   /// Whether input i was saved and defined (an optional input such as a bias may be absent).
-  bool has_input(int i) const { return inputs_[i].defined(); }
+  bool has_input(int i) const { return inputs_[size_t(i)].defined(); }
   const Tensor& output(int i) const;
-  const TensorMeta& input_meta(int i) const { return input_metas_[i]; }
+  const TensorMeta& input_meta(int i) const { return input_metas_[size_t(i)]; }
   int num_inputs() const { return static_cast<int>(input_metas_.size()); }
   /// The device of the op's outputs, and of input i.
   Device device() const { return device_; }
-  Device input_device(int i) const { return input_devices_[i]; }
+  Device input_device(int i) const { return input_devices_[size_t(i)]; }
   /// Whether input i needs a gradient; the formula may skip the others.
-  bool needs_grad(int i) const { return needs_grad_[i]; }
+  bool needs_grad(int i) const { return needs_grad_[size_t(i)]; }
 
  private:
   const Attrs& attrs_;

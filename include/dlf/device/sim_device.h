@@ -26,7 +26,7 @@ struct Event {
 /// A device's virtual clock, in seconds: each stream runs its tasks in order.
 class Timeline {
  public:
-  double now(Stream stream) const { return now_[static_cast<int>(stream)]; }
+  double now(Stream stream) const { return now_[static_cast<size_t>(stream)]; }
   double now() const { return std::max(now_[0], now_[1]); }
   /// Runs a task of `seconds` on `stream`, starting no earlier than `not_before`; returns its
   /// start time.

@@ -8,12 +8,12 @@ namespace dlf::nn {
 /// Weight [out, in/groups, kh, kw]; PyTorch's default init (uniform in ±1/sqrt(fan_in)).
 class Conv2d : public Module {
  public:
-  Conv2d(int64_t in, int64_t out, Pair kernel, Conv2dOptions options = {}, bool bias = true,
+  Conv2d(int64_t in, int64_t out, Pair kernel, Conv2dOptions conv = {}, bool with_bias = true,
          DType dtype = DType::f32);
   /// A square kernel: Conv2d(1, 8, 3).
-  Conv2d(int64_t in, int64_t out, int64_t kernel, Conv2dOptions options = {}, bool bias = true,
+  Conv2d(int64_t in, int64_t out, int64_t kernel, Conv2dOptions conv = {}, bool with_bias = true,
          DType dtype = DType::f32)
-      : Conv2d(in, out, Pair{kernel, kernel}, options, bias, dtype) {}
+      : Conv2d(in, out, Pair{kernel, kernel}, conv, with_bias, dtype) {}
   Tensor forward(const Tensor& x) const;
   std::string extra_repr() const override;
 
