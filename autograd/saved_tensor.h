@@ -7,22 +7,28 @@
 
 namespace dlf::autograd {
 
+class RecomputeRegion;
+
 class SavedTensor {
  public:
   SavedTensor() = default;
   /// An op's own output is kept without its autograd link (which points back at the node
   /// that saves it, a cycle); unpack() restores the link.
   SavedTensor(const Tensor& t, bool is_output);
+  /// Inside a checkpointed forward the tensor is not kept: a slot of the region stands for it.
   /// The saved tensor; a dlf::Error if it was released or changed in place since.
   Tensor unpack(const std::shared_ptr<Node>& owner, const std::string& op) const;
   void release() {
     data_ = Tensor();
+    region_.reset();
     released_ = true;
   }
-  bool defined() const { return data_.defined() || released_; }
+  bool defined() const { return data_.defined() || region_ || released_; }
 
  private:
   Tensor data_;
+  std::shared_ptr<RecomputeRegion> region_;
+  int slot_ = 0;
   bool is_output_ = false;
   bool released_ = false;
   int output_nr_ = 0;

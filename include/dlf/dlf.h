@@ -2,6 +2,7 @@
 #pragma once
 
 #include <dlf/autograd/anomaly.h>
+#include <dlf/autograd/checkpoint.h>
 #include <dlf/autograd/backward.h>
 #include <dlf/autograd/function.h>
 #include <dlf/autograd/grad_mode.h>

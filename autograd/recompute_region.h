@@ -1,0 +1,42 @@
+// The bookkeeping of activation recompute (checkpoint.h): a region of the forward pass whose
+// saved tensors are slots, filled by running the region again when backward first needs one.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include <dlf/autograd/checkpoint.h>
+
+namespace dlf::autograd {
+
+class RecomputeRegion : public std::enable_shared_from_this<RecomputeRegion> {
+ public:
+  RecomputeRegion(CheckpointFn fn, const std::vector<Tensor>& inputs);
+
+  /// The region whose forward this thread is recording, or null.
+  static std::shared_ptr<RecomputeRegion> recording();
+  /// Whether this thread is inside a checkpointed forward or a recompute.
+  static bool active();
+  /// During a recompute: keeps `t` as the next slot's tensor and returns true; else false.
+  static bool capture(const Tensor& t);
+
+  /// Runs the forward, making this the recording region for its duration.
+  std::vector<Tensor> record(const std::vector<Tensor>& inputs);
+  /// A new slot for a tensor the recorded forward saves.
+  int add_slot();
+  /// The tensor of `slot`, recomputing the region if it is not there; handed over (each is
+  /// freed once backward has used it).
+  Tensor take(int slot);
+
+ private:
+  void recompute();
+
+  CheckpointFn fn_;
+  std::vector<Tensor> inputs_;  // detached aliases
+  std::vector<bool> requires_grad_;
+  std::vector<uint64_t> versions_;
+  uint64_t seed_, offset_;  // the default generator's state when the forward began
+  std::vector<Tensor> slots_;
+  size_t captured_ = 0;
+};
+
+}  // namespace dlf::autograd
