@@ -151,8 +151,12 @@ BertLayer::BertLayer(const BertConfig& c)
       output(register_module("output", std::make_shared<BertResidualNorm>(c.ffn, c))) {}
 
 Tensor BertLayer::forward(const Tensor& x) const {
-  const Tensor a = attention->forward(x);
-  return output->forward(intermediate->forward(a), a);
+  return maybe_recompute(
+      [this](const std::vector<Tensor>& in) {
+        const Tensor a = attention->forward(in[0]);
+        return output->forward(intermediate->forward(a), a);
+      },
+      {x});
 }
 
 BertEncoder::BertEncoder(const BertConfig& c)

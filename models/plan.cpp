@@ -1,3 +1,4 @@
+#include <dlf/autograd/checkpoint.h>
 #include <dlf/core/op.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/linalg.h>
@@ -36,6 +37,7 @@ struct StageShape {
   int layers;
   int64_t batch, seq;
   DType dtype;
+  bool recompute;
 };
 
 struct StageRun {
@@ -107,7 +109,12 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
       input.requires_grad_();
       out = input;
     }
-    for (const BlockShard& b : blocks) out = block_forward(out, b, heads, head_dim);
+    for (const BlockShard& b : blocks) {
+      const auto block = [&b, heads, head_dim](const Tensor& x) {
+        return block_forward(x, b, heads, head_dim);
+      };
+      out = s.recompute ? autograd::checkpoint(block, out) : block(out);
+    }
     if (s.last) {
       // The loss in f32 whatever the compute dtype, as mixed-precision training does.
       const Tensor logits = linear(layer_norm(out, {C}, lnf_w, lnf_b), wte).to(DType::f32);
@@ -187,7 +194,8 @@ Plan plan_gpt(const PlanOptions& options) {
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
     const auto [begin, end] = stage_blocks[stage];
-    const StageShape shape{c, l.tp, first, last, int(end - begin), o.micro_batch, o.seq, o.dtype};
+    const StageShape shape{c,     l.tp,    first,      last, int(end - begin), o.micro_batch,
+                           o.seq, o.dtype, o.recompute};
     const auto key = std::make_tuple(first, last, shape.layers);
     if (!runs.contains(key)) runs.emplace(key, run_stage(shape, o.spec));
     const StageRun& run = runs.at(key);
@@ -285,10 +293,11 @@ std::string describe(const Plan& p) {
   const StagePlan& w = p.worst;
   std::ostringstream os;
   char line[512];
-  std::snprintf(line, sizeof line, "%s (%s parameters) on %d x %s: dp %d x tp %d x pp %d, %s, %s\n",
-                o.model.name.c_str(), format_count(double(p.parameters)).c_str(),
-                o.layout.devices(), o.spec.name.c_str(), o.layout.dp, o.layout.tp, o.layout.pp,
-                dtype_name(o.dtype), o.schedule == PipelineSchedule::gpipe ? "GPipe" : "1F1B");
+  std::snprintf(
+      line, sizeof line, "%s (%s parameters) on %d x %s: dp %d x tp %d x pp %d, %s, %s%s\n",
+      o.model.name.c_str(), format_count(double(p.parameters)).c_str(), o.layout.devices(),
+      o.spec.name.c_str(), o.layout.dp, o.layout.tp, o.layout.pp, dtype_name(o.dtype),
+      o.schedule == PipelineSchedule::gpipe ? "GPipe" : "1F1B", o.recompute ? ", recompute" : "");
   os << line;
   std::snprintf(line, sizeof line,
                 "  batch %ld sequences x %ld tokens; micro-batch %ld, %ld per pipeline\n",

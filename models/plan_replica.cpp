@@ -117,16 +117,19 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
   Allocator& memory = allocator_for(kPlanDevice);
   sim::Timeline& clock = sim::timeline(kPlanDevice);
   Replica replica = build_replica(o, batch);
+  replica.module->recompute(o.recompute);
   const nn::NamedTensors params = replica.module->named_parameters();
   for (const auto& [name, p] : params) plan.parameters += p.numel();
 
   memory.reset_peak();
-  OpProfile work;  // the FLOPs of forward and backward, for MFU
   double t = clock.now();
   Tensor loss;
+  double forward_flops = 0;
   {
     MemoryScope scope(MemoryCategory::activations);
+    OpProfile forward;
     loss = replica.loss();
+    forward_flops = forward.outermost().flops;
   }
   plan.forward_s = clock.now() - t;
   plan.activation_bytes = category(memory.stats().live_by, MemoryCategory::activations);
@@ -134,7 +137,9 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
   loss.backward();
   plan.backward_s = clock.now() - t;
   loss = Tensor();
-  const double flops = work.outermost().flops;
+  // The model's FLOPs, as MFU counts them: backward twice the forward (PaLM's 6N = 2N + 4N),
+  // whatever a recompute adds.
+  const double flops = 3 * forward_flops;
   MemoryStats step = memory.stats();
   const int64_t grad_bytes = category(step.live_by, MemoryCategory::gradients);
 
@@ -178,9 +183,9 @@ std::string describe(const ReplicaPlan& p) {
   const ReplicaPlanOptions& o = p.options;
   std::ostringstream os;
   char line[512];
-  std::snprintf(line, sizeof line, "%s (%s parameters) on %d x %s: dp %d, %s\n", o.model.c_str(),
+  std::snprintf(line, sizeof line, "%s (%s parameters) on %d x %s: dp %d, %s%s\n", o.model.c_str(),
                 format_count(double(p.parameters)).c_str(), o.dp, o.spec.name.c_str(), o.dp,
-                dtype_name(o.dtype));
+                dtype_name(o.dtype), o.recompute ? ", recompute" : "");
   os << line;
   std::snprintf(line, sizeof line, "  batch %ld (%.0f %s), %ld per device\n", long(o.global_batch),
                 p.items_per_step, p.unit.c_str(), long(o.global_batch / o.dp));

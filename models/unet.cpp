@@ -79,11 +79,16 @@ ResnetBlock::ResnetBlock(int64_t in, int64_t out, const UNetConfig& c) {
 }
 
 Tensor ResnetBlock::forward(const Tensor& x, const Tensor& temb_silu) const {
-  Tensor h = conv1->forward(silu(norm1->forward(x)));
-  const Tensor proj = time_emb_proj->forward(temb_silu);
-  h = h + proj.view({proj.size(0), proj.size(1), 1, 1});
-  h = conv2->forward(silu(norm2->forward(h)));
-  return (conv_shortcut ? conv_shortcut->forward(x) : x) + h;
+  return maybe_recompute(
+      [this](const std::vector<Tensor>& in) {
+        const Tensor &x = in[0], &temb = in[1];
+        Tensor h = conv1->forward(silu(norm1->forward(x)));
+        const Tensor proj = time_emb_proj->forward(temb);
+        h = h + proj.view({proj.size(0), proj.size(1), 1, 1});
+        h = conv2->forward(silu(norm2->forward(h)));
+        return (conv_shortcut ? conv_shortcut->forward(x) : x) + h;
+      },
+      {x, temb_silu});
 }
 
 SpatialAttention::SpatialAttention(int64_t channels, const UNetConfig& c)

@@ -1,3 +1,4 @@
+#include <dlf/autograd/checkpoint.h>
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/nn/module.h>
 
@@ -184,6 +185,18 @@ void Module::to(DType dtype) {
   for (auto& [name, t] : named_buffers()) {
     if (is_floating(t.dtype())) t.set_data(t.to(dtype));
   }
+}
+
+void Module::recompute(bool on) {
+  recompute_ = on;
+  for (auto& [name, child] : children_) child->recompute(on);
+}
+
+Tensor Module::maybe_recompute(const std::function<Tensor(const std::vector<Tensor>&)>& body,
+                               const std::vector<Tensor>& inputs) const {
+  if (!recompute_) return body(inputs);
+  return autograd::checkpoint(
+      [body](const std::vector<Tensor>& in) { return std::vector<Tensor>{body(in)}; }, inputs)[0];
 }
 
 void Module::zero_grad() {

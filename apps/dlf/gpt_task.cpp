@@ -28,7 +28,9 @@ class GPTTask final : public RankTask {
             [this](int64_t step) {
               return mine(data_.sample(nn::data::Split::train, step, run_.batch, seq_, run_.seed));
             },
-            s.first_step) {}
+            s.first_step) {
+    gpt_.module().recompute(s.recompute);
+  }
 
   nn::NamedTensors named_parameters() const override { return gpt_.module().named_parameters(); }
   double forward_backward() override {

@@ -111,6 +111,11 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
   cmd->add_flag("--zero", o.zero,
                 "shard the optimizer state over the data-parallel ranks (ZeRO stage 1): 1/N of the "
                 "state and of the update per rank");
+  cmd->add_option("--recompute", o.recompute,
+                  "activation recompute: none, or full (each block keeps only its input for "
+                  "backward and runs again there: less memory, a third more compute)")
+      ->check(CLI::IsMember({"none", "full"}))
+      ->capture_default_str();
   cmd->add_option("--bucket-mb", o.bucket_mb, "size of the gradient buckets allreduced together")
       ->check(whole(1, 1 << 20))
       ->capture_default_str();
@@ -191,6 +196,9 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
       ->check(whole(1, kMaxBatch));
   cmd->add_option("--dtype", o.dtype, "f32 or bf16")->capture_default_str();
   cmd->add_option("--schedule", o.schedule, "pipeline schedule: 1f1b or gpipe")
+      ->capture_default_str();
+  cmd->add_option("--recompute", o.recompute, "activation recompute: none or full (every block)")
+      ->check(CLI::IsMember({"none", "full"}))
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }

@@ -12,6 +12,7 @@ struct PlanCommand {
   int64_t batch = 0, micro_batch = 1, seq = 0;
   std::string dtype = "f32";
   std::string schedule = "1f1b";
+  std::string recompute = "none";
   bool json = false;
 };
 

@@ -24,6 +24,7 @@ ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
     model_->load_state_dict(s.initial);
   }
   model_->to(device());
+  model_->recompute(s.recompute);
   if (l.dp > 1)
     ddp_.emplace(*model_, s.mesh.dp(), parallel::DDPOptions{.bucket_bytes = s.bucket_bytes});
 }

@@ -35,6 +35,7 @@ struct TaskSetup {
   int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
   int64_t eval_batches = 4;                  ///< held-out batches per evaluation; 0: all of them
   int64_t first_step = 0;                    ///< where batches start (resume)
+  bool recompute = false;  ///< activation recompute of every block (Module::recompute)
 };
 
 class RankTask {

@@ -192,7 +192,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                  .schedule = job.schedule,
                  .bucket_bytes = o.bucket_mb << 20,
                  .eval_batches = o.eval_batches > 0 ? o.eval_batches : default_eval_batches(run),
-                 .first_step = first},
+                 .first_step = first,
+                 .recompute = o.recompute == "full"},
                 job.data);
   const nn::NamedTensors params = task->named_parameters();
   std::vector<Tensor> tensors;
@@ -397,7 +398,8 @@ models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int
           .spec = spec,
           .global_batch = o.run.batch,
           .seq = seq,
-          .schedule = parse_schedule(o.schedule)};
+          .schedule = parse_schedule(o.schedule),
+          .recompute = o.recompute == "full"};
 }
 
 // The layout of the run: --dp, --tp and --pp as given (tp and pp 1 when unset, dp the rest of
@@ -580,7 +582,7 @@ double run_train(TrainOptions o) {
                 data,
                 metrics,
                 to_json(run) + " layout " + describe(layout, 1, micro, parse_schedule(o.schedule)) +
-                    (o.zero ? " zero" : "")};
+                    (o.zero ? " zero" : "") + " recompute " + o.recompute};
   RankResult result;
   auto rank = [&](parallel::Communicator& world) {
     const RankResult mine = train_rank(world, job);

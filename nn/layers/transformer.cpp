@@ -82,8 +82,12 @@ TransformerBlock::TransformerBlock(const TransformerOptions& o)
       mlp(register_module("mlp", std::make_shared<MLP>(o))) {}
 
 Tensor TransformerBlock::forward(const Tensor& x) const {
-  const Tensor h = x + attn->forward(ln_1->forward(x));
-  return h + mlp->forward(ln_2->forward(h));
+  return maybe_recompute(
+      [this](const std::vector<Tensor>& in) {
+        const Tensor h = in[0] + attn->forward(ln_1->forward(in[0]));
+        return h + mlp->forward(ln_2->forward(h));
+      },
+      {x});
 }
 
 }  // namespace dlf::nn

@@ -33,6 +33,7 @@ struct PlanOptions {
   int64_t seq = 0;  ///< 0: the model's context
   DType dtype = DType::f32;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  bool recompute = false;  ///< every block recomputed in backward (autograd::checkpoint)
 };
 
 /// What one device of the most loaded pipeline stage holds and does.
@@ -86,6 +87,7 @@ struct ReplicaPlanOptions {
   int64_t global_batch = 0;  ///< sequences or images per step; 0: one per device
   int64_t seq = 0;           ///< GPT and BERT: tokens per sequence; 0: the model's context
   DType dtype = DType::f32;
+  bool recompute = false;  ///< Module::recompute: every block recomputed in backward
 };
 
 struct ReplicaPlan {

@@ -1,5 +1,6 @@
 // Module: named parameters, buffers and child modules, with PyTorch's state_dict naming.
 #pragma once
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -52,6 +53,12 @@ class Module {
   void to_empty(Device device);
   /// Drops every parameter's gradient.
   void zero_grad();
+  /// Activation recompute for this module and every module in it (Hugging Face's
+  /// gradient_checkpointing_enable): the blocks that honour it — nn::TransformerBlock (GPT,
+  /// ViT), BERT's layers, UNet's resnet blocks — keep only their input for backward and
+  /// recompute the rest there (autograd::checkpoint); the gradients are unchanged.
+  void recompute(bool on = true);
+  bool recomputes() const { return recompute_; }
 
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
     return children_;
@@ -74,6 +81,9 @@ class Module {
     children_.emplace_back(std::move(name), module);
     return module;
   }
+  /// body(inputs), recomputed in backward when recompute() is on: a block's forward.
+  Tensor maybe_recompute(const std::function<Tensor(const std::vector<Tensor>&)>& body,
+                         const std::vector<Tensor>& inputs) const;
   /// Makes a child in place and registers it: `fc = make_module<Linear>("fc", 784, 64);`.
   template <typename M, typename... Args>
   std::shared_ptr<M> make_module(std::string name, Args&&... args) {
@@ -85,6 +95,7 @@ class Module {
   NamedTensors parameters_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  bool recompute_ = false;
 };
 
 /// Prints module.str().

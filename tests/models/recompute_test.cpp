@@ -1,0 +1,70 @@
+// Module::recompute on every family: the gradients of the plain model bit for bit, with less
+// memory held between forward and backward.
+#include "test_util.h"
+
+#include <dlf/device/allocator.h>
+
+#include <functional>
+
+using namespace dlf;
+
+namespace {
+
+struct Run {
+  int64_t held_bytes = 0;  // live after forward, before backward
+  std::vector<std::vector<float>> grads;
+};
+
+Run run(nn::Module& model, const std::function<Tensor()>& loss, bool recompute) {
+  model.recompute(recompute);
+  model.zero_grad();
+  manual_seed(99);  // dropout's masks
+  Allocator& memory = allocator_for(kCPU);
+  const int64_t before = memory.stats().live_bytes;
+  Tensor l = loss();
+  Run r{.held_bytes = memory.stats().live_bytes - before, .grads = {}};
+  l.backward();
+  for (const auto& [name, p] : model.named_parameters())
+    r.grads.push_back(p.grad().to_vector<float>());
+  return r;
+}
+
+void check_recompute(nn::Module& model, const std::function<Tensor()>& loss, double at_most) {
+  const Run plain = run(model, loss, false), recomputed = run(model, loss, true);
+  CHECK(recomputed.grads == plain.grads);
+  CHECK(double(recomputed.held_bytes) < at_most * double(plain.held_bytes));
+  MESSAGE("held between forward and backward: ", plain.held_bytes, " B plain, ",
+          recomputed.held_bytes, " B with recompute");
+}
+
+}  // namespace
+
+TEST_CASE("recompute: GPT (with dropout), BERT, ViT and UNet train on the same gradients") {
+  manual_seed(1);
+  models::GPTConfig g = models::gpt_config("gpt-nano");
+  g.dropout = 0.1;
+  models::GPT gpt(g);
+  const Tensor idx = randint(0, 256, {4, 64}), targets = randint(0, 256, {4, 64});
+  check_recompute(
+      gpt, [&] { return gpt.loss(idx, targets); }, 0.5);
+
+  models::BertForMaskedLM bert(models::bert_config("bert-tiny"));
+  const Tensor ids = randint(0, 256, {4, 64});
+  std::vector<int64_t> labels(4 * 64, -100);
+  for (size_t i = 0; i < labels.size(); i += 7) labels[i] = int64_t(i % 256);
+  const Tensor y = from_vector(labels, {4, 64});
+  check_recompute(
+      bert, [&] { return bert.loss(ids, y); }, 0.5);
+
+  models::VisionTransformer vit(models::vit_config("vit-tiny"));
+  const Tensor images = randn({4, 1, 28, 28}), classes = randint(0, 10, {4});
+  check_recompute(
+      vit, [&] { return vit.loss(images, classes); }, 0.5);
+
+  models::UNet unet(models::unet_config("unet-tiny"));
+  const models::DDPM ddpm;
+  const Tensor x0 = randn({2, 1, 32, 32}), noise = randn({2, 1, 32, 32});
+  const Tensor t = from_vector<int64_t>({10, 500}, {2});
+  check_recompute(
+      unet, [&] { return ddpm.loss(unet, x0, noise, t); }, 0.8);
+}
