@@ -66,7 +66,7 @@ std::vector<double> run(const Options& o, int ranks) {
     nn::optim::AdamW opt(nn::optim::decay_groups(model.named_parameters(), 0.1),
                          {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
     std::optional<parallel::ZeroOptimizer> zero;
-    if (ranks > 1 && o.zero) zero.emplace(opt, world);
+    if (ranks > 1 && o.zero) zero.emplace(opt, world, *ddp);
     const int64_t rows = o.batch / ranks;
     const Tensor xs = x.narrow(0, world.rank() * rows, rows).contiguous().to(world.device());
     const Tensor ys = y.narrow(0, world.rank() * rows, rows).contiguous().to(world.device());

@@ -28,7 +28,8 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   if (mesh.layout().dp > 1)
     ddp_.emplace(*model_, mesh.dp(),
                  parallel::DDPOptions{.bucket_bytes = options.bucket_bytes,
-                                      .backward_passes = options.micro_batches});
+                                      .backward_passes = options.micro_batches,
+                                      .shard_gradients = options.shard_gradients});
 }
 
 parallel::PipelineStep DistributedGPT::pipeline_step(const Tensor& x, bool forward_only) const {

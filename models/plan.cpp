@@ -216,7 +216,7 @@ Plan plan_gpt(const PlanOptions& options) {
                 .forward_s = run.forward_s,
                 .backward_s = run.backward_s,
                 .tp_comm_s = tp_comm,
-                .optimizer_s = run.optimizer_s};
+                .optimizer_s = o.zero > 0 ? run.optimizer_s / l.dp : run.optimizer_s};
     // Peak: forward + backward with the optimizer state and the gradients accumulated over the
     // micro-batches resident and `in_flight` micro-batches' activations held, or the AdamW
     // step — whichever is higher.
@@ -236,14 +236,14 @@ Plan plan_gpt(const PlanOptions& options) {
       s.memory = run.at_peak_update;
       s.peak_at_update = true;
     }
+    s.peak_bytes -= shard_for_zero(s.memory, o.zero, l.dp);
     plan.stage_s =
         std::max(plan.stage_s, s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s);
     plan.optimizer_s = std::max(plan.optimizer_s, s.optimizer_s);
-    const double dp = collective(sim::Collective::allreduce, double(run.grad_bytes), dp_group);
-    if (dp > plan.dp_allreduce_s) {
-      plan.dp_allreduce_s = dp;
-      // DDP's buckets go while the last micro-batch's backward runs.
-      plan.dp_exposed_s = std::max(0.0, dp - s.backward_s);
+    const ZeroComm dp = zero_comm(o.spec, o.zero, double(run.grad_bytes), dp_group, s.backward_s);
+    if (dp.seconds > plan.dp_allreduce_s) {
+      plan.dp_allreduce_s = dp.seconds;
+      plan.dp_exposed_s = dp.exposed;
     }
     if (stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
   }
@@ -293,11 +293,12 @@ std::string describe(const Plan& p) {
   const StagePlan& w = p.worst;
   std::ostringstream os;
   char line[512];
-  std::snprintf(
-      line, sizeof line, "%s (%s parameters) on %d x %s: dp %d x tp %d x pp %d, %s, %s%s\n",
-      o.model.name.c_str(), format_count(double(p.parameters)).c_str(), o.layout.devices(),
-      o.spec.name.c_str(), o.layout.dp, o.layout.tp, o.layout.pp, dtype_name(o.dtype),
-      o.schedule == PipelineSchedule::gpipe ? "GPipe" : "1F1B", o.recompute ? ", recompute" : "");
+  std::snprintf(line, sizeof line,
+                "%s (%s parameters) on %d x %s: dp %d x tp %d x pp %d, %s, %s%s\n",
+                o.model.name.c_str(), format_count(double(p.parameters)).c_str(),
+                o.layout.devices(), o.spec.name.c_str(), o.layout.dp, o.layout.tp, o.layout.pp,
+                dtype_name(o.dtype), o.schedule == PipelineSchedule::gpipe ? "GPipe" : "1F1B",
+                plan_flags(o.recompute, o.zero).c_str());
   os << line;
   std::snprintf(line, sizeof line,
                 "  batch %ld sequences x %ld tokens; micro-batch %ld, %ld per pipeline\n",

@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
@@ -18,6 +19,49 @@ inline void reset_plan_device(const SimSpec& spec) {
   unlimited.memory_bytes = 0;
   sim::configure(kPlanDevice, unlimited);
   sim::reset(kPlanDevice);
+}
+
+/// ZeRO over `dp` ranks on a replica's memory at its peak (parallel/zero.h): stage 1 keeps
+/// 1/dp of the optimizer state, stage 2 of the gradients too. Returns the bytes it saves.
+inline int64_t shard_for_zero(BytesByCategory& memory, int zero, int dp) {
+  int64_t saved = 0;
+  auto shard = [&](MemoryCategory c) {
+    int64_t& bytes = memory[static_cast<int>(c)];
+    const int64_t kept = (bytes + dp - 1) / dp;
+    saved += bytes - kept;
+    bytes = kept;
+  };
+  if (zero >= 1) shard(MemoryCategory::optimizer_state);
+  if (zero >= 2) shard(MemoryCategory::gradients);
+  return saved;
+}
+
+/// The data-parallel communication of a step over `group`, and how much of it the step waits
+/// for: DDP's allreduce overlaps backward; ZeRO-1 adds the allgather of the updated
+/// parameters after the step; ZeRO-2 reduce-scatters instead of allreducing, blocking (the
+/// communicator's reduce_scatter is synchronous), then allgathers.
+struct ZeroComm {
+  double seconds = 0, exposed = 0;
+};
+inline ZeroComm zero_comm(const SimSpec& spec, int zero, double grad_bytes,
+                          const std::vector<int>& group, double backward_s) {
+  if (group.size() < 2) return {};
+  auto time = [&](sim::Collective kind) {
+    return sim::collective_seconds(spec, kind, grad_bytes, group);
+  };
+  if (zero >= 2) {
+    const double t = time(sim::Collective::reduce_scatter) + time(sim::Collective::allgather);
+    return {t, t};
+  }
+  const double allreduce = time(sim::Collective::allreduce);
+  const double gather = zero == 1 ? time(sim::Collective::allgather) : 0;
+  return {allreduce + gather, std::max(0.0, allreduce - backward_s) + gather};
+}
+
+/// ", recompute, ZeRO-2": the memory-saving flags of a plan, for its first line.
+inline std::string plan_flags(bool recompute, int zero) {
+  return std::string(recompute ? ", recompute" : "") +
+         (zero > 0 ? ", ZeRO-" + std::to_string(zero) : "");
 }
 
 /// "<category>_bytes" for each memory category.

@@ -149,7 +149,7 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
   for (const auto& [name, p] : params) tensors.push_back(p);
   nn::optim::AdamW opt(tensors, {.lr = 1e-4, .weight_decay = 0.1});
   opt.step();
-  plan.optimizer_s = clock.now() - t;
+  plan.optimizer_s = (clock.now() - t) / (o.zero > 0 ? o.dp : 1);  // ZeRO: 1/dp of the update
   const MemoryStats update = memory.stats();
   const int64_t optimizer_bytes = category(update.live_by, MemoryCategory::optimizer_state);
 
@@ -163,13 +163,13 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
     plan.peak_bytes = update.peak_bytes;
     plan.memory = update.at_peak_by;
   }
+  plan.peak_bytes -= shard_for_zero(plan.memory, o.zero, o.dp);
 
   std::vector<int> dp_group;
   for (int i = 0; i < o.dp; ++i) dp_group.push_back(i);
-  plan.dp_allreduce_s = o.dp > 1 ? sim::collective_seconds(o.spec, sim::Collective::allreduce,
-                                                           double(grad_bytes), dp_group)
-                                 : 0;
-  plan.dp_exposed_s = std::max(0.0, plan.dp_allreduce_s - plan.backward_s);  // DDP's overlap
+  const ZeroComm dp = zero_comm(o.spec, o.zero, double(grad_bytes), dp_group, plan.backward_s);
+  plan.dp_allreduce_s = dp.seconds;
+  plan.dp_exposed_s = dp.exposed;
   plan.step_s = plan.forward_s + plan.backward_s + plan.dp_exposed_s + plan.optimizer_s;
   plan.unit = replica.unit;
   plan.items_per_step = replica.items * o.dp;
@@ -185,7 +185,7 @@ std::string describe(const ReplicaPlan& p) {
   char line[512];
   std::snprintf(line, sizeof line, "%s (%s parameters) on %d x %s: dp %d, %s%s\n", o.model.c_str(),
                 format_count(double(p.parameters)).c_str(), o.dp, o.spec.name.c_str(), o.dp,
-                dtype_name(o.dtype), o.recompute ? ", recompute" : "");
+                dtype_name(o.dtype), plan_flags(o.recompute, o.zero).c_str());
   os << line;
   std::snprintf(line, sizeof line, "  batch %ld (%.0f %s), %ld per device\n", long(o.global_batch),
                 p.items_per_step, p.unit.c_str(), long(o.global_batch / o.dp));

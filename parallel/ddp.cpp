@@ -10,15 +10,19 @@ namespace dlf::parallel {
 struct DistributedDataParallel::Reducer {
   struct Bucket {
     std::vector<Tensor> params;
+    int64_t numel = 0, part = 0;  // elements; each rank's part of them, padded
     int pending = 0;  // gradients not final yet in this step (parameters x backward passes)
     bool launched = false;
+    Tensor gradient_part;  // shard_gradients: this rank's part of the average
   };
 
   Communicator* comm;
   int backward_passes = 1;
+  bool shard_gradients = false;
   std::vector<Bucket> buckets;
   std::vector<Work> works;
   double step_comm_seconds = 0;                  // reductions started in this backward
+  double step_blocking_seconds = 0;              // of them, spent waiting in a blocking one
   double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
 
   // Flattens the bucket's gradients, starts their average, and points each gradient at its
@@ -31,10 +35,26 @@ struct DistributedDataParallel::Reducer {
       flat.push_back(g.defined() ? g.reshape({-1})
                                  : zeros({p.numel()}, {.dtype = p.dtype(), .device = p.device()}));
     }
+    const Tensor& any = b.params.front();
+    const int64_t padding = b.part * comm->size() - b.numel;
+    if (shard_gradients && padding > 0)
+      flat.push_back(zeros({padding}, {.dtype = any.dtype(), .device = any.device()}));
     Tensor buffer;
     {
       MemoryScope scope(MemoryCategory::gradients);
       buffer = flat.size() == 1 ? flat[0].clone() : cat(flat, 0);
+    }
+    b.launched = true;
+    if (shard_gradients) {
+      // The communicator's reduce_scatter is synchronous: its time is all exposed (an async
+      // one would overlap backward as the allreduces do).
+      MemoryScope scope(MemoryCategory::gradients);
+      const double before = ready();
+      b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg);
+      step_comm_seconds += ready() - before;
+      step_blocking_seconds += ready() - before;
+      for (Tensor& p : b.params) p.set_grad(Tensor());
+      return;
     }
     works.push_back(comm->allreduce(buffer, ReduceOp::avg, /*async=*/true));
     step_comm_seconds += works.back().done.time - works.back().start.time;
@@ -43,7 +63,6 @@ struct DistributedDataParallel::Reducer {
       p.set_grad(buffer.narrow(0, offset, p.numel()).reshape(p.shape()));
       offset += p.numel();
     }
-    b.launched = true;
   }
 
   void on_grad_ready(size_t bucket) {
@@ -65,6 +84,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
   DLF_CHECK(options.backward_passes > 0, "DDP: backward_passes must be positive");
   reducer_->comm = &comm;
   reducer_->backward_passes = options.backward_passes;
+  reducer_->shard_gradients = options.shard_gradients;
   {
     autograd::NoGradGuard no_grad;
     for (auto& [name, t] : module.named_parameters()) comm.broadcast(t, 0);
@@ -85,8 +105,10 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
       bytes = 0;
     }
     reducer_->buckets.back().params.push_back(p);
+    reducer_->buckets.back().numel += p.numel();
     bytes += static_cast<int64_t>(p.nbytes());
   }
+  for (Reducer::Bucket& b : reducer_->buckets) b.part = (b.numel + comm.size() - 1) / comm.size();
   for (size_t b = 0; b < reducer_->buckets.size(); ++b) {
     Reducer::Bucket& bucket = reducer_->buckets[b];
     bucket.pending = static_cast<int>(bucket.params.size()) * options.backward_passes;
@@ -112,9 +134,10 @@ void DistributedDataParallel::synchronize() {
     r.comm->wait(w);
     done = std::max(done, w.done.time);
   }
-  r.exposed_seconds = done - before;
+  r.exposed_seconds = done - before + r.step_blocking_seconds;
   r.comm_seconds = r.step_comm_seconds;
   r.step_comm_seconds = 0;
+  r.step_blocking_seconds = 0;
   for (Reducer::Bucket& b : r.buckets) {
     b.pending = static_cast<int>(b.params.size()) * r.backward_passes;
     b.launched = false;
@@ -124,6 +147,41 @@ void DistributedDataParallel::synchronize() {
 
 int DistributedDataParallel::num_buckets() const {
   return static_cast<int>(reducer_->buckets.size());
+}
+
+const std::vector<Tensor>& DistributedDataParallel::bucket_params(int b) const {
+  return reducer_->buckets.at(size_t(b)).params;
+}
+
+int64_t DistributedDataParallel::part_size(int b) const {
+  return reducer_->buckets.at(size_t(b)).part;
+}
+
+std::vector<OwnedPiece> DistributedDataParallel::owned_pieces() const {
+  std::vector<OwnedPiece> pieces;
+  const int64_t rank = reducer_->comm->rank();
+  for (size_t b = 0; b < reducer_->buckets.size(); ++b) {
+    const Reducer::Bucket& bucket = reducer_->buckets[b];
+    const int64_t lo = rank * bucket.part, hi = lo + bucket.part;  // this rank's elements
+    int64_t at = 0;  // where the parameter starts in the bucket
+    for (const Tensor& p : bucket.params) {
+      const int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
+      if (begin < end)
+        pieces.push_back({.param = p,
+                          .bucket = int(b),
+                          .begin = begin - at,
+                          .end = end - at,
+                          .offset = begin - lo});
+      at += p.numel();
+    }
+  }
+  return pieces;
+}
+
+bool DistributedDataParallel::shards_gradients() const { return reducer_->shard_gradients; }
+
+const Tensor& DistributedDataParallel::gradient_part(int b) const {
+  return reducer_->buckets.at(size_t(b)).gradient_part;
 }
 
 double DistributedDataParallel::comm_seconds() const { return reducer_->comm_seconds; }

@@ -4,122 +4,190 @@
 #include <dlf/core/ops/optim.h>
 #include <dlf/parallel/zero.h>
 
-#include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
 
 namespace dlf::parallel {
+namespace {
 
-ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm)
-    : opt_(optimizer), comm_(comm) {
-  // Greedy by size, in parameter order: each parameter to the rank holding the fewest.
-  std::vector<int64_t> load(comm.size(), 0);
-  const auto& groups = opt_.param_groups();
-  for (const nn::optim::ParamGroup& g : groups) {
-    std::vector<int>& owners = owners_.emplace_back();
-    std::vector<int64_t>& offsets = offsets_.emplace_back();
-    for (const Tensor& p : g.params) {
-      DLF_CHECK(p.dtype() == groups[0].params[0].dtype() && p.is_contiguous(),
-                "ZeroOptimizer: parameters must be contiguous and share one dtype");
-      const int r = int(std::min_element(load.begin(), load.end()) - load.begin());
-      owners.push_back(r);
-      owner_of_[p.storage().get()] = r;
-      offsets.push_back(load[r]);
-      load[r] += p.numel();
-    }
-  }
-  largest_share_ = *std::max_element(load.begin(), load.end());
-  const int me = comm.rank();
-  opt_.set_update_filter(
-      [this, me](size_t group, size_t index) { return owners_[group][index] == me; });
+// The name the unsharded optimizer's state_dict() gives a parameter's slot:
+// "<group>.<index>.<slot>".
+std::string slot_key(size_t group, size_t index, const std::string& slot) {
+  return std::to_string(group) + "." + std::to_string(index) + "." + slot;
 }
 
-void ZeroOptimizer::step() {
-  opt_.step();
-  autograd::NoGradGuard no_grad;
+}  // namespace
+
+ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm,
+                             const DistributedDataParallel& ddp)
+    : opt_(optimizer), comm_(comm), ddp_(ddp) {
+  DLF_CHECK(ddp.num_buckets() > 0, "ZeroOptimizer: the DDP has no buckets (one rank?)");
   const auto& groups = opt_.param_groups();
-  const Tensor& any = groups[0].params[0];
-  std::vector<Tensor> mine;  // in offset order: the order ownership was handed out
-  int64_t filled = 0;
-  for (size_t g = 0; g < owners_.size(); ++g) {
-    for (size_t i = 0; i < owners_[g].size(); ++i) {
-      if (owners_[g][i] != comm_.rank()) continue;
-      mine.push_back(groups[g].params[i].reshape({-1}));
-      filled += groups[g].params[i].numel();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t i = 0; i < groups[g].params.size(); ++i) {
+      const Tensor& p = groups[g].params[i];
+      DLF_CHECK(p.is_contiguous(), "ZeroOptimizer: parameters must be contiguous");
+      place_[p.storage().get()] = {g, i};
     }
   }
-  if (filled < largest_share_)
-    mine.push_back(
-        zeros({largest_share_ - filled}, {.dtype = any.dtype(), .device = any.device()}));
-  const Tensor all = comm_.allgather(mine.size() == 1 ? mine[0].contiguous() : cat(mine, 0));
-  for (size_t g = 0; g < owners_.size(); ++g) {
-    for (size_t i = 0; i < owners_[g].size(); ++i) {
-      const int owner = owners_[g][i];
-      if (owner == comm_.rank()) continue;
-      Tensor p = groups[g].params[i];
-      p.copy_(all.narrow(0, owner * largest_share_ + offsets_[g][i], p.numel()).reshape(p.shape()));
+  std::vector<nn::optim::ParamGroup> shard_groups(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    shard_groups[g].lr = groups[g].lr;
+    shard_groups[g].weight_decay = groups[g].weight_decay;
+  }
+  autograd::NoGradGuard no_grad;
+  for (const OwnedPiece& o : ddp.owned_pieces()) {
+    auto it = place_.find(o.param.storage().get());
+    DLF_CHECK(it != place_.end(),
+              "ZeroOptimizer: the DDP's module has a parameter the optimizer "
+              "does not (of shape ",
+              shape_str(o.param.shape()), ")");
+    const auto [g, i] = it->second;
+    Piece piece{.owned = o,
+                .group = g,
+                .index = i,
+                .view = o.param.reshape({-1}).narrow(0, o.begin, o.end - o.begin)};
+    piece.view.requires_grad_();  // a leaf of its own, for the optimizer (it never records)
+    shard_groups[g].params.push_back(piece.view);
+    pieces_.push_back(std::move(piece));
+  }
+  shard_ = opt_.same_kind(std::move(shard_groups));
+}
+
+int ZeroOptimizer::stage() const { return ddp_.shards_gradients() ? 2 : 1; }
+
+void ZeroOptimizer::attach_gradients() {
+  if (gradients_attached_) return;
+  for (Piece& piece : pieces_) {
+    const OwnedPiece& o = piece.owned;
+    if (ddp_.shards_gradients()) {
+      piece.view.set_grad(ddp_.gradient_part(o.bucket).narrow(0, o.offset, o.end - o.begin));
+    } else {
+      const Tensor g = o.param.grad();
+      piece.view.set_grad(g.defined() ? g.reshape({-1}).narrow(0, o.begin, o.end - o.begin)
+                                      : Tensor());
     }
   }
+  gradients_attached_ = true;
 }
 
 double ZeroOptimizer::clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  // Stage 1 has every gradient whole: the unsharded norm, bit for bit.
+  if (!ddp_.shards_gradients()) return nn::optim::clip_grad_norm(params, max_norm);
   autograd::NoGradGuard no_grad;
-  std::vector<double> squares(params.size(), 0.0);
-  for (size_t i = 0; i < params.size(); ++i) {
-    auto it = owner_of_.find(params[i].storage().get());
-    DLF_CHECK(it != owner_of_.end(), "ZeroOptimizer::clip_grad_norm: parameter ", i,
-              " is not one of the optimizer's");
-    if (it->second == comm_.rank() && params[i].grad().defined())
-      squares[i] = sum_squares(params[i].grad()).item<double>();
-  }
-  // Each entry is non-zero on its owner only, so the sum over the ranks is exact.
-  Tensor all = from_vector(squares, {int64_t(squares.size())}).to(comm_.device());
-  comm_.allreduce(all);
-  double total = 0;
-  for (double s : all.to_vector<double>()) total += s;
-  total = std::sqrt(total);
+  attach_gradients();
+  double squares = 0;
   std::vector<Tensor> mine;
-  for (const Tensor& p : params) {
-    if (owner_of_.at(p.storage().get()) == comm_.rank()) mine.push_back(p);
+  for (const Piece& piece : pieces_) {
+    squares += sum_squares(piece.view.grad()).item<double>();
+    mine.push_back(piece.view);
   }
-  nn::optim::scale_gradients(mine, total, max_norm);
-  return total;
+  Tensor total = full({1}, squares, {.dtype = DType::f64, .device = comm_.device()});
+  comm_.allreduce(total);
+  const double norm = std::sqrt(total.item<double>());
+  nn::optim::scale_gradients(mine, norm, max_norm);
+  return norm;
+}
+
+void ZeroOptimizer::step() {
+  autograd::NoGradGuard no_grad;
+  attach_gradients();
+  auto& shard_groups = shard_->param_groups();
+  for (size_t g = 0; g < shard_groups.size(); ++g) shard_groups[g].lr = opt_.param_groups()[g].lr;
+  shard_->step();
+  gradients_attached_ = false;
+  for (Piece& piece : pieces_) piece.view.set_grad(Tensor());
+
+  // Each bucket: this rank's part of the parameters, gathered from every rank.
+  size_t next = 0;  // pieces_ are bucket by bucket, in order
+  for (int b = 0; b < ddp_.num_buckets(); ++b) {
+    const std::vector<Tensor>& params = ddp_.bucket_params(b);
+    const int64_t part = ddp_.part_size(b);
+    Tensor mine = zeros({part}, {.dtype = params[0].dtype(), .device = params[0].device()});
+    for (; next < pieces_.size() && pieces_[next].owned.bucket == b; ++next) {
+      const OwnedPiece& o = pieces_[next].owned;
+      mine.narrow(0, o.offset, o.end - o.begin).copy_(pieces_[next].view);
+    }
+    const Tensor all = comm_.allgather(mine);
+    int64_t at = 0;
+    for (const Tensor& p : params) {
+      Tensor target = p;
+      target.copy_(all.narrow(0, at, p.numel()).reshape(p.shape()));
+      at += p.numel();
+    }
+  }
 }
 
 nn::NamedTensors ZeroOptimizer::consolidated_state_dict() {
   autograd::NoGradGuard no_grad;
-  const size_t slots = opt_.slot_names().size();
-  for (size_t g = 0; g < owners_.size(); ++g) {
-    for (size_t i = 0; i < owners_[g].size(); ++i) {
-      const int owner = owners_[g][i];
-      const Tensor& p = opt_.param_groups()[g].params[i];
-      std::vector<Tensor>& state = opt_.state(g, i);
-      // Whether the owner has state for it (a parameter that never had a gradient has none).
-      Tensor has = full({1}, state.size() == slots ? 1 : 0, {.dtype = DType::i64});
-      comm_.broadcast(has, owner);
-      if (has.item<int64_t>() == 0) continue;
-      if (comm_.rank() != owner) {
-        state.assign(slots, Tensor());
-        for (Tensor& s : state) s = zeros(p.shape(), {.dtype = p.dtype(), .device = p.device()});
+  nn::NamedTensors whole;
+  whole.emplace_back("step", from_vector<int64_t>({shard_->steps()}, {}));
+  if (shard_->steps() == 0) return whole;  // no state yet, on any rank
+  const std::vector<std::string> slots = shard_->slot_names();
+  // The index of each piece in its shard group, as shard_->state() counts them.
+  std::vector<size_t> shard_index(pieces_.size());
+  std::vector<size_t> counted(opt_.param_groups().size(), 0);
+  for (size_t k = 0; k < pieces_.size(); ++k) shard_index[k] = counted[pieces_[k].group]++;
+  std::map<std::tuple<size_t, size_t, size_t>, Tensor> slot_of;  // (group, index, slot)
+  for (size_t s = 0; s < slots.size(); ++s) {
+    size_t next = 0;
+    for (int b = 0; b < ddp_.num_buckets(); ++b) {
+      const std::vector<Tensor>& params = ddp_.bucket_params(b);
+      Tensor mine =
+          zeros({ddp_.part_size(b)}, {.dtype = params[0].dtype(), .device = params[0].device()});
+      for (; next < pieces_.size() && pieces_[next].owned.bucket == b; ++next) {
+        const Piece& piece = pieces_[next];
+        const std::vector<Tensor>& state = shard_->state(piece.group, shard_index[next]);
+        if (state.size() > s && state[s].defined())
+          mine.narrow(0, piece.owned.offset, piece.owned.end - piece.owned.begin).copy_(state[s]);
       }
-      for (Tensor& s : state) comm_.broadcast(s, owner);
+      const Tensor all = comm_.allgather(mine);
+      int64_t at = 0;
+      for (const Tensor& p : params) {
+        const auto [g, i] = place_.at(p.storage().get());
+        slot_of[{g, i, s}] = all.narrow(0, at, p.numel()).reshape(p.shape()).clone();
+        at += p.numel();
+      }
     }
   }
-  nn::NamedTensors whole = opt_.state_dict();
-  drop_unowned_state();
+  for (const auto& [key, t] : slot_of) {  // the unsharded state_dict()'s order
+    const auto [g, i, s] = key;
+    whole.emplace_back(slot_key(g, i, slots[s]), t);
+  }
   return whole;
 }
 
 void ZeroOptimizer::load_state_dict(const nn::NamedTensors& state) {
-  opt_.load_state_dict(state);
-  drop_unowned_state();
-}
-
-void ZeroOptimizer::drop_unowned_state() {
-  for (size_t g = 0; g < owners_.size(); ++g) {
-    for (size_t i = 0; i < owners_[g].size(); ++i) {
-      if (owners_[g][i] != comm_.rank()) opt_.state(g, i).clear();
+  std::map<std::string, Tensor> given(state.begin(), state.end());
+  DLF_CHECK(given.contains("step"), "optimizer state: missing 'step'");
+  nn::NamedTensors mine;
+  mine.emplace_back("step", given.at("step"));
+  const std::vector<std::string> slots = shard_->slot_names();
+  std::vector<size_t> counted(opt_.param_groups().size(), 0);
+  for (const Piece& piece : pieces_) {
+    const size_t j = counted[piece.group]++;
+    const Shape& shape = piece.owned.param.shape();
+    for (const std::string& slot : slots) {
+      auto it = given.find(slot_key(piece.group, piece.index, slot));
+      if (it == given.end()) continue;
+      DLF_CHECK(it->second.shape() == shape, "optimizer state '", it->first, "' has shape ",
+                shape_str(it->second.shape()), ", its parameter has ", shape_str(shape));
+      mine.emplace_back(slot_key(piece.group, j, slot),
+                        it->second.reshape({-1}).narrow(0, piece.owned.begin,
+                                                        piece.owned.end - piece.owned.begin));
     }
   }
+  for (const auto& [name, t] : state) {
+    bool known = name == "step";
+    for (const auto& [storage, gi] : place_) {
+      for (const std::string& slot : slots)
+        known = known || name == slot_key(gi.first, gi.second, slot);
+    }
+    DLF_CHECK(known, "optimizer state: unexpected entry '", name, "'");
+  }
+  shard_->load_state_dict(mine);
 }
 
 }  // namespace dlf::parallel

@@ -23,7 +23,8 @@ class GPTTask final : public RankTask {
         gpt_(models::gpt_config(s.run.model), s.mesh, s.initial,
              {.micro_batches = int(rows_ / s.micro_batch),
               .schedule = s.schedule,
-              .bucket_bytes = s.bucket_bytes}),
+              .bucket_bytes = s.bucket_bytes,
+              .shard_gradients = s.shard_gradients}),
         batches_(
             [this](int64_t step) {
               return mine(data_.sample(nn::data::Split::train, step, run_.batch, seq_, run_.seed));

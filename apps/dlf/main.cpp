@@ -108,9 +108,12 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
                   "sim:SPEC.json; auto: cpu for one device, sim for more")
       ->capture_default_str();
   cmd->add_option("--trace", o.trace, "write a Chrome trace of the simulated devices (Perfetto)");
-  cmd->add_flag("--zero", o.zero,
-                "shard the optimizer state over the data-parallel ranks (ZeRO stage 1): 1/N of the "
-                "state and of the update per rank");
+  cmd->add_option("--zero", o.zero,
+                  "ZeRO stage over the data-parallel ranks: 1 shards the optimizer state and the "
+                  "update (1/N per rank), 2 the gradients too (--zero alone: 1)")
+      ->expected(0, 1)
+      ->default_str("1")
+      ->check(CLI::Range(1, 2));
   cmd->add_option("--recompute", o.recompute,
                   "activation recompute: none, or full (each block keeps only its input for "
                   "backward and runs again there: less memory, a third more compute)")
@@ -200,6 +203,10 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd->add_option("--recompute", o.recompute, "activation recompute: none or full (every block)")
       ->check(CLI::IsMember({"none", "full"}))
       ->capture_default_str();
+  cmd->add_option("--zero", o.zero, "ZeRO stage over the data-parallel ranks: 1 or 2")
+      ->expected(0, 1)
+      ->default_str("1")
+      ->check(CLI::Range(1, 2));
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }
 

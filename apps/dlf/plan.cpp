@@ -25,7 +25,8 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
        .global_batch = c.batch > 0 ? c.batch : int64_t(c.devices) * c.micro_batch,
        .seq = c.seq > 0 || !bert ? c.seq : kBertSequence,
        .dtype = dtype,
-       .recompute = c.recompute == "full"});
+       .recompute = c.recompute == "full",
+       .zero = c.zero});
   std::printf("%s", (c.json ? models::to_json_line(plan) + "\n" : models::describe(plan)).c_str());
 }
 
@@ -55,7 +56,8 @@ void run_plan(const PlanCommand& c) {
                               .seq = c.seq,
                               .dtype = dtype,
                               .schedule = parse_schedule(c.schedule),
-                              .recompute = c.recompute == "full"};
+                              .recompute = c.recompute == "full",
+                              .zero = c.zero};
   const models::Plan plan = models::plan_gpt(options);
   if (c.json) {
     std::printf("%s\n", models::to_json_line(plan).c_str());

@@ -13,6 +13,7 @@ struct PlanCommand {
   std::string dtype = "f32";
   std::string schedule = "1f1b";
   std::string recompute = "none";
+  int zero = 0;
   bool json = false;
 };
 

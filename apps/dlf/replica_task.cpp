@@ -26,7 +26,9 @@ ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
   model_->to(device());
   model_->recompute(s.recompute);
   if (l.dp > 1)
-    ddp_.emplace(*model_, s.mesh.dp(), parallel::DDPOptions{.bucket_bytes = s.bucket_bytes});
+    ddp_.emplace(
+        *model_, s.mesh.dp(),
+        parallel::DDPOptions{.bucket_bytes = s.bucket_bytes, .shard_gradients = s.shard_gradients});
 }
 
 nn::LinearMaker ReplicaTask::linears(const TaskSetup& s) {

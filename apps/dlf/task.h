@@ -35,7 +35,8 @@ struct TaskSetup {
   int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
   int64_t eval_batches = 4;                  ///< held-out batches per evaluation; 0: all of them
   int64_t first_step = 0;                    ///< where batches start (resume)
-  bool recompute = false;  ///< activation recompute of every block (Module::recompute)
+  bool recompute = false;        ///< activation recompute of every block (Module::recompute)
+  bool shard_gradients = false;  ///< ZeRO-2: DDP reduce-scatters (DDPOptions::shard_gradients)
 };
 
 class RankTask {

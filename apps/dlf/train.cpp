@@ -193,7 +193,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                  .bucket_bytes = o.bucket_mb << 20,
                  .eval_batches = o.eval_batches > 0 ? o.eval_batches : default_eval_batches(run),
                  .first_step = first,
-                 .recompute = o.recompute == "full"},
+                 .recompute = o.recompute == "full",
+                 .shard_gradients = o.zero >= 2},
                 job.data);
   const nn::NamedTensors params = task->named_parameters();
   std::vector<Tensor> tensors;
@@ -201,7 +202,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   nn::optim::AdamW opt(nn::optim::decay_groups(params, run.weight_decay),
                        {.lr = run.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
-  if (o.zero && job.layout.dp > 1) zero.emplace(opt, mesh.dp());
+  if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->ddp());
   if (job.ckpt != nullptr) {
     const nn::NamedTensors state =
         nn::optim::state_by_place(opt, task->shard_optimizer_state(job.ckpt->optimizer), params);
@@ -412,7 +413,7 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
   const bool gpt = models::model_family(o.run.model) == models::ModelFamily::gpt;
   const bool cpu = device.type == DeviceType::cpu;
   const SimSpec spec = cpu ? sim_preset("a100-40gb") : device.spec;
-  if (o.dp > 0 || o.tp > 0 || o.pp > 0 || o.zero || devices == 1 || !gpt) {
+  if (o.dp > 0 || o.tp > 0 || o.pp > 0 || o.zero > 0 || devices == 1 || !gpt) {
     const int tp = std::max(o.tp, 1), pp = std::max(o.pp, 1);
     DLF_CHECK(o.dp > 0 || devices % (tp * pp) == 0, "tp ", tp, " x pp ", pp, " = ", tp * pp,
               " ranks per replica do not divide the ", devices, " devices");
@@ -527,7 +528,7 @@ double run_train(TrainOptions o) {
   const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
-  DLF_CHECK(!o.zero || layout.tp * layout.pp == 1,
+  DLF_CHECK(o.zero == 0 || layout.tp * layout.pp == 1,
             "--zero shards the optimizer state of whole replicas: it does not combine with "
             "--tp or --pp yet");
   DLF_CHECK(run.batch % layout.dp == 0, "--batch ", run.batch, " does not split over dp ",
@@ -582,7 +583,7 @@ double run_train(TrainOptions o) {
                 data,
                 metrics,
                 to_json(run) + " layout " + describe(layout, 1, micro, parse_schedule(o.schedule)) +
-                    (o.zero ? " zero" : "") + " recompute " + o.recompute};
+                    " zero " + std::to_string(o.zero) + " recompute " + o.recompute};
   RankResult result;
   auto rank = [&](parallel::Communicator& world) {
     const RankResult mine = train_rank(world, job);

@@ -23,14 +23,14 @@ struct TrainOptions {
   int64_t eval_every = 0;    ///< steps between validation losses (0: only at the end)
   int64_t eval_batches = 0;  ///< 0: 4, or the whole test set for a classifier
   int64_t log_every = 10;
-  int devices = 0;                 ///< ranks, one per device; 0: dp x tp x pp, or 1
-  int dp = 0, tp = 0, pp = 0;      ///< the layout; all 0: 1 x 1 x 1, or planned for --devices
-  int64_t micro_batch = 0;         ///< sequences per micro-batch; 0: models::default_micro_batch
-  std::string schedule = "1f1b";   ///< pipeline schedule: 1f1b or gpipe
-  std::string device = "auto";     ///< see setup_devices()
-  std::string trace;               ///< Chrome trace of the simulated devices; empty: none
-  int64_t bucket_mb = 25;          ///< DDP gradient bucket size
-  bool zero = false;               ///< shard the optimizer state over the ranks (ZeRO stage 1)
+  int devices = 0;                ///< ranks, one per device; 0: dp x tp x pp, or 1
+  int dp = 0, tp = 0, pp = 0;     ///< the layout; all 0: 1 x 1 x 1, or planned for --devices
+  int64_t micro_batch = 0;        ///< sequences per micro-batch; 0: models::default_micro_batch
+  std::string schedule = "1f1b";  ///< pipeline schedule: 1f1b or gpipe
+  std::string device = "auto";    ///< see setup_devices()
+  std::string trace;              ///< Chrome trace of the simulated devices; empty: none
+  int64_t bucket_mb = 25;         ///< DDP gradient bucket size
+  int zero = 0;  ///< ZeRO stage: 0 none, 1 optimizer state sharded, 2 gradients too
   std::string recompute = "none";  ///< activation recompute: none or full (every block)
   bool detect_anomaly = false;     ///< name the first op that makes NaN or infinity
   int64_t check_replicas = 0;      ///< steps between replica checksums; 0: never

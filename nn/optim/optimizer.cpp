@@ -46,7 +46,7 @@ void Optimizer::step() {
     for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
       Tensor& p = groups_[gi].params[pi];
       const Tensor g = p.grad();
-      if (!g.defined() || (owns_ && !owns_(gi, pi))) continue;
+      if (!g.defined()) continue;
       std::vector<Tensor>& state = state_[gi][pi];
       state.resize(slots);
       update(p, g, *groups_[gi].lr, *groups_[gi].weight_decay, state);
@@ -55,10 +55,6 @@ void Optimizer::step() {
       }
     }
   }
-}
-
-void Optimizer::set_update_filter(std::function<bool(size_t, size_t)> owns) {
-  owns_ = std::move(owns);
 }
 
 void Optimizer::zero_grad() {
@@ -132,6 +128,14 @@ void SGD::update(Tensor& p, const Tensor& grad, double lr, double wd, std::vecto
     g = o_.nesterov ? g + buf * o_.momentum : buf;
   }
   p.copy_(p - g * lr);
+}
+
+std::unique_ptr<Optimizer> SGD::same_kind(std::vector<ParamGroup> groups) const {
+  return std::make_unique<SGD>(std::move(groups), o_);
+}
+
+std::unique_ptr<Optimizer> Adam::same_kind(std::vector<ParamGroup> groups) const {
+  return std::unique_ptr<Optimizer>(new Adam(std::move(groups), o_, decoupled_));
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)

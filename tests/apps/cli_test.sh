@@ -98,6 +98,16 @@ train --steps 4 --until 2 --devices 2 --device cpu --zero --checkpoint "$tmp/z-s
 [ "$(losses "$tmp/z-straight.jsonl")" = "$(losses "$tmp/z-resumed.jsonl")" ] ||
   fail "ZeRO-1 resumed losses differ: $(losses "$tmp/z-straight.jsonl" | tr '\n' ' ') vs $(losses "$tmp/z-resumed.jsonl" | tr '\n' ' ')"
 "$dlf" eval --checkpoint "$tmp/z-straight" --batches 1 | grep -q "validation loss" || fail "eval of a ZeRO-1 checkpoint"
+# ZeRO-2: gradients sharded too; its checkpoint resumes on one device without ZeRO
+train --steps 4 --devices 2 --device cpu --zero 2 --checkpoint "$tmp/z2" --metrics "$tmp/z2.jsonl" \
+  2>"$tmp/log" || fail "train --zero 2: $(cat "$tmp/log")"
+same_losses "$tmp/z-straight.jsonl" "$tmp/z2.jsonl" || fail "ZeRO-2 losses differ from ZeRO-1's"
+train --steps 4 --until 2 --devices 2 --device cpu --zero 2 --checkpoint "$tmp/z2-stopped" \
+  --metrics "$tmp/z2-resumed.jsonl" 2>/dev/null || fail "train --zero 2 --until"
+"$dlf" --threads 1 train --checkpoint "$tmp/z2-stopped" --resume --metrics "$tmp/z2-resumed.jsonl" \
+  2>"$tmp/log" || fail "resume a ZeRO-2 run on one device: $(cat "$tmp/log")"
+same_losses "$tmp/z2.jsonl" "$tmp/z2-resumed.jsonl" || fail "ZeRO-2 resumed on one device differs"
+expect_error 2 train --model gpt-nano --zero 3
 train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
   fail "train --devices 4: $(cat "$tmp/log")"
 grep -q "on a100-40gb" "$tmp/log" || fail "--devices 4 is not on sim devices by default"

@@ -188,4 +188,25 @@ TEST_CASE("plan_replica agrees with the GPT planner on a data-parallel layout") 
   CHECK(any.items_per_s == doctest::Approx(gpt.tokens_per_s).epsilon(0.1));
 }
 
+TEST_CASE("plan: ZeRO-1 and -2 shard the optimizer state and the gradients over dp") {
+  PlanOptions o = options("gpt-nano", {.dp = 4}, 8);
+  const models::Plan plain = models::plan_gpt(o);
+  o.zero = 1;
+  const models::Plan one = models::plan_gpt(o);
+  o.zero = 2;
+  const models::Plan two = models::plan_gpt(o);
+  const int64_t n = models::gpt_parameter_count(models::gpt_config("gpt-nano"));
+  CHECK(bytes(plain.worst, MemoryCategory::optimizer_state) == 8 * n);
+  CHECK(bytes(one.worst, MemoryCategory::optimizer_state) == 8 * n / 4);
+  CHECK(bytes(one.worst, MemoryCategory::gradients) == 4 * n);
+  CHECK(bytes(two.worst, MemoryCategory::gradients) == 4 * n / 4);
+  CHECK(one.worst.peak_bytes == plain.worst.peak_bytes - 6 * n);
+  CHECK(two.worst.peak_bytes == one.worst.peak_bytes - 3 * n);
+  CHECK(one.optimizer_s == doctest::Approx(plain.optimizer_s / 4));
+  CHECK(one.dp_exposed_s > plain.dp_exposed_s);  // the allgather after the step
+  const models::ReplicaPlan vit = models::plan_replica(
+      {.model = "vit-tiny", .dp = 4, .spec = o.spec, .global_batch = 8, .zero = 2});
+  CHECK(vit.memory[static_cast<int>(MemoryCategory::optimizer_state)] == 8 * vit.parameters / 4);
+}
+
 }  // namespace dlf

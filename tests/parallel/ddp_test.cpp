@@ -36,7 +36,7 @@ struct Trained {
 };
 
 Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer which,
-              bool zero = false) {
+              int zero = 0, double max_norm = 1.0) {
   nn::NamedTensors params, state;
   std::vector<double> losses;
   std::mutex mutex;
@@ -45,7 +45,8 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
     manual_seed(r == 0 ? 1234 : 99 + r);  // replicas start apart: DDP broadcasts rank 0's
     models::GPT model(models::gpt_config("gpt-nano"));
     model.to(world.device());
-    parallel::DistributedDataParallel ddp(model, world, {.bucket_bytes = 64 << 10});
+    parallel::DistributedDataParallel ddp(model, world,
+                                          {.bucket_bytes = 64 << 10, .shard_gradients = zero >= 2});
     const auto groups = nn::optim::decay_groups(model.named_parameters(), 0.1);
     std::unique_ptr<nn::optim::Optimizer> opt;
     if (which == Optimizer::sgd)
@@ -55,7 +56,7 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
       opt = std::make_unique<nn::optim::AdamW>(
           groups, nn::optim::AdamWOptions{.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
     std::optional<parallel::ZeroOptimizer> sharded;
-    if (zero) sharded.emplace(*opt, world);
+    if (zero > 0) sharded.emplace(*opt, world, ddp);
     for (int s = 0; s < kSteps; ++s) {
       const int64_t rows = kBatch / n;
       Tensor x = data.x[s].narrow(0, r * rows, rows).to(world.device());
@@ -65,9 +66,9 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
       loss.backward();
       ddp.synchronize();
       if (sharded) {
-        sharded->clip_grad_norm(model.parameters(), 1.0);
+        sharded->clip_grad_norm(model.parameters(), max_norm);
       } else {
-        nn::optim::clip_grad_norm(model.parameters(), 1.0);
+        nn::optim::clip_grad_norm(model.parameters(), max_norm);
       }
       if (sharded) {
         sharded->step();
@@ -145,7 +146,7 @@ TEST_CASE("ZeRO-1: sharded optimizer state gives the unsharded run's parameters 
     CAPTURE(n);
     const auto devices = parallel::devices_of(DeviceType::cpu, n);
     const Trained plain = train(devices, data, Optimizer::adamw);
-    const Trained sharded = train(devices, data, Optimizer::adamw, /*zero=*/true);
+    const Trained sharded = train(devices, data, Optimizer::adamw, /*zero=*/1);
     REQUIRE(plain.params.size() == sharded.params.size());
     for (size_t i = 0; i < plain.params.size(); ++i) {
       CAPTURE(plain.params[i].first);
@@ -161,6 +162,58 @@ TEST_CASE("ZeRO-1: sharded optimizer state gives the unsharded run's parameters 
   }
 }
 
+TEST_CASE("ZeRO-2: sharded gradients too; bit for bit without clipping, to rounding with it") {
+  const Batches data = make_batches();
+  for (int n : {2, 3}) {
+    CAPTURE(n);
+    const auto devices = parallel::devices_of(DeviceType::cpu, n);
+    const double no_clip = 1e30;
+    const Trained plain = train(devices, data, Optimizer::adamw, 0, no_clip);
+    const Trained sharded = train(devices, data, Optimizer::adamw, 2, no_clip);
+    REQUIRE(plain.params.size() == sharded.params.size());
+    for (size_t i = 0; i < plain.params.size(); ++i) {
+      CAPTURE(plain.params[i].first);
+      test::check_close(sharded.params[i].second, plain.params[i].second, 0, 0);
+    }
+    REQUIRE(plain.optimizer_state.size() == sharded.optimizer_state.size());
+    for (size_t i = 0; i < plain.optimizer_state.size(); ++i) {
+      CHECK(sharded.optimizer_state[i].first == plain.optimizer_state[i].first);
+      test::check_close(sharded.optimizer_state[i].second, plain.optimizer_state[i].second, 0, 0);
+    }
+    // Clipping: the global norm adds the pieces' squares in another order.
+    const Trained clipped = train(devices, data, Optimizer::adamw, 0);
+    const Trained clipped_sharded = train(devices, data, Optimizer::adamw, 2);
+    for (int s = 0; s < kSteps; ++s)
+      CHECK(clipped_sharded.losses[s] == doctest::Approx(clipped.losses[s]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("ZeRO-2: a rank keeps 1/N of the gradients once its buckets are reduced") {
+  const int n = 4;
+  std::vector<int64_t> grad_bytes(n);
+  std::vector<int> undefined(n);
+  parallel::run_ranks(parallel::devices_of(DeviceType::sim, n), [&](parallel::Communicator& world) {
+    manual_seed(3);
+    models::GPT model(models::gpt_config("gpt-nano"));
+    model.to(world.device());
+    parallel::DistributedDataParallel ddp(model, world,
+                                          {.bucket_bytes = 16 << 10, .shard_gradients = true});
+    const Tensor x = zeros({2, 8}, {.dtype = DType::i64, .device = world.device()});
+    model.loss(x, x).backward();
+    ddp.synchronize();
+    grad_bytes[world.rank()] =
+        allocator_for(world.device()).stats().live_by[static_cast<int>(MemoryCategory::gradients)];
+    for (const Tensor& p : model.parameters()) undefined[world.rank()] += !p.grad().defined();
+  });
+  const models::GPT reference(models::gpt_config("gpt-nano"));
+  const int64_t whole = 4 * reference.num_parameters();
+  for (int r = 0; r < n; ++r) {
+    CHECK(undefined[r] == int(reference.parameters().size()));
+    CHECK(grad_bytes[r] <= whole / n + 4 * 64 * n);  // a part of each bucket, padding at most
+    CHECK(grad_bytes[r] >= whole / n);
+  }
+}
+
 TEST_CASE("ZeRO-1: each rank keeps the state of its own parameters only") {
   std::vector<int64_t> state_bytes(4);
   parallel::run_ranks(parallel::devices_of(DeviceType::sim, 4), [&](parallel::Communicator& world) {
@@ -168,9 +221,11 @@ TEST_CASE("ZeRO-1: each rank keeps the state of its own parameters only") {
     models::GPT model(models::gpt_config("gpt-nano"));
     model.to(world.device());
     nn::optim::AdamW opt({{.params = model.parameters()}}, {.lr = 1e-3});
-    parallel::ZeroOptimizer zero(opt, world);
+    parallel::DistributedDataParallel ddp(model, world, {.bucket_bytes = 16 << 10});
+    parallel::ZeroOptimizer zero(opt, world, ddp);
     const Tensor x = zeros({2, 8}, {.dtype = DType::i64, .device = world.device()});
     model.loss(x, x).backward();
+    ddp.synchronize();
     zero.step();
     const MemoryStats stats = allocator_for(world.device()).stats();
     state_bytes[world.rank()] = stats.live_by[static_cast<int>(MemoryCategory::optimizer_state)];

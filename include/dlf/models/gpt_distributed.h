@@ -20,6 +20,7 @@ struct DistributedGPTOptions {
   int micro_batches = 1;  ///< per step, per dp replica
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
   int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
+  bool shard_gradients = false;              ///< DDP's: ZeRO-2
 };
 
 class DistributedGPT {

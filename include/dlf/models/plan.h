@@ -34,6 +34,7 @@ struct PlanOptions {
   DType dtype = DType::f32;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   bool recompute = false;  ///< every block recomputed in backward (autograd::checkpoint)
+  int zero = 0;            ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
 };
 
 /// What one device of the most loaded pipeline stage holds and does.
@@ -88,6 +89,7 @@ struct ReplicaPlanOptions {
   int64_t seq = 0;           ///< GPT and BERT: tokens per sequence; 0: the model's context
   DType dtype = DType::f32;
   bool recompute = false;  ///< Module::recompute: every block recomputed in backward
+  int zero = 0;            ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
 };
 
 struct ReplicaPlan {

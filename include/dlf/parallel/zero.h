@@ -1,43 +1,64 @@
-// ZeRO stage 1 (Rajbhandari et al. 2020), the way PyTorch's ZeroRedundancyOptimizer does it:
-// the optimizer state is sharded over the data-parallel ranks. Each rank owns whole parameters
-// (balanced by size), keeps state for those only and updates them; then one allgather brings
-// every rank the others' updated parameters (each rank's share flattened and padded to the
-// largest). With DDP's averaged gradients the result is the unsharded optimizer's, bit for
-// bit, while each rank holds 1/N of the state and does 1/N of the update.
+// ZeRO (Rajbhandari et al. 2020) over a data-parallel group, laid out as Megatron-LM's
+// distributed optimizer: each DDP bucket is cut into one equal part per rank, and a rank keeps
+// optimizer state for, and updates, only the pieces of parameters in its parts; one allgather
+// per bucket then brings every rank the others' updated pieces.
+//
+// - Stage 1: gradients are averaged whole (DDP's allreduce). The result is the unsharded
+//   optimizer's, bit for bit, clipping included; each rank holds 1/N of the state and does
+//   1/N of the update.
+// - Stage 2: DDP is built with shard_gradients, so each bucket is reduce-scattered and a rank
+//   keeps only its part of the gradients too. The global gradient norm then adds per-piece
+//   sums in another order: equal to the unsharded one to rounding, not bit for bit.
+//
+// Checkpoints hold the whole state under the unsharded optimizer's names
+// (consolidated_state_dict), so they load at any number of ranks and without ZeRO.
 #pragma once
 #include <map>
+#include <memory>
 #include <vector>
 
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/communicator.h>
+#include <dlf/parallel/ddp.h>
 
 namespace dlf::parallel {
 
 class ZeroOptimizer {
  public:
-  /// Shards `optimizer` (whose state must still be empty or loaded through this wrapper) over
-  /// the ranks of `comm`. Every rank constructs it with the same parameter groups.
-  ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm);
+  /// Shards `optimizer` (its groups, options and learning rates; its own state stays empty)
+  /// over the ranks of `comm`, the group `ddp` reduces over. Every rank constructs it alike.
+  ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm,
+                const DistributedDataParallel& ddp);
 
-  /// Updates this rank's parameters, then gathers everyone's.
+  /// 1 or 2: whether the gradients are sharded too (the DDP's shard_gradients).
+  int stage() const;
+  /// Updates this rank's pieces with the optimizer's current learning rates, then gathers
+  /// everyone's. Call after ddp.synchronize() (and clip_grad_norm).
   void step();
-  /// nn::optim::clip_grad_norm for sharded state: the same global norm (the squared norms of
-  /// the parameters, each from its owner, added in the order of `params`, so it is bit for bit
-  /// the unsharded one), but only this rank's gradients — the ones it will use — are scaled.
+  /// The global L2 norm of the gradients of `params` (the DDP's module's parameters), each
+  /// element counted once; the gradients this rank uses are scaled to `max_norm` if above.
   double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
-  /// The whole optimizer state, gathered from the owners (collective: every rank calls it).
+  /// The whole optimizer state, named as the unsharded optimizer's state_dict() names it
+  /// (collective: every rank calls it).
   nn::NamedTensors consolidated_state_dict();
-  /// Loads a whole state (as consolidated_state_dict() gave) and keeps this rank's share.
+  /// Loads a whole state (as consolidated_state_dict() gave) and keeps this rank's pieces.
   void load_state_dict(const nn::NamedTensors& state);
 
  private:
-  void drop_unowned_state();
+  struct Piece {
+    OwnedPiece owned;
+    size_t group = 0, index = 0;  // of the parameter in the optimizer's groups
+    Tensor view;                  // the piece of the parameter, updated in place
+  };
+  void attach_gradients();
+
   nn::optim::Optimizer& opt_;
   Communicator& comm_;
-  std::vector<std::vector<int>> owners_;       // [group][index]
-  std::vector<std::vector<int64_t>> offsets_;  // [group][index]: where in its owner's share
-  int64_t largest_share_ = 0;                  // elements
-  std::map<const Storage*, int> owner_of_;     // by the parameter's storage
+  const DistributedDataParallel& ddp_;
+  std::map<const Storage*, std::pair<size_t, size_t>> place_;  // parameter -> (group, index)
+  std::vector<Piece> pieces_;
+  std::unique_ptr<nn::optim::Optimizer> shard_;  // over the pieces, one group per group
+  bool gradients_attached_ = false;
 };
 
 }  // namespace dlf::parallel

@@ -1,6 +1,7 @@
 // Optimizers over parameter groups: SGD (momentum, Nesterov), Adam and AdamW.
 #pragma once
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,9 +41,10 @@ class Optimizer {
   /// Restores what state_dict() gave; a dlf::Error names a missing or mis-shaped entry.
   void load_state_dict(const NamedTensors& state);
 
-  /// From now on step() updates only the parameters `owns(group, index)` accepts (a ZeRO
-  /// shard); the others keep no state. An empty function updates all.
-  void set_update_filter(std::function<bool(size_t group, size_t index)> owns);
+  /// An optimizer of the same kind and options over other groups (their lr and weight_decay
+  /// as given, else this one's defaults), with no state: what a sharded optimizer runs over
+  /// its pieces of the parameters.
+  virtual std::unique_ptr<Optimizer> same_kind(std::vector<ParamGroup> groups) const = 0;
   /// The groups, their lr and weight_decay always set; a group's lr may be changed.
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
   std::vector<ParamGroup>& param_groups() { return groups_; }
@@ -58,7 +60,6 @@ class Optimizer {
                       std::vector<Tensor>& state) = 0;
 
  private:
-  std::function<bool(size_t, size_t)> owns_;
   std::vector<ParamGroup> groups_;
   std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]
   int64_t steps_ = 0;
@@ -77,6 +78,7 @@ class SGD : public Optimizer {
   explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
   SGD(std::vector<ParamGroup> groups, SGDOptions options = {});
   std::vector<std::string> slot_names() const override { return {"momentum_buffer"}; }
+  std::unique_ptr<Optimizer> same_kind(std::vector<ParamGroup> groups) const override;
 
  protected:
   void update(Tensor& p, const Tensor& g, double lr, double wd,
@@ -99,6 +101,7 @@ class Adam : public Optimizer {
   explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
   Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
   std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  std::unique_ptr<Optimizer> same_kind(std::vector<ParamGroup> groups) const override;
 
  protected:
   /// decoupled: AdamW's weight decay, p -= lr·wd·p, instead of L2.
