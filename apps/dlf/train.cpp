@@ -315,8 +315,9 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     double norm = 0;
     try {
       loss = task->forward_backward();
-      norm =
-          zero ? zero->clip_grad_norm(tensors, run.grad_clip) : task->clip_grad_norm(run.grad_clip);
+      // ZeRO-2 alone has no whole gradients: its norm adds the ranks' pieces.
+      norm = zero && zero->stage() == 2 ? zero->clip_grad_norm(tensors, run.grad_clip)
+                                        : task->clip_grad_norm(run.grad_clip);
     } catch (const Error& e) {
       if (!o.detect_anomaly) throw;
       throw Error("step " + std::to_string(step + 1) + ": " + e.what());
@@ -400,11 +401,12 @@ models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int
           .global_batch = o.run.batch,
           .seq = seq,
           .schedule = parse_schedule(o.schedule),
-          .recompute = o.recompute == "full"};
+          .recompute = o.recompute == "full",
+          .zero = o.zero};
 }
 
 // The layout of the run: --dp, --tp and --pp as given (tp and pp 1 when unset, dp the rest of
-// the devices; ZeRO's and the non-GPT models' are data-parallel); with --devices alone, a GPT's
+// the devices; ZeRO-2's and the non-GPT models' are data-parallel); with --devices alone, a GPT's
 // is planned on meta devices of the run's device spec: among the layouts that fit both the
 // simulated devices and this machine's memory, the fastest predicted one — on cpu ranks, which
 // share this machine's cores, the most data-parallel one.
@@ -413,7 +415,7 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
   const bool gpt = models::model_family(o.run.model) == models::ModelFamily::gpt;
   const bool cpu = device.type == DeviceType::cpu;
   const SimSpec spec = cpu ? sim_preset("a100-40gb") : device.spec;
-  if (o.dp > 0 || o.tp > 0 || o.pp > 0 || o.zero > 0 || devices == 1 || !gpt) {
+  if (o.dp > 0 || o.tp > 0 || o.pp > 0 || o.zero >= 2 || devices == 1 || !gpt) {
     const int tp = std::max(o.tp, 1), pp = std::max(o.pp, 1);
     DLF_CHECK(o.dp > 0 || devices % (tp * pp) == 0, "tp ", tp, " x pp ", pp, " = ", tp * pp,
               " ranks per replica do not divide the ", devices, " devices");
@@ -528,9 +530,9 @@ double run_train(TrainOptions o) {
   const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
-  DLF_CHECK(o.zero == 0 || layout.tp * layout.pp == 1,
-            "--zero shards the optimizer state of whole replicas: it does not combine with "
-            "--tp or --pp yet");
+  DLF_CHECK(o.zero < 2 || layout.tp * layout.pp == 1,
+            "--zero 2 shards the gradients of whole replicas: it does not combine with --tp or "
+            "--pp yet (--zero 1 does)");
   DLF_CHECK(run.batch % layout.dp == 0, "--batch ", run.batch, " does not split over dp ",
             layout.dp, ": each replica takes an equal share, so the batch must be a multiple");
   const int64_t micro =

@@ -187,7 +187,13 @@ expect_error 1 train --model gpt-nano --steps 1 --tp 3 --device cpu
 expect_error 1 train --model gpt-nano --steps 1 --pp 4 --device cpu
 expect_error 1 train --model gpt-nano --steps 1 --devices 4 --dp 3
 expect_error 1 train --model gpt-nano --steps 1 --batch 4 --pp 2 --micro-batch 3
-expect_error 1 train --model gpt-nano --steps 1 --tp 2 --zero
+expect_error 1 train --model gpt-nano --steps 1 --tp 2 --zero 2
+# ZeRO-1 over the data-parallel group of a dp x tp x pp mesh: the same losses, bit for bit
+train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --metrics "$tmp/m3.jsonl" \
+  2>/dev/null || fail "dp2 tp2 pp2"
+train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --zero \
+  --metrics "$tmp/m3z.jsonl" 2>/dev/null || fail "dp2 tp2 pp2 --zero"
+[ "$(losses "$tmp/m3.jsonl")" = "$(losses "$tmp/m3z.jsonl")" ] || fail "ZeRO-1 under tp and pp changed the losses"
 expect_error 1 train --model gpt-nano --steps 1 --pp 2 --schedule zigzag
 
 # BERT: masked LM on the same text, reporting masked-byte accuracy; dp 2 gives one device's
