@@ -8,6 +8,7 @@
 // matmul peak measured in this process) and the peak RSS.
 //
 //   train_bench MODEL [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K] [--profile]
+//               [--recompute full]
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -28,8 +29,9 @@ namespace {
 struct Options {
   std::string model = "gpt-mini";
   int steps = 10, warmup = 2, threads = 2;
-  bool profile = false;        // print the per-op table of the counted step on stderr
-  int64_t batch = 0, seq = 0;  // 0: the peer's defaults for the model
+  bool profile = false;            // print the per-op table of the counted step on stderr
+  std::string recompute = "none";  // full: activation recompute, against none in the same run
+  int64_t batch = 0, seq = 0;      // 0: the peer's defaults for the model
 };
 
 Options parse(int argc, char** argv) {
@@ -42,6 +44,11 @@ Options parse(int argc, char** argv) {
   app.add_option("--batch", o.batch, "sequences or images per step (default: the peer's)");
   app.add_option("--seq", o.seq, "tokens per sequence, GPT and BERT (default: the peer's)");
   app.add_flag("--profile", o.profile, "the per-op table of one step on stderr");
+  app.add_option("--recompute", o.recompute,
+                 "full: every block recomputed in backward, timed alternately with none (the "
+                 "baseline) in the same run")
+      ->check(CLI::IsMember({"none", "full"}))
+      ->capture_default_str();
   bench::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -136,25 +143,32 @@ int main(int argc, char** argv) try {
   const Workload w = make_workload(o, data);
   nn::optim::AdamW opt({{.params = w.model->parameters(), .weight_decay = 0.1}},
                        {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  const bool recompute = o.recompute == "full";
   double first_loss = 0, last_loss = 0;
-  auto step = [&] {
+  int64_t held[2] = {0, 0};  // bytes live between forward and backward, [recompute]
+  Allocator& memory = allocator_for(kCPU);
+  auto step = [&](bool with_recompute) {
+    w.model->recompute(with_recompute);
     opt.zero_grad();
+    const int64_t before = memory.stats().live_bytes;
     Tensor loss = w.loss();
+    held[with_recompute] = std::max(held[with_recompute], memory.stats().live_bytes - before);
     loss.backward();
     opt.step();
     last_loss = loss.item<double>();
     if (first_loss == 0) first_loss = last_loss;
   };
-  std::vector<double> ms;
-  for (int i = 0; i < o.warmup; ++i) step();
+  std::vector<double> ms, baseline_ms;  // with --recompute full, and alternately without
+  for (int i = 0; i < o.warmup; ++i) step(recompute);
   for (int i = 0; i < o.steps; ++i) {
-    ms.push_back(bench::time_once_ms(step));
+    ms.push_back(bench::time_once_ms([&] { step(recompute); }));
     std::fprintf(stderr, "step %d: %.1f ms, loss %.4f\n", i, ms.back(), last_loss);
+    if (recompute) baseline_ms.push_back(bench::time_once_ms([&] { step(false); }));
   }
   double step_flops = 0;  // one more step, untimed, to count what it dispatches
   {
     OpProfile profile;
-    step();
+    step(false);  // the model's FLOPs, without what a recompute adds
     step_flops = profile.outermost().flops;
     if (o.profile) profile.print(std::cerr);
   }
@@ -173,6 +187,16 @@ int main(int argc, char** argv) try {
   line.add("peak_rss_mib", peak_rss_mib()).add("mfu", mfu).add("matmul_peak_gflops", peak);
   line.add("step_gflop", step_flops / 1e9).add("params", w.model->num_parameters());
   line.add("loss_first", first_loss).add("loss_last", last_loss);
+  line.add("activations_mib", double(held[recompute]) / (1 << 20));
+  if (recompute) {
+    const double baseline = double(w.items) / (bench::summarize(baseline_ms).median_ms / 1e3);
+    line.add("recompute", "full")
+        .add("baseline_impl", "dlf recompute none")
+        .add("baseline", baseline)
+        .add("ratio", items_per_s / baseline)
+        .add("baseline_activations_mib", double(held[0]) / (1 << 20))
+        .add("activations_ratio", double(held[1]) / double(held[0]));
+  }
   line.print();
   return 0;
 } catch (const std::exception& e) {
