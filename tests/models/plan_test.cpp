@@ -28,6 +28,7 @@ TEST_CASE("gpt_parameter_count: the built model's count, and GPT-3's 175B") {
   for (const std::string name : {"gpt-nano", "gpt-mini", "gpt-small"}) {
     CAPTURE(name);
     const models::GPTConfig c = models::gpt_config(name);
+    DefaultDeviceGuard meta(kMeta);  // the shapes are what counts
     CHECK(models::gpt_parameter_count(c) == models::GPT(c).num_parameters());
   }
   // V·C + T·C + L·(12C² + 13C) + 2C with V 50257, T 2048, L 96, C 12288.
