@@ -13,7 +13,22 @@ Storage::Storage(size_t nbytes, Device device)
       device_(device),
       category_(MemoryScope::current()) {}
 
-Storage::~Storage() { allocator_for(device_).deallocate(data_, nbytes_, category_); }
+Storage::~Storage() {
+  if (!released_) allocator_for(device_).deallocate(data_, nbytes_, category_);
+}
+
+void Storage::release() {
+  if (released_) return;
+  allocator_for(device_).deallocate(data_, nbytes_, category_);
+  data_ = nullptr;
+  released_ = true;
+}
+
+void Storage::materialize() {
+  if (!released_) return;
+  data_ = allocator_for(device_).allocate(nbytes_, category_);
+  released_ = false;
+}
 
 void Storage::set_category(MemoryCategory category) {
   if (category == category_) return;

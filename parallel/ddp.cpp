@@ -171,17 +171,42 @@ std::vector<OwnedPiece> DistributedDataParallel::owned_pieces() const {
                           .bucket = int(b),
                           .begin = begin - at,
                           .end = end - at,
-                          .offset = begin - lo});
+                          .offset = begin - lo,
+                          .value = p.reshape({-1}).narrow(0, begin - at, end - begin)});
       at += p.numel();
     }
   }
   return pieces;
 }
 
-bool DistributedDataParallel::shards_gradients() const { return reducer_->shard_gradients; }
+Tensor DistributedDataParallel::piece_gradient(const OwnedPiece& piece) const {
+  const int64_t n = piece.end - piece.begin;
+  if (reducer_->shard_gradients)
+    return reducer_->buckets.at(size_t(piece.bucket)).gradient_part.narrow(0, piece.offset, n);
+  const Tensor g = piece.param.grad();
+  return g.defined() ? g.reshape({-1}).narrow(0, piece.begin, n) : Tensor();
+}
 
-const Tensor& DistributedDataParallel::gradient_part(int b) const {
-  return reducer_->buckets.at(size_t(b)).gradient_part;
+bool DistributedDataParallel::whole_gradients() const { return !reducer_->shard_gradients; }
+
+void DistributedDataParallel::publish_updates(const std::vector<OwnedPiece>& mine) {
+  autograd::NoGradGuard no_grad;
+  size_t next = 0;  // `mine` is bucket by bucket, in order
+  for (int b = 0; b < num_buckets(); ++b) {
+    const std::vector<Tensor>& params = bucket_params(b);
+    Tensor part = zeros({part_size(b)}, {.dtype = params[0].dtype(), .device = params[0].device()});
+    for (; next < mine.size() && mine[next].bucket == b; ++next) {
+      const OwnedPiece& o = mine[next];
+      part.narrow(0, o.offset, o.end - o.begin).copy_(o.value);
+    }
+    const Tensor all = reducer_->comm->allgather(part);
+    int64_t at = 0;
+    for (const Tensor& p : params) {
+      Tensor target = p;
+      target.copy_(all.narrow(0, at, p.numel()).reshape(p.shape()));
+      at += p.numel();
+    }
+  }
 }
 
 double DistributedDataParallel::comm_seconds() const { return reducer_->comm_seconds; }

@@ -21,9 +21,9 @@ std::string slot_key(size_t group, size_t index, const std::string& slot) {
 }  // namespace
 
 ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm,
-                             const DistributedDataParallel& ddp)
-    : opt_(optimizer), comm_(comm), ddp_(ddp) {
-  DLF_CHECK(ddp.num_buckets() > 0, "ZeroOptimizer: the DDP has no buckets (one rank?)");
+                             ShardedParameters& shards)
+    : opt_(optimizer), comm_(comm), shards_(shards) {
+  DLF_CHECK(shards.num_buckets() > 0, "ZeroOptimizer: no buckets to shard (one rank?)");
   const auto& groups = opt_.param_groups();
   for (size_t g = 0; g < groups.size(); ++g) {
     for (size_t i = 0; i < groups[g].params.size(); ++i) {
@@ -38,51 +38,37 @@ ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm
     shard_groups[g].weight_decay = groups[g].weight_decay;
   }
   autograd::NoGradGuard no_grad;
-  for (const OwnedPiece& o : ddp.owned_pieces()) {
+  for (const OwnedPiece& o : shards.owned_pieces()) {
     auto it = place_.find(o.param.storage().get());
     DLF_CHECK(it != place_.end(),
-              "ZeroOptimizer: the DDP's module has a parameter the optimizer "
-              "does not (of shape ",
+              "ZeroOptimizer: the model has a parameter the optimizer does not (of shape ",
               shape_str(o.param.shape()), ")");
     const auto [g, i] = it->second;
-    Piece piece{.owned = o,
-                .group = g,
-                .index = i,
-                .view = o.param.reshape({-1}).narrow(0, o.begin, o.end - o.begin)};
-    piece.view.requires_grad_();  // a leaf of its own, for the optimizer (it never records)
-    shard_groups[g].params.push_back(piece.view);
+    Piece piece{.owned = o, .group = g, .index = i};
+    piece.owned.value.requires_grad_();  // a leaf of its own, for the optimizer (never records)
+    shard_groups[g].params.push_back(piece.owned.value);
     pieces_.push_back(std::move(piece));
   }
   shard_ = opt_.same_kind(std::move(shard_groups));
 }
 
-int ZeroOptimizer::stage() const { return ddp_.shards_gradients() ? 2 : 1; }
-
 void ZeroOptimizer::attach_gradients() {
   if (gradients_attached_) return;
-  for (Piece& piece : pieces_) {
-    const OwnedPiece& o = piece.owned;
-    if (ddp_.shards_gradients()) {
-      piece.view.set_grad(ddp_.gradient_part(o.bucket).narrow(0, o.offset, o.end - o.begin));
-    } else {
-      const Tensor g = o.param.grad();
-      piece.view.set_grad(g.defined() ? g.reshape({-1}).narrow(0, o.begin, o.end - o.begin)
-                                      : Tensor());
-    }
-  }
+  for (Piece& piece : pieces_) piece.owned.value.set_grad(shards_.piece_gradient(piece.owned));
   gradients_attached_ = true;
 }
 
 double ZeroOptimizer::clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
-  // Stage 1 has every gradient whole: the unsharded norm, bit for bit.
-  if (!ddp_.shards_gradients()) return nn::optim::clip_grad_norm(params, max_norm);
+  // With every gradient whole, the unsharded norm, bit for bit.
+  if (shards_.whole_gradients()) return nn::optim::clip_grad_norm(params, max_norm);
   autograd::NoGradGuard no_grad;
   attach_gradients();
   double squares = 0;
   std::vector<Tensor> mine;
   for (const Piece& piece : pieces_) {
-    squares += sum_squares(piece.view.grad()).item<double>();
-    mine.push_back(piece.view);
+    const Tensor g = piece.owned.value.grad();
+    if (g.defined()) squares += sum_squares(g).item<double>();
+    mine.push_back(piece.owned.value);
   }
   Tensor total = full({1}, squares, {.dtype = DType::f64, .device = comm_.device()});
   comm_.allreduce(total);
@@ -98,26 +84,12 @@ void ZeroOptimizer::step() {
   for (size_t g = 0; g < shard_groups.size(); ++g) shard_groups[g].lr = opt_.param_groups()[g].lr;
   shard_->step();
   gradients_attached_ = false;
-  for (Piece& piece : pieces_) piece.view.set_grad(Tensor());
-
-  // Each bucket: this rank's part of the parameters, gathered from every rank.
-  size_t next = 0;  // pieces_ are bucket by bucket, in order
-  for (int b = 0; b < ddp_.num_buckets(); ++b) {
-    const std::vector<Tensor>& params = ddp_.bucket_params(b);
-    const int64_t part = ddp_.part_size(b);
-    Tensor mine = zeros({part}, {.dtype = params[0].dtype(), .device = params[0].device()});
-    for (; next < pieces_.size() && pieces_[next].owned.bucket == b; ++next) {
-      const OwnedPiece& o = pieces_[next].owned;
-      mine.narrow(0, o.offset, o.end - o.begin).copy_(pieces_[next].view);
-    }
-    const Tensor all = comm_.allgather(mine);
-    int64_t at = 0;
-    for (const Tensor& p : params) {
-      Tensor target = p;
-      target.copy_(all.narrow(0, at, p.numel()).reshape(p.shape()));
-      at += p.numel();
-    }
+  std::vector<OwnedPiece> mine;
+  for (Piece& piece : pieces_) {
+    piece.owned.value.set_grad(Tensor());
+    mine.push_back(piece.owned);
   }
+  shards_.publish_updates(mine);
 }
 
 nn::NamedTensors ZeroOptimizer::consolidated_state_dict() {
@@ -133,10 +105,10 @@ nn::NamedTensors ZeroOptimizer::consolidated_state_dict() {
   std::map<std::tuple<size_t, size_t, size_t>, Tensor> slot_of;  // (group, index, slot)
   for (size_t s = 0; s < slots.size(); ++s) {
     size_t next = 0;
-    for (int b = 0; b < ddp_.num_buckets(); ++b) {
-      const std::vector<Tensor>& params = ddp_.bucket_params(b);
+    for (int b = 0; b < shards_.num_buckets(); ++b) {
+      const std::vector<Tensor>& params = shards_.bucket_params(b);
       Tensor mine =
-          zeros({ddp_.part_size(b)}, {.dtype = params[0].dtype(), .device = params[0].device()});
+          zeros({shards_.part_size(b)}, {.dtype = params[0].dtype(), .device = params[0].device()});
       for (; next < pieces_.size() && pieces_[next].owned.bucket == b; ++next) {
         const Piece& piece = pieces_[next];
         const std::vector<Tensor>& state = shard_->state(piece.group, shard_index[next]);

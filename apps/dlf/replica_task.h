@@ -21,6 +21,7 @@ class ReplicaTask : public RankTask {
       const nn::NamedTensors& optimizer_state) override;
   nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const override;
   const parallel::DistributedDataParallel* ddp() const override { return ddp_ ? &*ddp_ : nullptr; }
+  parallel::ShardedParameters* shards() override { return ddp_ ? &*ddp_ : nullptr; }
 
  protected:
   /// `model` takes the setup's initial state (its shard of it under tensor parallelism, split

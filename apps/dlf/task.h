@@ -59,6 +59,9 @@ class RankTask {
   virtual nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const = 0;
   /// The data-parallel reducer, for its simulated communication times; null without one.
   virtual const parallel::DistributedDataParallel* ddp() const = 0;
+  /// How the data-parallel wrapper lays the parameters out for a ZeroOptimizer; null without
+  /// one (a single replica).
+  virtual parallel::ShardedParameters* shards() = 0;
   /// What one training step consumes ("8 x 256 tokens") and how many items that is.
   virtual std::string batch_description() const = 0;
   virtual double items_per_step() const = 0;

@@ -202,7 +202,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   nn::optim::AdamW opt(nn::optim::decay_groups(params, run.weight_decay),
                        {.lr = run.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
-  if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->ddp());
+  if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->shards());
   if (job.ckpt != nullptr) {
     const nn::NamedTensors state =
         nn::optim::state_by_place(opt, task->shard_optimizer_state(job.ckpt->optimizer), params);
@@ -316,8 +316,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     try {
       loss = task->forward_backward();
       // ZeRO-2 alone has no whole gradients: its norm adds the ranks' pieces.
-      norm = zero && zero->stage() == 2 ? zero->clip_grad_norm(tensors, run.grad_clip)
-                                        : task->clip_grad_norm(run.grad_clip);
+      norm = zero && !zero->whole_gradients() ? zero->clip_grad_norm(tensors, run.grad_clip)
+                                              : task->clip_grad_norm(run.grad_clip);
     } catch (const Error& e) {
       if (!o.detect_anomaly) throw;
       throw Error("step " + std::to_string(step + 1) + ": " + e.what());

@@ -28,7 +28,12 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  void* data() const { return data_; }
+  void* data() const {
+    DLF_CHECK(!released_,
+              "a tensor's storage is released: a ZeRO-3 parameter outside its "
+              "block's forward and backward (gather the whole state to read it)");
+    return data_;
+  }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
   uint64_t version() const { return version_; }
@@ -36,6 +41,12 @@ class Storage {
   MemoryCategory category() const { return category_; }
   /// Counts these bytes under another category from now on (a tensor becoming a parameter).
   void set_category(MemoryCategory category);
+  /// Frees the bytes but keeps the storage — its tensors, version and category — until
+  /// materialize() allocates them again (uninitialised, for the caller to fill without a new
+  /// version: the values autograd saved). A ZeRO-3 parameter between its uses.
+  void release();
+  void materialize();
+  bool released() const { return released_; }
 
  private:
   void* data_;
@@ -43,6 +54,7 @@ class Storage {
   Device device_;
   MemoryCategory category_;
   uint64_t version_ = 0;
+  bool released_ = false;
 };
 
 struct AutogradMeta;  // defined by autograd/ (floor 3); core only carries the pointer

@@ -33,6 +33,7 @@ class DistributedGPT {
   ParallelGPT& module() { return *model_; }
   const ParallelGPT& module() const { return *model_; }
   const parallel::DistributedDataParallel* ddp() const { return ddp_ ? &*ddp_ : nullptr; }
+  parallel::DistributedDataParallel* ddp() { return ddp_ ? &*ddp_ : nullptr; }
 
   /// Forward and backward of this replica's rows x, y [b, T] (b a multiple of the
   /// micro-batches): afterwards every gradient is ready for the optimizer. Returns the mean

@@ -17,6 +17,7 @@
 
 #include <dlf/nn/module.h>
 #include <dlf/parallel/communicator.h>
+#include <dlf/parallel/sharded_parameters.h>
 
 namespace dlf::parallel {
 
@@ -30,21 +31,13 @@ struct DDPOptions {
   bool shard_gradients = false;
 };
 
-/// The elements [begin, end) of a parameter (flattened) that lie in this rank's part of a
-/// bucket, at `offset` in that part.
-struct OwnedPiece {
-  Tensor param;
-  int bucket = 0;
-  int64_t begin = 0, end = 0, offset = 0;
-};
-
-class DistributedDataParallel {
+class DistributedDataParallel : public ShardedParameters {
  public:
   /// Broadcasts rank 0's parameters and buffers, so every replica starts alike, and registers
   /// the gradient hooks.
   /// Every rank of `comm` must construct it, with the same module structure.
   DistributedDataParallel(nn::Module& module, Communicator& comm, DDPOptions options = {});
-  ~DistributedDataParallel();
+  ~DistributedDataParallel() override;
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
@@ -53,18 +46,16 @@ class DistributedDataParallel {
   /// optimizer step.
   void synchronize();
 
-  int num_buckets() const;
-  /// Bucket b's parameters, in the order they are flattened.
-  const std::vector<Tensor>& bucket_params(int b) const;
-  /// Elements of each rank's part of bucket b: its size padded to a multiple of the ranks,
-  /// divided by them.
-  int64_t part_size(int b) const;
-  /// This rank's pieces of the parameters, bucket by bucket, in flattened order.
-  std::vector<OwnedPiece> owned_pieces() const;
-  bool shards_gradients() const;
-  /// With shard_gradients, after synchronize(): this rank's part of bucket b's averaged
-  /// gradient, [part_size(b)].
-  const Tensor& gradient_part(int b) const;
+  // ShardedParameters: the buckets; a piece's value is a view of its parameter, its gradient
+  // a view of the parameter's averaged gradient or (shard_gradients) of this rank's part of
+  // the bucket's; publish_updates allgathers each bucket's parts into the parameters.
+  int num_buckets() const override;
+  const std::vector<Tensor>& bucket_params(int b) const override;
+  int64_t part_size(int b) const override;
+  std::vector<OwnedPiece> owned_pieces() const override;
+  Tensor piece_gradient(const OwnedPiece& piece) const override;
+  bool whole_gradients() const override;
+  void publish_updates(const std::vector<OwnedPiece>& mine) override;
   /// Seconds the reductions of the last synchronize() spent on the communication stream, and
   /// how many of those the compute stream had to wait for (sim and meta devices).
   double comm_seconds() const;

@@ -19,19 +19,19 @@
 
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/communicator.h>
-#include <dlf/parallel/ddp.h>
+#include <dlf/parallel/sharded_parameters.h>
 
 namespace dlf::parallel {
 
 class ZeroOptimizer {
  public:
   /// Shards `optimizer` (its groups, options and learning rates; its own state stays empty)
-  /// over the ranks of `comm`, the group `ddp` reduces over. Every rank constructs it alike.
-  ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm,
-                const DistributedDataParallel& ddp);
+  /// over the ranks of `comm`, as `shards` lays the parameters out (a DDP, or an FSDP for
+  /// ZeRO-3, over the same group). Every rank constructs it alike.
+  ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm, ShardedParameters& shards);
 
-  /// 1 or 2: whether the gradients are sharded too (the DDP's shard_gradients).
-  int stage() const;
+  /// Whether every rank holds the whole gradients (ZeRO-1): then the norm is the unsharded one.
+  bool whole_gradients() const { return shards_.whole_gradients(); }
   /// Updates this rank's pieces with the optimizer's current learning rates, then gathers
   /// everyone's. Call after ddp.synchronize() (and clip_grad_norm).
   void step();
@@ -46,15 +46,14 @@ class ZeroOptimizer {
 
  private:
   struct Piece {
-    OwnedPiece owned;
+    OwnedPiece owned;             // owned.value: updated in place, a leaf of shard_'s
     size_t group = 0, index = 0;  // of the parameter in the optimizer's groups
-    Tensor view;                  // the piece of the parameter, updated in place
   };
   void attach_gradients();
 
   nn::optim::Optimizer& opt_;
   Communicator& comm_;
-  const DistributedDataParallel& ddp_;
+  ShardedParameters& shards_;
   std::map<const Storage*, std::pair<size_t, size_t>> place_;  // parameter -> (group, index)
   std::vector<Piece> pieces_;
   std::unique_ptr<nn::optim::Optimizer> shard_;  // over the pieces, one group per group

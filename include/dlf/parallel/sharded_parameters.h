@@ -1,0 +1,40 @@
+// What a ZeroOptimizer needs from the wrapper that reduces the gradients (DDP under ZeRO-1 and
+// -2, FSDP under ZeRO-3): parameters in buckets, each bucket cut into one equal part per rank
+// (Megatron-LM's distributed optimizer); the pieces of parameters in this rank's parts, with
+// their averaged gradients; and how the updated pieces reach the other ranks.
+#pragma once
+#include <vector>
+
+#include <dlf/core/tensor.h>
+
+namespace dlf::parallel {
+
+/// The elements [begin, end) of a parameter (flattened) that lie in this rank's part of a
+/// bucket, at `offset` in that part. `value` holds them: the optimizer updates it in place.
+struct OwnedPiece {
+  Tensor param;
+  int bucket = 0;
+  int64_t begin = 0, end = 0, offset = 0;
+  Tensor value;
+};
+
+class ShardedParameters {
+ public:
+  virtual ~ShardedParameters() = default;
+  virtual int num_buckets() const = 0;
+  /// Bucket b's parameters, in the order they are flattened.
+  virtual const std::vector<Tensor>& bucket_params(int b) const = 0;
+  /// Elements of each rank's part of bucket b: its size padded to a multiple of the ranks,
+  /// divided by them.
+  virtual int64_t part_size(int b) const = 0;
+  /// This rank's pieces, bucket by bucket, in flattened order.
+  virtual std::vector<OwnedPiece> owned_pieces() const = 0;
+  /// A piece's averaged gradient once the gradients are reduced (undefined if it has none).
+  virtual Tensor piece_gradient(const OwnedPiece& piece) const = 0;
+  /// Whether every rank also holds the whole averaged gradients (ZeRO-1).
+  virtual bool whole_gradients() const = 0;
+  /// After this rank's pieces were updated: every rank gets the updated parameters (collective).
+  virtual void publish_updates(const std::vector<OwnedPiece>& mine) = 0;
+};
+
+}  // namespace dlf::parallel
