@@ -151,7 +151,7 @@ BertLayer::BertLayer(const BertConfig& c)
       output(register_module("output", std::make_shared<BertResidualNorm>(c.ffn, c))) {}
 
 Tensor BertLayer::forward(const Tensor& x) const {
-  return maybe_recompute(
+  return run_block(
       [this](const std::vector<Tensor>& in) {
         const Tensor a = attention->forward(in[0]);
         return output->forward(intermediate->forward(a), a);

@@ -25,11 +25,16 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   model_ = std::make_unique<ParallelGPT>(config, mesh.tp(), mesh.pp_rank(), mesh.layout().pp);
   model_->to(mesh.tp().device());
   model_->load_shard(whole);
-  if (mesh.layout().dp > 1)
+  DLF_CHECK(options.zero < 2 || mesh.layout().tp * mesh.layout().pp == 1, "ZeRO-", options.zero,
+            " shards whole replicas: not with tensor or pipeline parallelism");
+  if (mesh.layout().dp > 1 && options.zero == 3) {
+    fsdp_.emplace(*model_, mesh.dp(), options.micro_batches);
+  } else if (mesh.layout().dp > 1) {
     ddp_.emplace(*model_, mesh.dp(),
                  parallel::DDPOptions{.bucket_bytes = options.bucket_bytes,
                                       .backward_passes = options.micro_batches,
-                                      .shard_gradients = options.shard_gradients});
+                                      .shard_gradients = options.zero == 2});
+  }
 }
 
 parallel::PipelineStep DistributedGPT::pipeline_step(const Tensor& x, bool forward_only) const {
@@ -64,6 +69,7 @@ double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) 
 double DistributedGPT::forward_backward(const Tensor& x, const Tensor& y) {
   const double loss = run(x, y, false);
   if (ddp_) ddp_->synchronize();
+  if (fsdp_) fsdp_->synchronize();
   model_->tie_gradients(mesh_.pp());
   return loss;
 }
@@ -89,6 +95,15 @@ double DistributedGPT::clip_grad_norm(double max_norm) {
 
 std::pair<nn::NamedTensors, nn::NamedTensors> DistributedGPT::gather_whole(
     const nn::NamedTensors& optimizer_state) {
+  if (fsdp_) {  // whole replicas only: every rank gathers, the first keeps a copy
+    fsdp_->gather_whole();
+    nn::NamedTensors model;
+    if (mesh_.dp_rank() == 0)
+      for (const auto& [name, t] : model_->whole_state_dict()) model.emplace_back(name, t.clone());
+    fsdp_->release_whole();
+    if (mesh_.dp_rank() != 0) return {};
+    return {std::move(model), optimizer_state};
+  }
   if (mesh_.dp_rank() != 0) return {};  // the replicas hold the same
   nn::NamedTensors model = model_->whole_state_dict();
   nn::NamedTensors state;

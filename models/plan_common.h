@@ -22,7 +22,9 @@ inline void reset_plan_device(const SimSpec& spec) {
 }
 
 /// ZeRO over `dp` ranks on a replica's memory at its peak (parallel/zero.h): stage 1 keeps
-/// 1/dp of the optimizer state, stage 2 of the gradients too. Returns the bytes it saves.
+/// 1/dp of the optimizer state, stage 2 of the gradients too, stage 3 of the parameters too
+/// (FSDP gathers one block at a time; the parameters outside the blocks, which it keeps whole,
+/// and the gathered block are left out of this arithmetic). Returns the bytes it saves.
 inline int64_t shard_for_zero(BytesByCategory& memory, int zero, int dp) {
   int64_t saved = 0;
   auto shard = [&](MemoryCategory c) {
@@ -33,13 +35,16 @@ inline int64_t shard_for_zero(BytesByCategory& memory, int zero, int dp) {
   };
   if (zero >= 1) shard(MemoryCategory::optimizer_state);
   if (zero >= 2) shard(MemoryCategory::gradients);
+  if (zero >= 3) shard(MemoryCategory::parameters);
   return saved;
 }
 
 /// The data-parallel communication of a step over `group`, and how much of it the step waits
 /// for: DDP's allreduce overlaps backward; ZeRO-1 adds the allgather of the updated
 /// parameters after the step; ZeRO-2 reduce-scatters instead of allreducing, blocking (the
-/// communicator's reduce_scatter is synchronous), then allgathers.
+/// communicator's reduce_scatter is synchronous), then allgathers; ZeRO-3 gathers each
+/// block's parameters in forward and again in backward and reduce-scatters its gradients,
+/// 1.5x DP's bytes, all blocking (no prefetch yet).
 struct ZeroComm {
   double seconds = 0, exposed = 0;
 };
@@ -49,6 +54,10 @@ inline ZeroComm zero_comm(const SimSpec& spec, int zero, double grad_bytes,
   auto time = [&](sim::Collective kind) {
     return sim::collective_seconds(spec, kind, grad_bytes, group);
   };
+  if (zero >= 3) {
+    const double t = time(sim::Collective::reduce_scatter) + 2 * time(sim::Collective::allgather);
+    return {t, t};
+  }
   if (zero >= 2) {
     const double t = time(sim::Collective::reduce_scatter) + time(sim::Collective::allgather);
     return {t, t};

@@ -79,7 +79,7 @@ ResnetBlock::ResnetBlock(int64_t in, int64_t out, const UNetConfig& c) {
 }
 
 Tensor ResnetBlock::forward(const Tensor& x, const Tensor& temb_silu) const {
-  return maybe_recompute(
+  return run_block(
       [this](const std::vector<Tensor>& in) {
         const Tensor &x = in[0], &temb = in[1];
         Tensor h = conv1->forward(silu(norm1->forward(x)));

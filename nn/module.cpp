@@ -192,11 +192,18 @@ void Module::recompute(bool on) {
   for (auto& [name, child] : children_) child->recompute(on);
 }
 
-Tensor Module::maybe_recompute(const std::function<Tensor(const std::vector<Tensor>&)>& body,
-                               const std::vector<Tensor>& inputs) const {
-  if (!recompute_) return body(inputs);
-  return autograd::checkpoint(
-      [body](const std::vector<Tensor>& in) { return std::vector<Tensor>{body(in)}; }, inputs)[0];
+Tensor Module::run_block(const std::function<Tensor(const std::vector<Tensor>&)>& body,
+                         const std::vector<Tensor>& inputs) const {
+  const std::shared_ptr<const BlockHooks> hooks = block_hooks_;
+  if (hooks) hooks->before_forward();
+  const Tensor out =
+      recompute_
+          ? autograd::checkpoint(
+                [body](const std::vector<Tensor>& in) { return std::vector<Tensor>{body(in)}; },
+                inputs)[0]
+          : body(inputs);
+  if (hooks) hooks->after_forward(out);
+  return out;
 }
 
 void Module::zero_grad() {

@@ -24,7 +24,7 @@ class GPTTask final : public RankTask {
              {.micro_batches = int(rows_ / s.micro_batch),
               .schedule = s.schedule,
               .bucket_bytes = s.bucket_bytes,
-              .shard_gradients = s.shard_gradients}),
+              .zero = s.zero}),
         batches_(
             [this](int64_t step) {
               return mine(data_.sample(nn::data::Split::train, step, run_.batch, seq_, run_.seed));
@@ -55,7 +55,7 @@ class GPTTask final : public RankTask {
     return gpt_.shard_optimizer_state(whole);
   }
   const parallel::DistributedDataParallel* ddp() const override { return gpt_.ddp(); }
-  parallel::ShardedParameters* shards() override { return gpt_.ddp(); }
+  parallel::ShardedParameters* shards() override { return gpt_.shards(); }
   std::string batch_description() const override {
     return std::to_string(run_.batch) + " x " + std::to_string(seq_) + " tokens";
   }

@@ -110,10 +110,11 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
   cmd->add_option("--trace", o.trace, "write a Chrome trace of the simulated devices (Perfetto)");
   cmd->add_option("--zero", o.zero,
                   "ZeRO stage over the data-parallel ranks: 1 shards the optimizer state and the "
-                  "update (1/N per rank), 2 the gradients too (--zero alone: 1)")
+                  "update (1/N per rank), 2 the gradients too, 3 the parameters too (each "
+                  "block's gathered while it runs) (--zero alone: 1)")
       ->expected(0, 1)
       ->default_str("1")
-      ->check(CLI::Range(1, 2));
+      ->check(CLI::Range(1, 3));
   cmd->add_option("--recompute", o.recompute,
                   "activation recompute: none, or full (each block keeps only its input for "
                   "backward and runs again there: less memory, a third more compute)")
@@ -203,10 +204,10 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd->add_option("--recompute", o.recompute, "activation recompute: none or full (every block)")
       ->check(CLI::IsMember({"none", "full"}))
       ->capture_default_str();
-  cmd->add_option("--zero", o.zero, "ZeRO stage over the data-parallel ranks: 1 or 2")
+  cmd->add_option("--zero", o.zero, "ZeRO stage over the data-parallel ranks: 1, 2 or 3")
       ->expected(0, 1)
       ->default_str("1")
-      ->check(CLI::Range(1, 2));
+      ->check(CLI::Range(1, 3));
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }
 

@@ -25,10 +25,13 @@ ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
   }
   model_->to(device());
   model_->recompute(s.recompute);
-  if (l.dp > 1)
+  if (l.dp > 1 && s.zero == 3) {
+    fsdp_.emplace(*model_, s.mesh.dp());
+  } else if (l.dp > 1) {
     ddp_.emplace(
         *model_, s.mesh.dp(),
-        parallel::DDPOptions{.bucket_bytes = s.bucket_bytes, .shard_gradients = s.shard_gradients});
+        parallel::DDPOptions{.bucket_bytes = s.bucket_bytes, .shard_gradients = s.zero == 2});
+  }
 }
 
 nn::LinearMaker ReplicaTask::linears(const TaskSetup& s) {
@@ -55,6 +58,15 @@ double ReplicaTask::clip_grad_norm(double max_norm) {
 
 std::pair<nn::NamedTensors, nn::NamedTensors> ReplicaTask::gather_whole(
     const nn::NamedTensors& optimizer_state) {
+  if (fsdp_) {  // every rank gathers; the first keeps a copy
+    fsdp_->gather_whole();
+    nn::NamedTensors whole;
+    if (mesh_.dp_rank() == 0)
+      for (const auto& [name, t] : model_->state_dict()) whole.emplace_back(name, t.clone());
+    fsdp_->release_whole();
+    if (mesh_.dp_rank() != 0) return {};
+    return {std::move(whole), optimizer_state};
+  }
   if (mesh_.dp_rank() != 0) return {};  // the replicas hold the same
   if (!tp_split_) return {model_->state_dict(), optimizer_state};
   nn::NamedTensors model = parallel::gather_state_dict(*model_, tp_split_, mesh_.tp());
@@ -71,6 +83,7 @@ nn::NamedTensors ReplicaTask::shard_optimizer_state(const nn::NamedTensors& whol
 double ReplicaTask::finish_backward(const Tensor& loss) {
   loss.backward();
   if (ddp_) ddp_->synchronize();
+  if (fsdp_) fsdp_->synchronize();
   return average(loss.item<double>());
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <dlf/nn/linear.h>
+#include <dlf/parallel/fsdp.h>
 #include <dlf/parallel/tp_sharding.h>
 
 #include "task.h"
@@ -21,7 +22,10 @@ class ReplicaTask : public RankTask {
       const nn::NamedTensors& optimizer_state) override;
   nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const override;
   const parallel::DistributedDataParallel* ddp() const override { return ddp_ ? &*ddp_ : nullptr; }
-  parallel::ShardedParameters* shards() override { return ddp_ ? &*ddp_ : nullptr; }
+  parallel::ShardedParameters* shards() override {
+    if (fsdp_) return &*fsdp_;
+    return ddp_ ? &*ddp_ : nullptr;
+  }
 
  protected:
   /// `model` takes the setup's initial state (its shard of it under tensor parallelism, split
@@ -48,7 +52,8 @@ class ReplicaTask : public RankTask {
 
  private:
   std::optional<parallel::DistributedDataParallel> ddp_;
-  parallel::SplitRule tp_split_;  // empty without tensor parallelism
+  std::optional<parallel::FullyShardedDataParallel> fsdp_;  ///< ZeRO-3, instead of ddp_
+  parallel::SplitRule tp_split_;                            // empty without tensor parallelism
 };
 
 }  // namespace dlf::app

@@ -35,8 +35,9 @@ struct TaskSetup {
   int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
   int64_t eval_batches = 4;                  ///< held-out batches per evaluation; 0: all of them
   int64_t first_step = 0;                    ///< where batches start (resume)
-  bool recompute = false;        ///< activation recompute of every block (Module::recompute)
-  bool shard_gradients = false;  ///< ZeRO-2: DDP reduce-scatters (DDPOptions::shard_gradients)
+  bool recompute = false;  ///< activation recompute of every block (Module::recompute)
+  int zero =
+      0;  ///< ZeRO stage: 2 reduce-scatters the gradients (DDP), 3 shards the parameters (FSDP)
 };
 
 class RankTask {

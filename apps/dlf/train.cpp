@@ -194,7 +194,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                  .eval_batches = o.eval_batches > 0 ? o.eval_batches : default_eval_batches(run),
                  .first_step = first,
                  .recompute = o.recompute == "full",
-                 .shard_gradients = o.zero >= 2},
+                 .zero = o.zero},
                 job.data);
   const nn::NamedTensors params = task->named_parameters();
   std::vector<Tensor> tensors;
@@ -530,9 +530,9 @@ double run_train(TrainOptions o) {
   const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
-  DLF_CHECK(o.zero < 2 || layout.tp * layout.pp == 1,
-            "--zero 2 shards the gradients of whole replicas: it does not combine with --tp or "
-            "--pp yet (--zero 1 does)");
+  DLF_CHECK(o.zero < 2 || layout.tp * layout.pp == 1, "--zero ", o.zero,
+            " shards whole replicas: it does not combine with --tp or --pp "
+            "yet (--zero 1 does)");
   DLF_CHECK(run.batch % layout.dp == 0, "--batch ", run.batch, " does not split over dp ",
             layout.dp, ": each replica takes an equal share, so the batch must be a multiple");
   const int64_t micro =

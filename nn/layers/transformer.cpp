@@ -82,7 +82,7 @@ TransformerBlock::TransformerBlock(const TransformerOptions& o)
       mlp(register_module("mlp", std::make_shared<MLP>(o))) {}
 
 Tensor TransformerBlock::forward(const Tensor& x) const {
-  return maybe_recompute(
+  return run_block(
       [this](const std::vector<Tensor>& in) {
         const Tensor h = in[0] + attn->forward(ln_1->forward(in[0]));
         return h + mlp->forward(ln_2->forward(h));

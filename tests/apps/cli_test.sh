@@ -107,7 +107,22 @@ train --steps 4 --until 2 --devices 2 --device cpu --zero 2 --checkpoint "$tmp/z
 "$dlf" --threads 1 train --checkpoint "$tmp/z2-stopped" --resume --metrics "$tmp/z2-resumed.jsonl" \
   2>"$tmp/log" || fail "resume a ZeRO-2 run on one device: $(cat "$tmp/log")"
 same_losses "$tmp/z2.jsonl" "$tmp/z2-resumed.jsonl" || fail "ZeRO-2 resumed on one device differs"
-expect_error 2 train --model gpt-nano --zero 3
+# ZeRO-3 (FSDP), with recompute: the parameters sharded too; its checkpoint resumes on one device
+train --steps 4 --devices 2 --device cpu --zero 3 --recompute full --checkpoint "$tmp/z3" \
+  --metrics "$tmp/z3.jsonl" 2>"$tmp/log" || fail "train --zero 3: $(cat "$tmp/log")"
+same_losses "$tmp/z-straight.jsonl" "$tmp/z3.jsonl" || fail "ZeRO-3 losses differ from ZeRO-1's"
+train --steps 4 --until 2 --devices 2 --device cpu --zero 3 --checkpoint "$tmp/z3-stopped" \
+  --metrics "$tmp/z3-resumed.jsonl" 2>/dev/null || fail "train --zero 3 --until"
+cp -r "$tmp/z3-stopped" "$tmp/z3-stopped2"
+cp "$tmp/z3-resumed.jsonl" "$tmp/z3-resumed2.jsonl"
+"$dlf" --threads 1 train --checkpoint "$tmp/z3-stopped" --resume --metrics "$tmp/z3-resumed.jsonl" \
+  2>"$tmp/log" || fail "resume a ZeRO-3 run on one device: $(cat "$tmp/log")"
+same_losses "$tmp/z3.jsonl" "$tmp/z3-resumed.jsonl" || fail "ZeRO-3 resumed on one device differs"
+"$dlf" --threads 1 train --checkpoint "$tmp/z3-stopped2" --resume --devices 2 --device cpu --zero 3 \
+  --metrics "$tmp/z3-resumed2.jsonl" 2>"$tmp/log" || fail "resume a ZeRO-3 run under ZeRO-3: $(cat "$tmp/log")"
+same_losses "$tmp/z3.jsonl" "$tmp/z3-resumed2.jsonl" || fail "ZeRO-3 resumed under ZeRO-3 differs"
+expect_error 2 train --model gpt-nano --zero 4
+expect_error 1 train --model gpt-nano --steps 1 --devices 4 --tp 2 --zero 3
 train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
   fail "train --devices 4: $(cat "$tmp/log")"
 grep -q "on a100-40gb" "$tmp/log" || fail "--devices 4 is not on sim devices by default"

@@ -1,5 +1,6 @@
 #include <dlf/models/gpt.h>
 #include <dlf/parallel/ddp.h>
+#include <dlf/parallel/fsdp.h>
 #include <dlf/parallel/zero.h>
 
 #include <mutex>
@@ -45,8 +46,14 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
     manual_seed(r == 0 ? 1234 : 99 + r);  // replicas start apart: DDP broadcasts rank 0's
     models::GPT model(models::gpt_config("gpt-nano"));
     model.to(world.device());
-    parallel::DistributedDataParallel ddp(model, world,
-                                          {.bucket_bytes = 64 << 10, .shard_gradients = zero >= 2});
+    std::optional<parallel::DistributedDataParallel> ddp;
+    std::optional<parallel::FullyShardedDataParallel> fsdp;
+    if (zero == 3) {
+      fsdp.emplace(model, world);
+    } else {
+      ddp.emplace(model, world,
+                  parallel::DDPOptions{.bucket_bytes = 64 << 10, .shard_gradients = zero >= 2});
+    }
     const auto groups = nn::optim::decay_groups(model.named_parameters(), 0.1);
     std::unique_ptr<nn::optim::Optimizer> opt;
     if (which == Optimizer::sgd)
@@ -56,7 +63,8 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
       opt = std::make_unique<nn::optim::AdamW>(
           groups, nn::optim::AdamWOptions{.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
     std::optional<parallel::ZeroOptimizer> sharded;
-    if (zero > 0) sharded.emplace(*opt, world, ddp);
+    if (zero > 0)
+      sharded.emplace(*opt, world, fsdp ? static_cast<parallel::ShardedParameters&>(*fsdp) : *ddp);
     for (int s = 0; s < kSteps; ++s) {
       const int64_t rows = kBatch / n;
       Tensor x = data.x[s].narrow(0, r * rows, rows).to(world.device());
@@ -64,7 +72,11 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
       opt->zero_grad();
       Tensor loss = model.loss(x, y);
       loss.backward();
-      ddp.synchronize();
+      if (fsdp) {
+        fsdp->synchronize();
+      } else {
+        ddp->synchronize();
+      }
       if (sharded) {
         sharded->clip_grad_norm(model.parameters(), max_norm);
       } else {
@@ -80,6 +92,7 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
       if (r == 0) losses.push_back(global.item<double>());
     }
     nn::NamedTensors whole = sharded ? sharded->consolidated_state_dict() : opt->state_dict();
+    if (fsdp) fsdp->gather_whole();
     if (r == 0) {
       std::lock_guard lock(mutex);
       for (auto& [name, t] : model.named_parameters()) params.emplace_back(name, t.to(kCPU));
@@ -185,6 +198,64 @@ TEST_CASE("ZeRO-2: sharded gradients too; bit for bit without clipping, to round
     const Trained clipped_sharded = train(devices, data, Optimizer::adamw, 2);
     for (int s = 0; s < kSteps; ++s)
       CHECK(clipped_sharded.losses[s] == doctest::Approx(clipped.losses[s]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("ZeRO-3: sharded parameters too; bit for bit without clipping, to rounding with it") {
+  const Batches data = make_batches();
+  for (int n : {2, 3}) {
+    CAPTURE(n);
+    const auto devices = parallel::devices_of(DeviceType::cpu, n);
+    const double no_clip = 1e30;
+    const Trained plain = train(devices, data, Optimizer::adamw, 0, no_clip);
+    const Trained sharded = train(devices, data, Optimizer::adamw, 3, no_clip);
+    REQUIRE(plain.params.size() == sharded.params.size());
+    for (size_t i = 0; i < plain.params.size(); ++i) {
+      CAPTURE(plain.params[i].first);
+      test::check_close(sharded.params[i].second, plain.params[i].second, 0, 0);
+    }
+    REQUIRE(plain.optimizer_state.size() == sharded.optimizer_state.size());
+    for (size_t i = 0; i < plain.optimizer_state.size(); ++i) {
+      CHECK(sharded.optimizer_state[i].first == plain.optimizer_state[i].first);
+      test::check_close(sharded.optimizer_state[i].second, plain.optimizer_state[i].second, 0, 0);
+    }
+    CHECK(sharded.losses == plain.losses);
+    const Trained clipped = train(devices, data, Optimizer::adamw, 0);
+    const Trained clipped_sharded = train(devices, data, Optimizer::adamw, 3);
+    for (int s = 0; s < kSteps; ++s)
+      CHECK(clipped_sharded.losses[s] == doctest::Approx(clipped.losses[s]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("ZeRO-3: between steps a rank holds its shards and the whole of what no block holds") {
+  const int n = 4;
+  std::vector<int64_t> param_bytes(n);
+  parallel::run_ranks(parallel::devices_of(DeviceType::sim, n), [&](parallel::Communicator& world) {
+    manual_seed(3);
+    models::GPT model(models::gpt_config("gpt-nano"));
+    model.to(world.device());
+    parallel::FullyShardedDataParallel fsdp(model, world);
+    nn::optim::AdamW opt(model.parameters(), {.lr = 1e-3});
+    parallel::ZeroOptimizer zero(opt, world, fsdp);
+    const Tensor x = zeros({2, 8}, {.dtype = DType::i64, .device = world.device()});
+    model.loss(x, x).backward();
+    fsdp.synchronize();
+    zero.step();
+    param_bytes[world.rank()] =
+        allocator_for(world.device()).stats().live_by[static_cast<int>(MemoryCategory::parameters)];
+    test::check_error([&] { (*model.transformer->h)[0].attn->c_attn->weight.to_vector<float>(); },
+                      {"released", "ZeRO-3"});
+  });
+  const models::GPT reference(models::gpt_config("gpt-nano"));
+  int64_t outside = 0;  // wte, wpe, ln_f
+  for (const auto& [name, p] : reference.named_parameters())
+    if (name.find(".h.") == std::string::npos) outside += 4 * p.numel();
+  const int64_t blocks = 4 * reference.num_parameters() - outside;
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    // The whole rest, this rank's part of the rest and of each block (padding aside).
+    CHECK(param_bytes[r] >= outside + outside / n + blocks / n);
+    CHECK(param_bytes[r] <= outside + outside / n + blocks / n + 2 * 4 * 4 * n);
   }
 }
 

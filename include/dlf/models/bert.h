@@ -103,6 +103,7 @@ class BertLayer : public nn::Module {
  public:
   explicit BertLayer(const BertConfig& config);
   Tensor forward(const Tensor& x) const;
+  bool is_block() const override { return true; }
 
   std::shared_ptr<BertAttention> attention;
   std::shared_ptr<BertIntermediate> intermediate;

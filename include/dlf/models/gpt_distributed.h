@@ -11,6 +11,7 @@
 
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/parallel/ddp.h>
+#include <dlf/parallel/fsdp.h>
 #include <dlf/parallel/mesh.h>
 #include <dlf/parallel/pipeline.h>
 
@@ -20,7 +21,7 @@ struct DistributedGPTOptions {
   int micro_batches = 1;  ///< per step, per dp replica
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
   int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
-  bool shard_gradients = false;              ///< DDP's: ZeRO-2
+  int zero = 0;  ///< 2: DDP reduce-scatters the gradients; 3: FSDP shards the parameters
 };
 
 class DistributedGPT {
@@ -33,7 +34,12 @@ class DistributedGPT {
   ParallelGPT& module() { return *model_; }
   const ParallelGPT& module() const { return *model_; }
   const parallel::DistributedDataParallel* ddp() const { return ddp_ ? &*ddp_ : nullptr; }
-  parallel::DistributedDataParallel* ddp() { return ddp_ ? &*ddp_ : nullptr; }
+  /// The data-parallel layout for a ZeroOptimizer (DDP's, or FSDP's under ZeRO-3); null
+  /// without data parallelism.
+  parallel::ShardedParameters* shards() {
+    if (fsdp_) return &*fsdp_;
+    return ddp_ ? &*ddp_ : nullptr;
+  }
 
   /// Forward and backward of this replica's rows x, y [b, T] (b a multiple of the
   /// micro-batches): afterwards every gradient is ready for the optimizer. Returns the mean
@@ -62,6 +68,7 @@ class DistributedGPT {
   DistributedGPTOptions options_;
   std::unique_ptr<ParallelGPT> model_;
   std::optional<parallel::DistributedDataParallel> ddp_;
+  std::optional<parallel::FullyShardedDataParallel> fsdp_;
 };
 
 }  // namespace dlf::models

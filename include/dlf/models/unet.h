@@ -43,6 +43,7 @@ class ResnetBlock : public nn::Module {
   ResnetBlock(int64_t in, int64_t out, const UNetConfig& config);
   /// x [B, in, H, W], temb_silu = SiLU(time embedding) [B, time_dim] -> [B, out, H, W].
   Tensor forward(const Tensor& x, const Tensor& temb_silu) const;
+  bool is_block() const override { return true; }
 
   std::shared_ptr<nn::GroupNorm> norm1, norm2;
   std::shared_ptr<nn::Conv2d> conv1, conv2, conv_shortcut;  ///< conv_shortcut may be null

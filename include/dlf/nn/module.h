@@ -60,6 +60,17 @@ class Module {
   void recompute(bool on = true);
   bool recomputes() const { return recompute_; }
 
+  /// A block: the unit that activation recompute and ZeRO-3 act on; its forward goes through
+  /// run_block().
+  virtual bool is_block() const { return false; }
+  /// What runs around a block's forward (ZeRO-3 gathers the block's parameters before it and
+  /// frees them after, parallel/fsdp.h).
+  struct BlockHooks {
+    std::function<void()> before_forward;
+    std::function<void(const Tensor& output)> after_forward;
+  };
+  void set_block_hooks(std::shared_ptr<const BlockHooks> hooks) { block_hooks_ = std::move(hooks); }
+
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
     return children_;
   }
@@ -81,9 +92,10 @@ class Module {
     children_.emplace_back(std::move(name), module);
     return module;
   }
-  /// body(inputs), recomputed in backward when recompute() is on: a block's forward.
-  Tensor maybe_recompute(const std::function<Tensor(const std::vector<Tensor>&)>& body,
-                         const std::vector<Tensor>& inputs) const;
+  /// A block's forward: body(inputs) between the block hooks, recomputed in backward when
+  /// recompute() is on.
+  Tensor run_block(const std::function<Tensor(const std::vector<Tensor>&)>& body,
+                   const std::vector<Tensor>& inputs) const;
   /// Makes a child in place and registers it: `fc = make_module<Linear>("fc", 784, 64);`.
   template <typename M, typename... Args>
   std::shared_ptr<M> make_module(std::string name, Args&&... args) {
@@ -96,6 +108,7 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
   bool recompute_ = false;
+  std::shared_ptr<const BlockHooks> block_hooks_;
 };
 
 /// Prints module.str().

@@ -59,6 +59,7 @@ class TransformerBlock : public Module {
  public:
   explicit TransformerBlock(const TransformerOptions& options);
   Tensor forward(const Tensor& x) const;
+  bool is_block() const override { return true; }
 
   std::shared_ptr<LayerNorm> ln_1;
   std::shared_ptr<SelfAttention> attn;

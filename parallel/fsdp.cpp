@@ -1,0 +1,239 @@
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/core/factory.h>
+#include <dlf/core/ops/join.h>
+#include <dlf/parallel/fsdp.h>
+
+#include <cstring>
+#include <set>
+
+namespace dlf::parallel {
+
+struct FullyShardedDataParallel::State {
+  struct Unit {
+    std::vector<Tensor> params;
+    int64_t numel = 0, part = 0;
+    bool releasable = true;  // a block's; the unit of the rest stays whole
+    bool whole = true;       // its parameters hold their values now
+    int pending = 0;         // gradients not final yet (parameters x backward passes)
+    Tensor shard;            // this rank's part of the flattened parameters, [part]
+    Tensor gradient_part;    // this rank's part of the averaged gradients, [part]
+  };
+  Communicator* comm = nullptr;
+  int backward_passes = 1;
+  std::vector<Unit> units;
+
+  // The unit's parameters flattened, padded to a multiple of the ranks.
+  Tensor flatten(const Unit& u, bool gradients) const {
+    std::vector<Tensor> flat;
+    for (const Tensor& p : u.params) {
+      const Tensor g = gradients ? p.grad() : p;
+      flat.push_back(g.defined() ? g.reshape({-1})
+                                 : zeros({p.numel()}, {.dtype = p.dtype(), .device = p.device()}));
+    }
+    const Tensor& any = u.params.front();
+    const int64_t padding = u.part * comm->size() - u.numel;
+    if (padding > 0)
+      flat.push_back(zeros({padding}, {.dtype = any.dtype(), .device = any.device()}));
+    return flat.size() == 1 ? flat[0].contiguous() : cat(flat, 0);
+  }
+
+  void gather(Unit& u) {
+    if (u.whole) return;
+    autograd::NoGradGuard no_grad;
+    const Tensor all = comm->allgather(u.shard);
+    int64_t at = 0;
+    for (const Tensor& p : u.params) {
+      // The values autograd saved, put back without a new version.
+      p.storage()->materialize();
+      if (p.device().has_data())
+        std::memcpy(p.raw_data(),
+                    static_cast<const char*>(all.raw_data()) + at * int64_t(dtype_size(p.dtype())),
+                    p.nbytes());
+      at += p.numel();
+    }
+    u.whole = true;
+  }
+
+  void release(Unit& u) {
+    if (!u.releasable || !u.whole) return;
+    for (const Tensor& p : u.params) p.storage()->release();
+    u.whole = false;
+  }
+
+  void reduce(Unit& u) {
+    autograd::NoGradGuard no_grad;
+    Tensor flat;
+    {
+      MemoryScope scope(MemoryCategory::gradients);
+      flat = flatten(u, /*gradients=*/true);
+    }
+    for (const Tensor& p : u.params) p.set_grad(Tensor());
+    MemoryScope scope(MemoryCategory::gradients);
+    u.gradient_part = comm->reduce_scatter(flat, ReduceOp::avg);
+    u.pending = -1;  // reduced in this step
+  }
+
+  void on_grad_ready(size_t unit) {
+    Unit& u = units[unit];
+    if (--u.pending != 0) return;
+    reduce(u);
+    release(u);
+  }
+};
+
+namespace {
+
+// Every block of the module tree, outermost first (a block's blocks belong to it).
+void find_blocks(const nn::Module& m, std::vector<const nn::Module*>& out) {
+  if (m.is_block()) {
+    out.push_back(&m);
+    return;
+  }
+  for (const auto& [name, child] : m.children()) find_blocks(*child, out);
+}
+
+}  // namespace
+
+FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communicator& comm,
+                                                   int backward_passes)
+    : state_(std::make_shared<State>()) {
+  DLF_CHECK(backward_passes > 0, "FSDP: backward_passes must be positive");
+  State& s = *state_;
+  s.comm = &comm;
+  s.backward_passes = backward_passes;
+  {
+    autograd::NoGradGuard no_grad;
+    for (auto& [name, t] : module.named_parameters()) comm.broadcast(t, 0);
+    for (auto& [name, t] : module.named_buffers()) comm.broadcast(t, 0);
+  }
+  std::vector<const nn::Module*> blocks;
+  find_blocks(module, blocks);
+  std::set<const Storage*> taken;
+  auto add_unit = [&](const std::vector<Tensor>& params, bool releasable) {
+    State::Unit u;
+    for (const Tensor& p : params) {
+      if (!taken.insert(p.storage().get()).second) continue;  // tied: in the first unit only
+      DLF_CHECK(p.is_contiguous() && p.offset() == 0 &&
+                    int64_t(p.storage()->nbytes()) == int64_t(p.nbytes()),
+                "FSDP: a parameter must own its whole storage (shape ", shape_str(p.shape()), ")");
+      u.params.push_back(p);
+      u.numel += p.numel();
+    }
+    if (u.params.empty()) return false;
+    u.releasable = releasable;
+    u.part = (u.numel + comm.size() - 1) / comm.size();
+    s.units.push_back(std::move(u));
+    return true;
+  };
+  std::vector<std::pair<nn::Module*, size_t>> block_units;  // a block and its unit
+  for (const nn::Module* b : blocks) {
+    if (add_unit(b->parameters(), true))
+      block_units.emplace_back(const_cast<nn::Module*>(b), s.units.size() - 1);
+  }
+  add_unit(module.parameters(), false);  // what no block holds
+  autograd::NoGradGuard no_grad;
+  for (State::Unit& u : s.units) {
+    u.pending = int(u.params.size()) * backward_passes;
+    {
+      MemoryScope scope(MemoryCategory::parameters);
+      u.shard = s.flatten(u, false).narrow(0, comm.rank() * u.part, u.part).clone();
+    }
+    s.release(u);
+  }
+  for (size_t i = 0; i < s.units.size(); ++i) {
+    std::weak_ptr<State> weak = state_;
+    for (const Tensor& p : s.units[i].params)
+      p.register_grad_ready_hook([weak, i](const Tensor&) {
+        if (auto st = weak.lock()) st->on_grad_ready(i);
+      });
+  }
+  for (const auto& [block, i] : block_units) {
+    std::weak_ptr<State> weak = state_;
+    auto hooks = std::make_shared<nn::Module::BlockHooks>();
+    hooks->before_forward = [weak, i] {
+      if (auto st = weak.lock()) st->gather(st->units[i]);
+    };
+    hooks->after_forward = [weak, i](const Tensor& out) {
+      auto st = weak.lock();
+      if (!st) return;
+      // Backward needs the parameters again: gathered when the output's gradient arrives.
+      if (out.requires_grad())
+        out.register_hook([weak, i](const Tensor&) {
+          if (auto later = weak.lock()) later->gather(later->units[i]);
+          return Tensor();
+        });
+      st->release(st->units[i]);
+    };
+    block->set_block_hooks(hooks);
+  }
+}
+
+FullyShardedDataParallel::~FullyShardedDataParallel() = default;
+
+void FullyShardedDataParallel::synchronize() {
+  State& s = *state_;
+  for (State::Unit& u : s.units) {
+    if (u.pending >= 0) {  // some of its parameters got no gradient in this step
+      s.reduce(u);
+      s.release(u);
+    }
+    u.pending = int(u.params.size()) * s.backward_passes;
+  }
+}
+
+void FullyShardedDataParallel::gather_whole() {
+  for (State::Unit& u : state_->units) state_->gather(u);
+}
+
+void FullyShardedDataParallel::release_whole() {
+  for (State::Unit& u : state_->units) state_->release(u);
+}
+
+int FullyShardedDataParallel::num_buckets() const { return int(state_->units.size()); }
+
+const std::vector<Tensor>& FullyShardedDataParallel::bucket_params(int b) const {
+  return state_->units.at(size_t(b)).params;
+}
+
+int64_t FullyShardedDataParallel::part_size(int b) const {
+  return state_->units.at(size_t(b)).part;
+}
+
+std::vector<OwnedPiece> FullyShardedDataParallel::owned_pieces() const {
+  std::vector<OwnedPiece> pieces;
+  const int64_t rank = state_->comm->rank();
+  for (size_t b = 0; b < state_->units.size(); ++b) {
+    const State::Unit& u = state_->units[b];
+    const int64_t lo = rank * u.part, hi = lo + u.part;
+    int64_t at = 0;
+    for (const Tensor& p : u.params) {
+      const int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
+      if (begin < end)
+        pieces.push_back({.param = p,
+                          .bucket = int(b),
+                          .begin = begin - at,
+                          .end = end - at,
+                          .offset = begin - lo,
+                          .value = u.shard.narrow(0, begin - lo, end - begin)});
+      at += p.numel();
+    }
+  }
+  return pieces;
+}
+
+Tensor FullyShardedDataParallel::piece_gradient(const OwnedPiece& piece) const {
+  const Tensor& g = state_->units.at(size_t(piece.bucket)).gradient_part;
+  return g.defined() ? g.narrow(0, piece.offset, piece.end - piece.begin) : Tensor();
+}
+
+void FullyShardedDataParallel::publish_updates(const std::vector<OwnedPiece>&) {
+  // The shards were updated in place; the blocks gather them when next used, the unit that
+  // stays whole now.
+  for (State::Unit& u : state_->units) {
+    if (u.releasable) continue;
+    u.whole = false;
+    state_->gather(u);
+  }
+}
+
+}  // namespace dlf::parallel
