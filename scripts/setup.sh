@@ -11,6 +11,8 @@ packages=(
   libhdf5-dev zlib1g-dev libpng-dev doctest-dev
   # MPI backend of the communicator (mpirun)
   libopenmpi-dev openmpi-bin
+  # the API reference (the docs target, checked by the tests)
+  doxygen
   # data: the default text corpus and Fashion-MNIST
   fortunes dataset-fashion-mnist
 )

@@ -10,10 +10,15 @@ namespace dlf {
 /// One JSON object, printed as one line.
 class JsonLine {
  public:
+  /// Adds "key": value (a string, escaped).
   JsonLine& add(const std::string& key, const std::string& value) { return raw(key, quote(value)); }
+  /// Adds "key": value (a string, escaped).
   JsonLine& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+  /// Adds an integer field.
   JsonLine& add(const std::string& key, int64_t value) { return raw(key, std::to_string(value)); }
+  /// Adds an integer field.
   JsonLine& add(const std::string& key, int value) { return raw(key, std::to_string(value)); }
+  /// Adds a boolean field.
   JsonLine& add(const std::string& key, bool value) { return raw(key, value ? "true" : "false"); }
   /// Every bit of the double (17 significant digits), for values compared exactly.
   JsonLine& add_exact(const std::string& key, double value) {
@@ -22,6 +27,7 @@ class JsonLine {
     std::snprintf(buf, sizeof buf, "%.17g", value);
     return raw(key, buf);
   }
+  /// Adds a number (6 significant digits; non-finite as null).
   JsonLine& add(const std::string& key, double value) {
     if (!std::isfinite(value)) return raw(key, "null");  // JSON has no NaN or infinity
     char buf[32];
@@ -29,7 +35,9 @@ class JsonLine {
     return raw(key, buf);
   }
 
+  /// The object's text.
   std::string str() const { return "{" + body_ + "}"; }
+  /// Prints the line to stdout.
   void print() const {
     std::printf("%s\n", str().c_str());
     std::fflush(stdout);

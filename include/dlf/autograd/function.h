@@ -10,7 +10,7 @@
 
 namespace dlf::autograd {
 
-using Tensors = std::vector<Tensor>;
+using Tensors = std::vector<Tensor>;  ///< what a Function takes and returns
 
 /// Runs `forward(inputs)` under no-grad. When grad mode is on and an input requires grad, the
 /// (floating) outputs link to a node named `name` whose backward calls `backward(grads)`:

@@ -8,19 +8,21 @@
 
 namespace dlf {
 
+/// What a factory makes: dtype and device.
 struct TensorOptions {
-  DType dtype = DType::f32;
-  Device device = default_device();
+  DType dtype = DType::f32;          ///< of the elements
+  Device device = default_device();  ///< default_device() unless given
 };
 
-Tensor full(const Shape& shape, double value, TensorOptions options = {});
-Tensor zeros(const Shape& shape, TensorOptions options = {});
-Tensor ones(const Shape& shape, TensorOptions options = {});
-Tensor zeros_like(const Tensor& t);
-Tensor ones_like(const Tensor& t);
+Tensor full(const Shape& shape, double value,
+            TensorOptions options = {});                       ///< every element `value`
+Tensor zeros(const Shape& shape, TensorOptions options = {});  ///< full(shape, 0)
+Tensor ones(const Shape& shape, TensorOptions options = {});   ///< full(shape, 1)
+Tensor zeros_like(const Tensor& t);  ///< zeros of t's shape, dtype and device
+Tensor ones_like(const Tensor& t);   ///< ones of t's shape, dtype and device
 /// start, start + step, ... up to (excluding) end.
 Tensor arange(double start, double end, double step = 1, TensorOptions options = {});
-Tensor arange(double end, TensorOptions options = {});
+Tensor arange(double end, TensorOptions options = {});  ///< arange(0, end)
 /// Uniform in [0, 1).
 Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
 /// Standard normal.

@@ -17,6 +17,7 @@
 
 namespace dlf {
 
+/// An attribute's value.
 using AttrValue =
     std::variant<int64_t, double, bool, std::vector<int64_t>, std::string, DType, Device>;
 
@@ -24,19 +25,28 @@ using AttrValue =
 class Attrs {
  public:
   Attrs() = default;
+  /// From name-value pairs.
   Attrs(std::initializer_list<std::pair<std::string, AttrValue>> items) : items_(items) {}
 
-  void set(std::string name, AttrValue value);
-  bool has(std::string_view name) const;
+  void set(std::string name, AttrValue value);  ///< adds or replaces `name`
+  bool has(std::string_view name) const;        ///< whether `name` is set
+  /// Integer `name`; a dlf::Error if absent or of another type.
   int64_t i(std::string_view name) const { return get<int64_t>(name); }
+  /// Double `name`.
   double f(std::string_view name) const { return get<double>(name); }
+  /// Bool `name`.
   bool b(std::string_view name) const { return get<bool>(name); }
+  /// the integer list `name`
   const std::vector<int64_t>& ints(std::string_view name) const {
     return get<std::vector<int64_t>>(name);
   }
+  /// String `name`.
   const std::string& s(std::string_view name) const { return get<std::string>(name); }
+  /// Dtype `name`.
   DType dtype(std::string_view name) const { return get<DType>(name); }
+  /// Device `name`.
   Device device(std::string_view name) const { return get<Device>(name); }
+  /// Every attribute, in the order set.
   const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
   std::string str() const;  ///< "dim=1, keepdim=true"
 
@@ -53,24 +63,26 @@ class Attrs {
 
 /// What an op costs: the one formula the profiler, the sim clock and benchmarks all use.
 struct Cost {
-  double flops = 0;
-  double bytes_read = 0;
-  double bytes_written = 0;
+  double flops = 0;          ///< floating-point operations
+  double bytes_read = 0;     ///< bytes read from memory
+  double bytes_written = 0;  ///< bytes written to memory
 };
 
 /// The arithmetic an op on `dtype` runs in: which peak rate of a sim device it is timed at.
 MathPrecision math_precision(DType dtype);
 
+/// A tensor's shape and dtype without its data (what shape inference works on).
 struct TensorMeta {
-  Shape shape;
-  DType dtype;
+  Shape shape;  ///< its sizes
+  DType dtype;  ///< its element type
 };
 
-using Inputs = std::span<const Tensor>;
-using Outputs = std::span<Tensor>;
+using Inputs = std::span<const Tensor>;  ///< an op's inputs
+using Outputs = std::span<Tensor>;       ///< an op's outputs
 
+/// An op: its name and what it does — inference, kernels, views, cost (see docs/adding_an_op.md).
 struct OpDef {
-  std::string name = {};
+  std::string name = {};  ///< unique, as in errors and profiles ("linear")
   /// Output shapes and dtypes from inputs and attrs; validates them (throws dlf::Error).
   std::function<std::vector<TensorMeta>(Inputs, const Attrs&)> infer = {};
   /// Host kernel: fills the freshly allocated contiguous outputs (or updates input
@@ -89,7 +101,7 @@ struct OpDef {
 const OpDef& register_op(OpDef def);
 /// The registered op of that name; throws dlf::Error naming it when unknown.
 const OpDef& find_op(std::string_view name);
-std::vector<const OpDef*> registered_ops();
+std::vector<const OpDef*> registered_ops();  ///< every op's definition, by name
 
 /// The choke point: validates, allocates outputs on the inputs' device, runs the kernel
 /// (not on meta), and informs the observers (profiler, sim clock, autograd, capture).
@@ -97,6 +109,7 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
 /// The first output of dispatch().
 Tensor dispatch1(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs = {});
 
+/// The FLOPs and bytes of an op as dispatched (its cost function's).
 Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const Tensor> outputs);
 
 /// Something that watches every dispatched op (the profiler, the sim clock, graph capture).
@@ -106,16 +119,17 @@ class DispatchObserver {
   virtual ~DispatchObserver() = default;
   /// Called before the op runs (ops may nest: a composite's inner ops come in between).
   virtual void on_op_start(const OpDef& /*op*/) {}
+  /// Called after each op dispatched on this thread, with its inputs and outputs.
   virtual void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                      std::span<const Tensor> outputs) = 0;
 };
 /// Observers are per thread (one rank, one thread). Remove before destroying them.
 void add_observer(DispatchObserver* observer);
-void remove_observer(DispatchObserver* observer);
+void remove_observer(DispatchObserver* observer);  ///< stops `observer`
 
 /// Installed by autograd/: records a node for ops whose inputs require grad.
 using AutogradHook = void (*)(const OpDef& op, const std::vector<Tensor>& inputs,
                               const Attrs& attrs, std::vector<Tensor>& outputs);
-void set_autograd_hook(AutogradHook hook);
+void set_autograd_hook(AutogradHook hook);  ///< installs autograd's recorder (autograd/ does, once)
 
 }  // namespace dlf

@@ -20,13 +20,19 @@ class OpProfile : public DispatchObserver {
   OpProfile& operator=(const OpProfile&) = delete;
 
   void on_op_start(const OpDef& op) override;
+  /// Counts the op (DispatchObserver).
   void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
              std::span<const Tensor> outputs) override;
 
+  /// One op's totals.
   struct Row {
-    long calls = 0;
+    long calls = 0;  ///< dispatches
+    /// wall time, FLOPs and bytes moved, summed over the calls
+    ///@{
     double seconds = 0, flops = 0, bytes = 0;
+    ///@}
   };
+  /// By op name.
   const std::map<std::string, Row>& rows() const { return rows_; }
   /// The ops dispatched at the outermost level only: the work done, each FLOP counted once
   /// (the rows' sum counts a composite op's inner ops twice).

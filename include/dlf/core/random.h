@@ -6,16 +6,21 @@
 
 namespace dlf {
 
+/// A counter-based random stream (Philox): (seed, offset) is its whole state.
 class Generator {
  public:
+  /// Starts at offset 0 of `seed`'s stream.
   explicit Generator(uint64_t seed = 0) : seed_(seed) {}
+  /// Restarts at offset 0 of `seed`'s stream.
   void manual_seed(uint64_t seed) {
     seed_ = seed;
     offset_ = 0;
   }
+  /// The stream's seed.
   uint64_t seed() const { return seed_; }
   /// Counters consumed so far; (seed, offset) is the whole state, for checkpoints.
   uint64_t offset() const { return offset_; }
+  /// Moves within the stream (a restored checkpoint)
   void set_offset(uint64_t offset) { offset_ = offset; }
   /// Reserves `n` counters and returns the first.
   uint64_t take(uint64_t n) {

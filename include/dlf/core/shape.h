@@ -6,9 +6,9 @@
 
 namespace dlf {
 
-using Shape = std::vector<int64_t>;
+using Shape = std::vector<int64_t>;  ///< sizes, one per dim
 
-int64_t numel(const Shape& shape);
+int64_t numel(const Shape& shape);  ///< product of the sizes (1 for a scalar)
 /// Row-major strides of a contiguous tensor of this shape.
 Shape contiguous_strides(const Shape& shape);
 /// "[2, 3, 4]"

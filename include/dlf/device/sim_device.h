@@ -14,19 +14,22 @@
 
 namespace dlf::sim {
 
+/// A simulated device's two streams.
 enum class Stream : uint8_t { compute, comm };
-inline constexpr int kStreams = 2;
-std::string_view stream_name(Stream stream);
+inline constexpr int kStreams = 2;            ///< compute and comm
+std::string_view stream_name(Stream stream);  ///< "compute", "comm"
 
 /// A point on a stream that another stream can wait for.
 struct Event {
-  double time = 0;
+  double time = 0;  ///< seconds on the device's clock
 };
 
 /// A device's virtual clock, in seconds: each stream runs its tasks in order.
 class Timeline {
  public:
+  /// Where `stream` is on the clock.
   double now(Stream stream) const { return now_[static_cast<size_t>(stream)]; }
+  /// The later of the two streams.
   double now() const { return std::max(now_[0], now_[1]); }
   /// Runs a task of `seconds` on `stream`, starting no earlier than `not_before`; returns its
   /// start time.
@@ -41,14 +44,15 @@ class Timeline {
 /// Gives `device` (sim or meta) a spec. Unconfigured sim devices are a100-40gb; unconfigured
 /// meta devices are timed as a100-40gb with unlimited memory.
 void configure(Device device, const SimSpec& spec);
-const SimSpec& spec_of(Device device);
-Timeline& timeline(Device device);
+const SimSpec& spec_of(Device device);  ///< the spec `device` was configured with
+Timeline& timeline(Device device);      ///< `device`'s clock
 /// Zeroes the device's clock and restarts its peak-memory measurement.
 void reset(Device device);
 
 /// Kernel time by the roofline model: max(flops / peak, bytes / bandwidth) + launch overhead.
 double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision);
 
+/// The collectives the cost model prices.
 enum class Collective : uint8_t {
   allreduce,
   allgather,
@@ -57,7 +61,7 @@ enum class Collective : uint8_t {
   send_recv,
   barrier
 };
-std::string_view collective_name(Collective kind);
+std::string_view collective_name(Collective kind);  ///< "allreduce", ...
 /// Time of a collective over the devices `group` (their indices), `bytes` being the whole
 /// buffer (allreduce's input, allgather's output): the alpha–beta model of the algorithm the
 /// communicators run — ring reduce-scatter + allgather for allreduce, ring allgather and

@@ -14,6 +14,7 @@ struct LinkSpec {
   double latency = 0;    ///< seconds per message
 };
 
+/// How a group of simulated devices is linked.
 enum class Topology : uint8_t {
   ring,             ///< devices in a line of `interconnect` links: a message from device a
                     ///< to device b crosses |a - b| of them (a latency each)
@@ -24,29 +25,34 @@ enum class Topology : uint8_t {
 /// The arithmetic a kernel runs in; each has its own peak rate.
 enum class MathPrecision : uint8_t { f64, f32, bf16 };
 
+/// An accelerator as the simulator sees it: memory, peaks, links and overheads.
 struct SimSpec {
-  std::string name = "custom";
-  int64_t memory_bytes = 0;  ///< capacity; 0 means unlimited
-  double peak_flops_f64 = 0, peak_flops_f32 = 0, peak_flops_bf16 = 0;  ///< FLOP/s
-  double memory_bandwidth = 0;                                         ///< bytes/s
-  double launch_overhead = 0;  ///< seconds added to every op
-  LinkSpec host_link;          ///< to host memory (offload)
-  LinkSpec interconnect;       ///< between devices (within a node for Topology::nodes)
-  Topology topology = Topology::fully_connected;
-  int node_size = 8;  ///< devices per node (Topology::nodes)
-  LinkSpec network;   ///< between nodes (Topology::nodes)
+  std::string name = "custom";  ///< a preset's name or the file's
+  int64_t memory_bytes = 0;     ///< capacity; 0 means unlimited
+  /// peak FLOP/s per math precision
+  ///@{
+  double peak_flops_f64 = 0, peak_flops_f32 = 0, peak_flops_bf16 = 0;
+  ///@}
+  double memory_bandwidth = 0;  ///< bytes/s
+  double launch_overhead = 0;   ///< seconds added to every op
+  LinkSpec host_link;           ///< to host memory (offload)
+  LinkSpec interconnect;        ///< between devices (within a node for Topology::nodes)
+  Topology topology = Topology::fully_connected;  ///< how devices are linked
+  int node_size = 8;                              ///< devices per node (Topology::nodes)
+  LinkSpec network;                               ///< between nodes (Topology::nodes)
 
-  double peak_flops(MathPrecision p) const;
+  double peak_flops(MathPrecision p) const;  ///< the peak FLOP/s of `p`
   /// Throws dlf::Error naming the first figure that is missing or not positive.
   void validate() const;
 };
 
 /// A named preset ("a100-40gb", "h100-80gb", ...); dlf::Error lists the names when unknown.
 SimSpec sim_preset(std::string_view name);
-std::vector<std::string> sim_preset_names();
+std::vector<std::string> sim_preset_names();  ///< the names sim_preset() knows
 /// A preset name, or a path to a JSON spec file (anything ending in ".json").
 SimSpec sim_spec_from(std::string_view preset_or_path);
+/// A spec from its JSON text (a dlf::Error names a bad field)
 SimSpec sim_spec_from_json(const std::string& json);
-std::string to_json(const SimSpec& spec);
+std::string to_json(const SimSpec& spec);  ///< its JSON text
 
 }  // namespace dlf

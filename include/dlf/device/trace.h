@@ -11,7 +11,7 @@ namespace dlf::trace {
 
 /// Starts collecting (drops what an earlier run collected).
 void start();
-bool enabled();
+bool enabled();  ///< whether a trace is being recorded
 /// Stops collecting and writes the trace to `path` (temporary file + rename).
 void stop_and_write(const std::string& path);
 

@@ -11,13 +11,16 @@
 
 namespace dlf::models {
 
+/// DDPM's noise schedule, training loss and sampler (Ho et al. 2020).
 class DDPM {
  public:
   /// betas linear from beta_start to beta_end over `steps` timesteps (the peer's 1e-4 .. 0.02
   /// over 1000).
   explicit DDPM(int64_t steps = 1000, double beta_start = 1e-4, double beta_end = 0.02);
 
+  /// Timesteps T.
   int64_t steps() const { return int64_t(betas_.size()); }
+  /// Β_t, t = 0..T-1.
   const std::vector<double>& betas() const { return betas_; }
   /// ᾱ_t = Π_{s<=t} (1 - β_s).
   const std::vector<double>& alphas_cumprod() const { return alphas_cumprod_; }

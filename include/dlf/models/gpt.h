@@ -12,15 +12,16 @@
 
 namespace dlf::models {
 
+/// A GPT's sizes.
 struct GPTConfig {
-  std::string name;
-  int64_t vocab = 256;
-  int64_t context = 64;
-  int64_t layers = 2;
-  int64_t heads = 4;
-  int64_t dim = 64;
-  double dropout = 0;
-  DType dtype = DType::f32;
+  std::string name;          ///< the registry's name ("gpt-small")
+  int64_t vocab = 256;       ///< token ids 0..vocab-1
+  int64_t context = 64;      ///< the longest sequence (wpe's rows)
+  int64_t layers = 2;        ///< transformer blocks
+  int64_t heads = 4;         ///< attention heads (dim must split into them)
+  int64_t dim = 64;          ///< width (n_embd)
+  double dropout = 0;        ///< dropout probability after embeddings, attention and MLP
+  DType dtype = DType::f32;  ///< of the parameters
 };
 
 /// A block of this config: pre-LayerNorm, GELU (tanh), causal, MLP 4·dim.
@@ -29,14 +30,19 @@ nn::TransformerOptions gpt_block_options(const GPTConfig& config);
 /// The trunk, named `transformer` in the model: wte, wpe, h.{i}, ln_f.
 class GPTTransformer : public nn::Module {
  public:
+  /// Embeddings, blocks and the final LayerNorm of `config`.
   explicit GPTTransformer(const GPTConfig& config);
 
+  /// token [vocab, dim] and position [context, dim] embeddings
+  ///@{
   std::shared_ptr<nn::Embedding> wte, wpe;
-  std::shared_ptr<nn::Dropout> drop;
-  std::shared_ptr<nn::ModuleList<nn::TransformerBlock>> h;
-  std::shared_ptr<nn::LayerNorm> ln_f;
+  ///@}
+  std::shared_ptr<nn::Dropout> drop;                        ///< after the embeddings
+  std::shared_ptr<nn::ModuleList<nn::TransformerBlock>> h;  ///< the blocks, transformer.h.{i}
+  std::shared_ptr<nn::LayerNorm> ln_f;                      ///< the final LayerNorm
 };
 
+/// GPT-2 with its language-model head (nanoGPT's model).
 class GPT : public nn::Module {
  public:
   /// Initialised as nanoGPT does (weights N(0, 0.02), residual projections
@@ -45,11 +51,15 @@ class GPT : public nn::Module {
 
   /// Token ids [B, T] (T <= context) -> logits [B, T, vocab].
   Tensor forward(const Tensor& idx) const;
+  /// What forward(idx, targets) gives.
+  struct Output {
+    /// [B, T, vocab] and the mean cross-entropy
+    ///@{
+    Tensor logits, loss;
+    ///@}
+  };
   /// nanoGPT's forward(idx, targets): the logits [B, T, vocab] and their mean next-token
   /// cross-entropy against targets [B, T], from one pass.
-  struct Output {
-    Tensor logits, loss;
-  };
   Output forward(const Tensor& idx, const Tensor& targets) const;
   /// forward(idx, targets).loss.
   Tensor loss(const Tensor& idx, const Tensor& targets) const;
@@ -60,8 +70,9 @@ class GPT : public nn::Module {
   /// FLOPs of one training step (forward + backward) per token, PaLM's 6N + 12·L·T·C count.
   double train_flops_per_token(int64_t seq) const;
 
+  /// The sizes it was built with.
   const GPTConfig& config() const { return config_; }
-  std::shared_ptr<GPTTransformer> transformer;
+  std::shared_ptr<GPTTransformer> transformer;  ///< the trunk (transformer.*)
 
  private:
   /// Everything before the head: ln_f's output [B, T, dim].

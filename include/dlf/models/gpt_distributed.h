@@ -17,13 +17,15 @@
 
 namespace dlf::models {
 
+/// How DistributedGPT runs a step.
 struct DistributedGPTOptions {
   int micro_batches = 1;  ///< per step, per dp replica
-  parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
-  int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
+  parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;  ///< 1F1B or GPipe
+  int64_t bucket_bytes = int64_t(25) << 20;                                       ///< DDP's
   int zero = 0;  ///< 2: DDP reduce-scatters the gradients; 3: FSDP shards the parameters
 };
 
+/// One rank's part of a GPT over a dp x tp x pp mesh (see above).
 class DistributedGPT {
  public:
   /// This rank's stage and shard of the GPT whose parameters are `whole` (GPT::state_dict()
@@ -31,8 +33,11 @@ class DistributedGPT {
   DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh, const nn::NamedTensors& whole,
                  DistributedGPTOptions options = {});
 
+  /// This rank's stage and shard.
   ParallelGPT& module() { return *model_; }
+  /// This rank's stage and shard.
   const ParallelGPT& module() const { return *model_; }
+  /// The data-parallel reducer; null without one (or under ZeRO-3)
   const parallel::DistributedDataParallel* ddp() const { return ddp_ ? &*ddp_ : nullptr; }
   /// The data-parallel layout for a ZeroOptimizer (DDP's, or FSDP's under ZeRO-3); null
   /// without data parallelism.

@@ -33,6 +33,7 @@ namespace dlf::models {
 /// last stage may hold the head alone. dlf::Error for more stages than blocks + 1.
 std::vector<std::pair<int64_t, int64_t>> gpt_stage_blocks(const GPTConfig& config, int stages);
 
+/// One pipeline stage of a GPT, sharded over a tensor-parallel group (see above).
 class ParallelGPT : public nn::Module {
  public:
   /// Stage `stage` of `stages`, sharded over `tp`. dlf::Error when tp does not divide the
@@ -62,9 +63,16 @@ class ParallelGPT : public nn::Module {
   /// for every stage; a no-op with one stage). The first call makes the two ends' group.
   void tie_gradients(parallel::Communicator& pp);
 
+  /// The whole model's sizes.
   const GPTConfig& config() const { return config_; }
+  /// whether this stage embeds (the first) and runs the head and loss (the last)
+  ///@{
   bool first, last;
-  int64_t first_block, end_block;  ///< this stage's blocks, transformer.h.{first..end-1}
+  ///@}
+  /// this stage's blocks, transformer.h.{first_block..end_block-1}
+  ///@{
+  int64_t first_block, end_block;
+  ///@}
   std::shared_ptr<parallel::VocabParallelEmbedding> wte;      ///< first stage
   std::shared_ptr<nn::Embedding> wpe;                         ///< first stage
   std::vector<std::shared_ptr<nn::TransformerBlock>> blocks;  ///< their Linears tp-split

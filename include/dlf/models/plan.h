@@ -24,40 +24,57 @@ using parallel::Layout;
 
 using parallel::PipelineSchedule;
 
+/// What plan_gpt plans.
 struct PlanOptions {
-  GPTConfig model;
-  Layout layout;
-  SimSpec spec;
+  GPTConfig model;           ///< the GPT
+  Layout layout;             ///< dp x tp x pp
+  SimSpec spec;              ///< the device
   int64_t global_batch = 0;  ///< sequences per step; 0: dp · micro_batch · (4·pp if pp > 1)
-  int64_t micro_batch = 1;
-  int64_t seq = 0;  ///< 0: the model's context
-  DType dtype = DType::f32;
-  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int64_t micro_batch = 1;   ///< sequences per micro-batch
+  int64_t seq = 0;           ///< 0: the model's context
+  DType dtype = DType::f32;  ///< the compute dtype (f32, bf16)
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  ///< the pipeline's
   bool recompute = false;  ///< every block recomputed in backward (autograd::checkpoint)
   int zero = 0;            ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
 };
 
 /// What one device of the most loaded pipeline stage holds and does.
 struct StagePlan {
+  /// the stage and how many blocks it holds
+  ///@{
   int stage = 0, layers = 0;
-  int64_t parameters = 0;
-  BytesByCategory memory{};  ///< at the device's peak
-  int64_t peak_bytes = 0;
+  ///@}
+  int64_t parameters = 0;        ///< on one of its devices
+  BytesByCategory memory{};      ///< at the device's peak
+  int64_t peak_bytes = 0;        ///< at the peak
   bool peak_at_update = false;   ///< the peak is in the optimizer step, not forward + backward
   int64_t activation_bytes = 0;  ///< of one micro-batch
   int in_flight = 1;             ///< micro-batches whose activations are held at once
-  double forward_s = 0, backward_s = 0, tp_comm_s = 0, optimizer_s = 0;  ///< per micro-batch
+  /// seconds per micro-batch: forward, backward, tp collectives, the optimizer step
+  ///@{
+  double forward_s = 0, backward_s = 0, tp_comm_s = 0, optimizer_s = 0;
+  ///@}
 };
 
+/// A planned GPT layout: per device memory, step time and throughput.
 struct Plan {
-  PlanOptions options;
+  PlanOptions options;  ///< as asked, with its defaults filled in
+  /// the model's parameters; micro-batches per pipeline and step
+  ///@{
   int64_t parameters = 0, micro_batches = 0;
+  ///@}
   StagePlan worst;     ///< the stage with the highest peak memory
   double stage_s = 0;  ///< slowest stage's time per micro-batch, p2p included
+  /// seconds: a pipeline send; the bubble's share; the dp allreduce and its exposed part
+  ///@{
   double p2p_s = 0, bubble_fraction = 0, dp_allreduce_s = 0, dp_exposed_s = 0;
+  ///@}
   double optimizer_s = 0;  ///< the slowest stage's AdamW step
+  /// per step: seconds, tokens per second, model FLOPs utilization
+  ///@{
   double step_s = 0, tokens_per_s = 0, mfu = 0;
-  bool fits = true;
+  ///@}
+  bool fits = true;  ///< whether the worst stage fits
 };
 
 /// Throws dlf::Error for a layout that does not divide the model or the batch. The stages are
@@ -82,32 +99,41 @@ std::string to_json_line(const Plan& plan);
 /// its family's training loss, backward and AdamW step there, so memory by category, op times
 /// and FLOPs come from the real model's ops; DDP's gradient allreduce is priced over dp.
 struct ReplicaPlanOptions {
-  std::string model;  ///< a registered name
-  int dp = 1;
-  SimSpec spec;
+  std::string model;         ///< a registered name
+  int dp = 1;                ///< data-parallel ranks
+  SimSpec spec;              ///< the device
   int64_t global_batch = 0;  ///< sequences or images per step; 0: one per device
   int64_t seq = 0;           ///< GPT and BERT: tokens per sequence; 0: the model's context
-  DType dtype = DType::f32;
-  bool recompute = false;  ///< Module::recompute: every block recomputed in backward
-  int zero = 0;            ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
+  DType dtype = DType::f32;  ///< the compute dtype (f32 only for now)
+  bool recompute = false;    ///< Module::recompute: every block recomputed in backward
+  int zero = 0;              ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
 };
 
+/// A planned data-parallel layout of any model.
 struct ReplicaPlan {
-  ReplicaPlanOptions options;
-  int64_t parameters = 0;
-  std::string unit;  ///< what the batch counts: "tokens", "images"
-  double items_per_step = 0;
-  BytesByCategory memory{};  ///< per device, at its peak
-  int64_t peak_bytes = 0;
+  ReplicaPlanOptions options;    ///< as asked, with its defaults filled in
+  int64_t parameters = 0;        ///< of one replica
+  std::string unit;              ///< what the batch counts: "tokens", "images"
+  double items_per_step = 0;     ///< per step, in `unit`
+  BytesByCategory memory{};      ///< per device, at its peak
+  int64_t peak_bytes = 0;        ///< planned per device, at its peak
   int64_t activation_bytes = 0;  ///< held at the end of the forward pass
+  /// Seconds per step: forward, backward, the optimizer, the data-parallel reduction and what
+  /// of it is exposed.
+  ///@{
   double forward_s = 0, backward_s = 0, optimizer_s = 0, dp_allreduce_s = 0, dp_exposed_s = 0;
+  ///@}
+  /// Per step: seconds, items per second, model FLOPs utilization.
+  ///@{
   double step_s = 0, items_per_s = 0, mfu = 0;
-  bool fits = true;
+  ///@}
+  bool fits = true;  ///< whether the peak fits the device
 };
 
+/// Plans it; a dlf::Error for an unknown model or a batch dp does not divide.
 ReplicaPlan plan_replica(const ReplicaPlanOptions& options);
-std::string describe(const ReplicaPlan& plan);
-std::string to_json_line(const ReplicaPlan& plan);
+std::string describe(const ReplicaPlan& plan);      ///< a few lines for people
+std::string to_json_line(const ReplicaPlan& plan);  ///< one `plan` JSON line
 
 /// "1.2M", "124.4M", "175.0B": a parameter count for people.
 std::string format_count(double count);

@@ -10,6 +10,7 @@
 
 namespace dlf::models {
 
+/// The zoo's families.
 enum class ModelFamily { gpt, bert, vit, unet };
 
 /// Every registered name, in a stable order: the GPTs, BERTs, ViTs, then the UNets.

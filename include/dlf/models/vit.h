@@ -17,11 +17,16 @@
 
 namespace dlf::models {
 
+/// A ViT's sizes (timm's VisionTransformer arguments).
 struct ViTConfig {
-  std::string name;
+  std::string name;  ///< the registry's name ("vit-tiny")
+  /// image side and channels, patch side, width, blocks, heads, classes and the MLP's width over
+  /// dim
+  ///@{
   int64_t image = 28, channels = 1, patch = 4, dim = 0, depth = 0, heads = 0, classes = 10,
           mlp_ratio = 4;
-  DType dtype = DType::f32;
+  ///@}
+  DType dtype = DType::f32;  ///< of the parameters
   /// Makes the blocks' Linear layers; empty: whole ones. parallel::megatron_linears(group)
   /// splits their heads and MLP over a tensor-parallel group (the rest stays whole).
   nn::LinearMaker linears = {};
@@ -43,13 +48,15 @@ nn::TransformerOptions vit_block_options(const ViTConfig& config);
 /// proj (a conv whose kernel and stride are the patch) flattened, as timm's PatchEmbed.
 class PatchEmbed : public nn::Module {
  public:
+  /// Patch x patch convolution of stride patch, channels -> dim.
   explicit PatchEmbed(const ViTConfig& config);
-  Tensor forward(const Tensor& images) const;
+  Tensor forward(const Tensor& images) const;  ///< images [B, C, H, W] -> [B, patches, dim]
 
-  std::shared_ptr<nn::Conv2d> proj;
-  int64_t patch;
+  std::shared_ptr<nn::Conv2d> proj;  ///< the patchifying convolution
+  int64_t patch;                     ///< its side
 };
 
+/// A Vision Transformer classifier, timm's layout and names.
 class VisionTransformer : public nn::Module {
  public:
   /// Initialised as timm does: pos_embed and Linear weights N(0, 0.02) (timm's trunc_normal_
@@ -63,14 +70,18 @@ class VisionTransformer : public nn::Module {
   /// Mean cross-entropy of forward(images) against labels i64 [B].
   Tensor loss(const Tensor& images, const Tensor& labels) const;
 
+  /// The sizes it was built with.
   const ViTConfig& config() const { return config_; }
-  int64_t num_patches() const;
+  int64_t num_patches() const;  ///< (image / patch)^2
 
-  Tensor cls_token, pos_embed;  ///< [1, 1, dim], [1, num_patches + 1, dim]
-  std::shared_ptr<PatchEmbed> patch_embed;
-  std::shared_ptr<nn::ModuleList<nn::TransformerBlock>> blocks;
-  std::shared_ptr<nn::LayerNorm> norm;
-  std::shared_ptr<nn::Linear> head;
+  /// [1, 1, dim] and [1, num_patches + 1, dim]
+  ///@{
+  Tensor cls_token, pos_embed;
+  ///@}
+  std::shared_ptr<PatchEmbed> patch_embed;                       ///< images -> patch tokens
+  std::shared_ptr<nn::ModuleList<nn::TransformerBlock>> blocks;  ///< the blocks, blocks.{i}
+  std::shared_ptr<nn::LayerNorm> norm;                           ///< the final LayerNorm
+  std::shared_ptr<nn::Linear> head;  ///< dim -> classes, on the class token
 
  private:
   ViTConfig config_;

@@ -8,20 +8,25 @@
 
 namespace dlf::nn {
 
+/// Options of a Linear layer.
 struct LinearOptions {
-  bool bias = true;
-  DType dtype = DType::f32;
+  bool bias = true;          ///< with a bias
+  DType dtype = DType::f32;  ///< of the parameters
 };
 /// y = x Wᵀ + b with W [out, in]. PyTorch's default init: W and b uniform in ±1/sqrt(in).
 class Linear : public Module {
  public:
+  /// Y = x W^T + b, W [out, in] (PyTorch's init)
   Linear(int64_t in, int64_t out, LinearOptions options = {});
   /// The activation runs in the matmul's epilogue (one pass over the output). Tensor-parallel
   /// layers (parallel/) override it with their collectives.
   virtual Tensor forward(const Tensor& x, Activation activation = Activation::none) const;
-  std::string extra_repr() const override;
+  std::string extra_repr() const override;  ///< "in_features=784, out_features=64, bias=true"
 
-  Tensor weight, bias;  ///< bias is undefined without one
+  /// weight [out, in]; bias [out], undefined without one
+  ///@{
+  Tensor weight, bias;
+  ///@}
 };
 
 /// How tensor parallelism splits a model's Linear (Megatron-LM): `column` splits its outputs
@@ -40,11 +45,12 @@ std::shared_ptr<Linear> make_linear(const LinearMaker& maker, int64_t in, int64_
 /// Rows of a [num, dim] table, initialised N(0, 1) as in PyTorch.
 class Embedding : public Module {
  public:
+  /// `num` vectors of `dim`, N(0, 1)
   Embedding(int64_t num, int64_t dim, DType dtype = DType::f32);
-  Tensor forward(const Tensor& indices) const;
-  std::string extra_repr() const override;
+  Tensor forward(const Tensor& indices) const;  ///< indices (integers) [...] -> [..., dim]
+  std::string extra_repr() const override;      ///< "num, dim"
 
-  Tensor weight;
+  Tensor weight;  ///< [num, dim]
 };
 
 }  // namespace dlf::nn

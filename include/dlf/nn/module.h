@@ -15,6 +15,8 @@ namespace dlf::nn {
 /// Tensors by dotted name ("transformer.h.0.attn.c_attn.weight"), in registration order.
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+/// The base of every layer and model (torch.nn.Module): named parameters, buffers and children,
+/// state_dict, train/eval, devices.
 class Module {
  public:
   virtual ~Module() = default;
@@ -25,14 +27,17 @@ class Module {
   /// Every parameter (leaves that require grad) of this module and its children. A tensor
   /// registered under two names (tied weights) is listed once, under its first name.
   NamedTensors named_parameters() const;
-  std::vector<Tensor> parameters() const;
-  NamedTensors named_buffers() const;
+  std::vector<Tensor> parameters() const;  ///< named_parameters() without the names
+  NamedTensors named_buffers() const;  ///< every buffer (state that is not trained), by dotted name
   /// Parameters and buffers by name (tied tensors under each of their names).
   NamedTensors state_dict() const;
   /// What load_state_dict found: the module's names `state` did not give, and the names of
   /// `state` the module does not have (PyTorch's missing_keys and unexpected_keys).
   struct LoadResult {
+    /// names of the module's tensors `state` lacked; names of `state` the module lacks
+    ///@{
     std::vector<std::string> missing, unexpected;
+    ///@}
   };
   /// Copies values into the module's tensors. A tied tensor (one tensor under several names,
   /// as GPT's lm_head.weight and wte.weight) is loaded from whichever of its names `state` has.
@@ -40,14 +45,16 @@ class Module {
   /// first that is not and nothing is changed. Not strict: what is given and known is loaded,
   /// and the result lists the rest. A wrong shape is always a dlf::Error, before any copy.
   LoadResult load_state_dict(const NamedTensors& state, bool strict = true);
-  int64_t num_parameters() const;
+  int64_t num_parameters() const;  ///< elements of every parameter (tied ones once)
 
-  void train(bool on = true);
+  void train(bool on = true);  ///< training mode (dropout on) for it and its children, or eval
+  /// Train(false)
   void eval() { train(false); }
+  /// Whether in training mode.
   bool is_training() const { return training_; }
   /// Moves (or converts) every parameter and buffer in place; handles stay valid.
   void to(Device device);
-  void to(DType dtype);
+  void to(DType dtype);  ///< converts every floating parameter and buffer in place
   /// Gives every parameter and buffer fresh, uninitialised storage on `device` (same shapes and
   /// dtypes, handles valid): how a model built on kMeta gets memory before load_state_dict.
   void to_empty(Device device);
@@ -58,6 +65,7 @@ class Module {
   /// ViT), BERT's layers, UNet's resnet blocks — keep only their input for backward and
   /// recompute the rest there (autograd::checkpoint); the gradients are unchanged.
   void recompute(bool on = true);
+  /// Whether recompute() is on.
   bool recomputes() const { return recompute_; }
 
   /// A block: the unit that activation recompute and ZeRO-3 act on; its forward goes through
@@ -66,11 +74,13 @@ class Module {
   /// What runs around a block's forward (ZeRO-3 gathers the block's parameters before it and
   /// frees them after, parallel/fsdp.h).
   struct BlockHooks {
-    std::function<void()> before_forward;
-    std::function<void(const Tensor& output)> after_forward;
+    std::function<void()> before_forward;                     ///< before the block's forward
+    std::function<void(const Tensor& output)> after_forward;  ///< after it, with its output
   };
+  /// Installs `hooks` around this block's forward (null: none).
   void set_block_hooks(std::shared_ptr<const BlockHooks> hooks) { block_hooks_ = std::move(hooks); }
 
+  /// The direct children, by name, in registration order.
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
     return children_;
   }
@@ -78,6 +88,7 @@ class Module {
   /// The module's type as PyTorch prints it ("Linear"), and its own settings
   /// ("in_features=784, out_features=64, bias=true"; empty by default).
   virtual std::string type_name() const;
+  /// Its settings, as PyTorch's extra_repr (empty by default).
   virtual std::string extra_repr() const { return {}; }
   /// PyTorch's repr: the tree of modules, each with its settings, and the shapes of the
   /// parameters and buffers of modules that print no settings of their own.
@@ -86,8 +97,10 @@ class Module {
  protected:
   /// Registers a leaf parameter (it is marked requires_grad) and returns it.
   Tensor register_parameter(std::string name, Tensor value);
+  /// Registers state that is saved but not trained.
   Tensor register_buffer(std::string name, Tensor value);
   template <typename M>
+  /// Registers a child module under `name` and returns it.
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     children_.emplace_back(std::move(name), module);
     return module;

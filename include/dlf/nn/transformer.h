@@ -13,16 +13,17 @@ namespace dlf::nn {
 /// Whose names the parts register under (the C++ members keep nanoGPT's).
 enum class TransformerNames { nanogpt, timm };
 
+/// A transformer block's sizes and choices.
 struct TransformerOptions {
-  int64_t dim = 64;
-  int64_t heads = 4;
-  int64_t mlp_hidden = 0;  ///< 0 means 4·dim
-  bool causal = true;
-  Activation activation = Activation::gelu_tanh;
-  double ln_eps = 1e-5;
-  double dropout = 0;  ///< on the attention and MLP outputs (residual dropout)
-  DType dtype = DType::f32;
-  TransformerNames names = TransformerNames::nanogpt;
+  int64_t dim = 64;                               ///< width
+  int64_t heads = 4;                              ///< attention heads
+  int64_t mlp_hidden = 0;                         ///< 0 means 4·dim
+  bool causal = true;                             ///< causal (GPT) or bidirectional (ViT) attention
+  Activation activation = Activation::gelu_tanh;  ///< the MLP's
+  double ln_eps = 1e-5;                           ///< LayerNorm's epsilon
+  double dropout = 0;        ///< on the attention and MLP outputs (residual dropout)
+  DType dtype = DType::f32;  ///< of the parameters
+  TransformerNames names = TransformerNames::nanogpt;  ///< nanoGPT's or timm's parameter names
   /// Makes the Linear layers; empty: whole ones. A tensor-parallel block passes
   /// parallel::megatron_linears(group): its ranks then hold heads / group size heads each.
   LinearMaker linears = {};
@@ -31,12 +32,15 @@ struct TransformerOptions {
 /// c_proj(act(c_fc(x))), the activation fused into c_fc's matmul.
 class MLP : public Module {
  public:
-  explicit MLP(const TransformerOptions& options);
-  Tensor forward(const Tensor& x) const;
+  explicit MLP(const TransformerOptions& options);  ///< dim -> 4 dim -> dim
+  Tensor forward(const Tensor& x) const;            ///< x [..., dim] -> [..., dim]
 
+  /// dim -> 4 dim and back
+  ///@{
   std::shared_ptr<Linear> c_fc, c_proj;
-  std::shared_ptr<Dropout> dropout;
-  Activation activation;
+  ///@}
+  std::shared_ptr<Dropout> dropout;  ///< after c_proj
+  Activation activation;             ///< between the two
 };
 
 /// Multi-head self-attention over x [B, T, C]: c_attn gives q | k | v ([3C, C] weight), the
@@ -44,27 +48,32 @@ class MLP : public Module {
 /// is column-parallel (this rank's heads of q, of k and of v) and c_proj row-parallel.
 class SelfAttention : public Module {
  public:
+  /// Multi-head self-attention of `options`.
   explicit SelfAttention(const TransformerOptions& options);
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const;  ///< x [B, T, dim] -> [B, T, dim]
 
+  /// dim -> 3 dim (q, k, v) and dim -> dim
+  ///@{
   std::shared_ptr<Linear> c_attn, c_proj;
-  std::shared_ptr<Dropout> dropout;
-  int64_t head_dim;
+  ///@}
+  std::shared_ptr<Dropout> dropout;  ///< after c_proj
+  int64_t head_dim;                  ///< dim / heads
   int64_t heads;  ///< the heads this module holds: all, or its tensor-parallel share
-  bool causal;
+  bool causal;    ///< whether a position sees only the ones before it
 };
 
 /// x + attn(ln_1(x)), then x + mlp(ln_2(x)).
 class TransformerBlock : public Module {
  public:
+  /// Pre-LayerNorm attention and MLP with residuals.
   explicit TransformerBlock(const TransformerOptions& options);
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const;  ///< x [B, T, dim] -> [B, T, dim]
   bool is_block() const override { return true; }
 
-  std::shared_ptr<LayerNorm> ln_1;
-  std::shared_ptr<SelfAttention> attn;
-  std::shared_ptr<LayerNorm> ln_2;
-  std::shared_ptr<MLP> mlp;
+  std::shared_ptr<LayerNorm> ln_1;      ///< before attention
+  std::shared_ptr<SelfAttention> attn;  ///< self-attention
+  std::shared_ptr<LayerNorm> ln_2;      ///< before the MLP
+  std::shared_ptr<MLP> mlp;             ///< the MLP
 };
 
 }  // namespace dlf::nn

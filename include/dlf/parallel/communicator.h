@@ -14,20 +14,25 @@
 
 namespace dlf::parallel {
 
+/// How a collective reduces.
 enum class ReduceOp : uint8_t { sum, avg, max };
 
 /// A collective on the communication stream: when it starts and completes there (always 0 on
 /// the cpu device, which has no simulated clock).
 struct Work {
+  /// when the collective starts and completes on the communication stream
+  ///@{
   sim::Event start, done;
+  ///@}
 };
 
+/// A group of ranks and its collectives (see above).
 class Communicator {
  public:
   virtual ~Communicator() = default;
   /// This rank's place in the group, 0 .. size() - 1.
   virtual int rank() const = 0;
-  virtual int size() const = 0;
+  virtual int size() const = 0;  ///< ranks in the group
   /// The group's name ("world", "dp", ...), for traces and errors.
   virtual const std::string& name() const = 0;
   /// This rank's device.
@@ -45,8 +50,9 @@ class Communicator {
   /// Point to point: `send` returns once `t` is copied out; `recv` fills `t` (same shape and
   /// dtype) with the message from `src`. Messages between two ranks arrive in order.
   virtual void send(const Tensor& t, int dst) = 0;
+  /// Receives into `t` what `src` sent.
   virtual void recv(Tensor& t, int src) = 0;
-  virtual void barrier() = 0;
+  virtual void barrier() = 0;  ///< waits until every rank arrives
   /// The largest of the ranks' values, on every rank: a vote on the host (no device data, no
   /// simulated time) for what all ranks must decide together — stop after an interrupt, agree
   /// on a run's configuration.
@@ -64,6 +70,6 @@ class Communicator {
 /// stopped rank then ends the run instead of freezing it (NCCL's and torch.distributed's
 /// timeout). Default: DLF_COLLECTIVE_TIMEOUT seconds from the environment, else 600.
 double collective_timeout();
-void set_collective_timeout(double seconds);
+void set_collective_timeout(double seconds);  ///< sets collective_timeout() for this process
 
 }  // namespace dlf::parallel

@@ -21,6 +21,7 @@
 
 namespace dlf::parallel {
 
+/// DDP's options.
 struct DDPOptions {
   int64_t bucket_bytes = int64_t(25) << 20;  ///< PyTorch's default bucket_cap_mb = 25
   /// Backward passes per step (micro-batches) whose gradients accumulate before they are
@@ -31,6 +32,7 @@ struct DDPOptions {
   bool shard_gradients = false;
 };
 
+/// Data parallelism over a communicator (see above); a ShardedParameters for ZeRO-1 and -2.
 class DistributedDataParallel : public ShardedParameters {
  public:
   /// Broadcasts rank 0's parameters and buffers, so every replica starts alike, and registers
@@ -49,7 +51,7 @@ class DistributedDataParallel : public ShardedParameters {
   // ShardedParameters: the buckets; a piece's value is a view of its parameter, its gradient
   // a view of the parameter's averaged gradient or (shard_gradients) of this rank's part of
   // the bucket's; publish_updates allgathers each bucket's parts into the parameters.
-  int num_buckets() const override;
+  int num_buckets() const override;  ///< buckets (none on one rank)
   const std::vector<Tensor>& bucket_params(int b) const override;
   int64_t part_size(int b) const override;
   std::vector<OwnedPiece> owned_pieces() const override;
@@ -59,7 +61,7 @@ class DistributedDataParallel : public ShardedParameters {
   /// Seconds the reductions of the last synchronize() spent on the communication stream, and
   /// how many of those the compute stream had to wait for (sim and meta devices).
   double comm_seconds() const;
-  double exposed_comm_seconds() const;
+  double exposed_comm_seconds() const;  ///< see comm_seconds()
 
  private:
   struct Reducer;

@@ -18,6 +18,7 @@
 
 namespace dlf::parallel {
 
+/// ZeRO-3 over a communicator (see above); a ShardedParameters for the ZeroOptimizer.
 class FullyShardedDataParallel : public ShardedParameters {
  public:
   /// Broadcasts rank 0's parameters and buffers, shards every block's parameters and frees
@@ -35,9 +36,9 @@ class FullyShardedDataParallel : public ShardedParameters {
   /// Every parameter whole (collective), to read them — a checkpoint, an evaluation outside
   /// the blocks' forward — until release_whole().
   void gather_whole();
-  void release_whole();
+  void release_whole();  ///< frees what gather_whole() gathered (the blocks' parameters)
 
-  int num_buckets() const override;
+  int num_buckets() const override;  ///< one per block, then the rest
   const std::vector<Tensor>& bucket_params(int b) const override;
   int64_t part_size(int b) const override;
   std::vector<OwnedPiece> owned_pieces() const override;

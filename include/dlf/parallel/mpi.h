@@ -17,7 +17,7 @@ bool launched_by_mpi();
 /// Under mpirun they initialise MPI on first use (every process of the job must then use MPI);
 /// MPI is finalised at exit.
 int mpi_world_rank();
-int mpi_world_size();
+int mpi_world_size();  ///< processes in MPI_COMM_WORLD (1 outside mpirun)
 
 /// Runs `fn(world)` on the calling thread as this process's one rank of the MPI world, on
 /// `device` (sim:i / meta:i devices place the rank in the simulated topology: give rank i

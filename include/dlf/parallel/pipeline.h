@@ -18,14 +18,16 @@ namespace dlf::parallel {
 /// early stage holds more micro-batches' activations. dlf::Error when parts > costs.size().
 std::vector<int> partition_by_cost(std::span<const double> costs, int parts);
 
+/// Pipeline schedules.
 enum class PipelineSchedule { gpipe, one_f_one_b };
 
+/// One pipeline step's options.
 struct PipelineStep {
-  int micro_batches = 1;
-  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-  Shape activation_shape;  ///< what travels between stages, e.g. [b, T, C]
-  DType activation_dtype = DType::f32;
-  bool forward_only = false;  ///< evaluation: no gradients, no activations kept
+  int micro_batches = 1;                                      ///< per step
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  ///< 1F1B or GPipe
+  Shape activation_shape;               ///< what travels between stages, e.g. [b, T, C]
+  DType activation_dtype = DType::f32;  ///< of what goes between stages
+  bool forward_only = false;            ///< evaluation: no gradients, no activations kept
 };
 
 /// One training step's forward and backward through the pipeline of `pp` (this rank is stage

@@ -12,16 +12,20 @@ namespace dlf::parallel {
 /// The elements [begin, end) of a parameter (flattened) that lie in this rank's part of a
 /// bucket, at `offset` in that part. `value` holds them: the optimizer updates it in place.
 struct OwnedPiece {
-  Tensor param;
-  int bucket = 0;
+  Tensor param;    ///< the parameter
+  int bucket = 0;  ///< which bucket's part it lies in
+  /// its elements [begin, end) in the flattened parameter, at `offset` in the part
+  ///@{
   int64_t begin = 0, end = 0, offset = 0;
-  Tensor value;
+  ///@}
+  Tensor value;  ///< holds the piece's elements: updated in place
 };
 
+/// A data-parallel wrapper's layout of the parameters (see above).
 class ShardedParameters {
  public:
   virtual ~ShardedParameters() = default;
-  virtual int num_buckets() const = 0;
+  virtual int num_buckets() const = 0;  ///< buckets
   /// Bucket b's parameters, in the order they are flattened.
   virtual const std::vector<Tensor>& bucket_params(int b) const = 0;
   /// Elements of each rank's part of bucket b: its size padded to a multiple of the ranks,

@@ -21,6 +21,7 @@ Tensor gather_from_tp_region(const Tensor& x, Communicator& group);
 /// (or all of y with gather_output). Initialised as nn::Linear(in, out) would be.
 class ColumnParallelLinear : public nn::Linear {
  public:
+  /// `out` split over `group` by rows (column parallelism).
   ColumnParallelLinear(int64_t in, int64_t out, Communicator& group, nn::LinearOptions options = {},
                        bool gather_output = false);
   /// The activation runs on this rank's columns.
@@ -37,6 +38,7 @@ class ColumnParallelLinear : public nn::Linear {
 /// the bias is replicated, so the group's ranks must draw it from the same seed.
 class RowParallelLinear : public nn::Linear {
  public:
+  /// `in` split over `group` by columns (row parallelism).
   RowParallelLinear(int64_t in, int64_t out, Communicator& group, nn::LinearOptions options = {});
   /// dlf::Error for an activation: it would have to follow the sum over the group.
   Tensor forward(const Tensor& x, Activation activation = Activation::none) const override;
@@ -55,12 +57,13 @@ nn::LinearMaker megatron_linears(Communicator& group);
 /// zero and never looked up. Initialised N(0, 1) as nn::Embedding.
 class VocabParallelEmbedding : public nn::Module {
  public:
+  /// `vocab` rows split over `group` (padded to divide).
   VocabParallelEmbedding(int64_t vocab, int64_t dim, Communicator& group, DType dtype = DType::f32);
-  Tensor forward(const Tensor& indices) const;
+  Tensor forward(const Tensor& indices) const;  ///< ids [...] -> [..., dim], summed over the group
   /// The first id this rank holds.
   int64_t first_row() const { return first_; }
 
-  Tensor weight;
+  Tensor weight;  ///< this rank's rows
 
  private:
   Communicator& group_;

@@ -23,6 +23,7 @@
 
 namespace dlf::parallel {
 
+/// ZeRO's sharded optimizer over a ShardedParameters layout (see above).
 class ZeroOptimizer {
  public:
   /// Shards `optimizer` (its groups, options and learning rates; its own state stays empty)

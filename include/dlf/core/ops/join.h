@@ -6,8 +6,8 @@
 
 namespace dlf {
 
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);    ///< along dim `dim`
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);  ///< along a new dim `dim`
 /// Pieces of `size` along dim (the last may be smaller).
 std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim);
 /// Pieces of the given sizes, which must add up to the dim's size.

@@ -10,11 +10,13 @@ namespace dlf {
 /// Rows of weight [num, dim] picked by integer indices of any shape: [..., dim].
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 
+/// How a loss reduces over the targets.
 enum class Reduction { none, mean, sum };
+/// Options of cross_entropy, as PyTorch's.
 struct CrossEntropyOptions {
-  int64_t ignore_index = -100;
-  double label_smoothing = 0;
-  Reduction reduction = Reduction::mean;
+  int64_t ignore_index = -100;            ///< targets of this value add no loss
+  double label_smoothing = 0;             ///< mass spread evenly over the classes
+  Reduction reduction = Reduction::mean;  ///< mean over the counted targets, sum, or none
 };
 /// logits [N, C] (or [N, C, d...]), integer targets [N] (or [N, d...]), as in PyTorch.
 /// The mean is over targets that are not ignore_index. The op's second output is the

@@ -4,8 +4,8 @@
 
 namespace dlf {
 
-Tensor softmax(const Tensor& x, int64_t dim);
-Tensor log_softmax(const Tensor& x, int64_t dim);
+Tensor softmax(const Tensor& x, int64_t dim);      ///< exp(x) / sum(exp(x)) along `dim`
+Tensor log_softmax(const Tensor& x, int64_t dim);  ///< log(softmax(x, dim)), computed stably
 
 /// Normalises over the trailing `normalized_shape` dims; weight and bias (of that shape)
 /// may be undefined.

@@ -4,7 +4,9 @@
 
 namespace dlf {
 
+/// Over `dims` (all when empty), keeping them as size 1 with keepdim.
 Tensor sum(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
+/// Over `dims` (all when empty), keeping them as size 1 with keepdim.
 Tensor mean(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
 /// Largest value (no indices; see argmax).
 Tensor max(const Tensor& x, const Shape& dims = {}, bool keepdim = false);

@@ -11,13 +11,14 @@ namespace dlf::nn::data {
 
 /// An unsigned-byte IDX array: its dims and its bytes, row-major.
 struct IdxArray {
-  std::vector<int64_t> shape;
-  std::vector<uint8_t> data;
+  std::vector<int64_t> shape;  ///< dims
+  std::vector<uint8_t> data;   ///< the elements, row-major
 };
 /// Reads an IDX file of unsigned bytes (type 0x08), gzip-compressed or not; a dlf::Error names
 /// the file when it is missing, of another type, or shorter than its header says.
 IdxArray read_idx(const std::string& path);
 
+/// Images and their labels, as float tensors ready to train on.
 struct ImageDataset {
   Tensor images;  ///< f32 [N, 1, H, W] in [0, 1]
   Tensor labels;  ///< i64 [N]
@@ -26,7 +27,10 @@ struct ImageDataset {
 ImageDataset load_fashion_mnist(bool train,
                                 const std::string& dir = "/usr/share/datasets/fashion-mnist");
 /// Mean and standard deviation of Fashion-MNIST's training pixels in [0, 1].
+/// Fashion-MNIST's pixel mean and deviation (on [0, 1])
+///@{
 inline constexpr double kFashionMnistMean = 0.2860, kFashionMnistStd = 0.3530;
+///@}
 /// The images as (x - mean) / std, the labels as they are.
 ImageDataset normalized(const ImageDataset& data, double mean = kFashionMnistMean,
                         double std = kFashionMnistStd);

@@ -9,7 +9,10 @@ namespace dlf::nn::data {
 /// The model's input and its labels: the original token where one was chosen for prediction,
 /// -100 (cross_entropy's ignore_index) elsewhere.
 struct MaskedBatch {
+  /// the masked ids, and the original ids where masked (-100 elsewhere)
+  ///@{
   Tensor inputs, labels;
+  ///@}
 };
 
 /// Chooses each position of the integer `tokens` with `probability`; of the chosen, 80% become

@@ -7,6 +7,7 @@
 namespace dlf::nn::data {
 
 template <typename Batch>
+/// Makes the next item on a thread of its own while the caller uses this one.
 class Prefetcher {
  public:
   /// Batches make(first), make(first + 1), ...; make must be safe to call from another thread.

@@ -11,20 +11,25 @@ namespace dlf::nn::data {
 /// the default corpus of `dlf train`. A dlf::Error says to install the package if it is missing.
 std::vector<std::string> default_corpus_paths();
 
+/// Which part of the text.
 enum class Split { train, val };
 
 /// Inputs and next-byte targets, both i64 [batch, seq].
 struct TextBatch {
+  /// the windows [B, T] and the next bytes [B, T]
+  ///@{
   Tensor x, y;
+  ///@}
 };
 
+/// Byte-level text from files, split into training and validation.
 class TextDataset {
  public:
   /// Concatenates the files in order (a folder stands for its regular files, sorted); the last
   /// `val_fraction` of the bytes is the validation split.
   explicit TextDataset(const std::vector<std::string>& paths, double val_fraction = 0.1);
 
-  int64_t size(Split split) const;
+  int64_t size(Split split) const;  ///< bytes in `split`
   /// Random windows whose starts are a function of (seed, step) alone: a run resumed at `step`
   /// draws exactly the batches the uninterrupted run would have.
   TextBatch sample(Split split, int64_t step, int64_t batch, int64_t seq, uint64_t seed) const;
@@ -33,7 +38,7 @@ class TextDataset {
 
   /// Bytes as token ids, i64 [n], and back.
   static Tensor encode(const std::string& text);
-  static std::string decode(const Tensor& tokens);
+  static std::string decode(const Tensor& tokens);  ///< the bytes of `tokens`, as text
 
  private:
   TextBatch gather(Split split, const std::vector<int64_t>& starts, int64_t seq) const;

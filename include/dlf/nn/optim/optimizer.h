@@ -13,15 +13,16 @@ namespace dlf::nn::optim {
 /// Parameters that share options, as PyTorch's param_groups: an option left empty takes the
 /// optimizer's own (so `{{.params = a}, {.params = b, .lr = 1e-4}}` trains b ten times slower).
 struct ParamGroup {
-  std::vector<Tensor> params = {};
-  std::optional<double> lr = {};
-  std::optional<double> weight_decay = {};
+  std::vector<Tensor> params = {};          ///< the tensors the group trains
+  std::optional<double> lr = {};            ///< empty: the optimizer's
+  std::optional<double> weight_decay = {};  ///< empty: the optimizer's
 };
 
 /// Two groups in the nanoGPT way: weight_decay on matrices and embeddings (dim >= 2), none on
 /// biases and norm gains (dim < 2).
 std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_decay);
 
+/// An optimizer over parameter groups (torch.optim.Optimizer).
 class Optimizer {
  public:
   /// Fills every group's unset lr and weight_decay with these.
@@ -35,6 +36,7 @@ class Optimizer {
   double lr() const { return *groups_.front().lr; }
   /// Sets every group's learning rate (a schedule scales each group's own: LRScheduler).
   void set_lr(double lr);
+  /// Step() calls so far.
   int64_t steps() const { return steps_; }
   /// Step count and per-parameter state, named "<group>.<index>.<slot>" ("0.3.exp_avg").
   NamedTensors state_dict() const;
@@ -47,6 +49,7 @@ class Optimizer {
   virtual std::unique_ptr<Optimizer> same_kind(std::vector<ParamGroup> groups) const = 0;
   /// The groups, their lr and weight_decay always set; a group's lr may be changed.
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  /// The groups, to change a group's lr.
   std::vector<ParamGroup>& param_groups() { return groups_; }
   /// The slots of one parameter (empty until its first update).
   std::vector<Tensor>& state(size_t group, size_t index) { return state_[group][index]; }
@@ -65,18 +68,19 @@ class Optimizer {
   int64_t steps_ = 0;
 };
 
+/// SGD's options.
 struct SGDOptions {
-  double lr = 1e-3;
-  double momentum = 0;
-  bool nesterov = false;
+  double lr = 1e-3;         ///< learning rate
+  double momentum = 0;      ///< 0: plain SGD
+  bool nesterov = false;    ///< Nesterov momentum (needs momentum > 0)
   double weight_decay = 0;  ///< L2, added to the gradient
 };
 /// PyTorch's SGD: buf = momentum·buf + g (buf = g on the first step); p -= lr·(g + momentum·buf)
 /// with Nesterov, else p -= lr·buf.
 class SGD : public Optimizer {
  public:
-  explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
-  SGD(std::vector<ParamGroup> groups, SGDOptions options = {});
+  explicit SGD(std::vector<Tensor> params, SGDOptions options = {});  ///< over `params`, one group
+  SGD(std::vector<ParamGroup> groups, SGDOptions options = {});       ///< over parameter groups
   std::vector<std::string> slot_names() const override { return {"momentum_buffer"}; }
   std::unique_ptr<Optimizer> same_kind(std::vector<ParamGroup> groups) const override;
 
@@ -90,16 +94,20 @@ class SGD : public Optimizer {
 
 /// PyTorch's Adam defaults; weight_decay is L2 (added to the gradient).
 struct AdamOptions {
-  double lr = 1e-3;
+  double lr = 1e-3;  ///< learning rate
+  /// the moments' decay rates
+  ///@{
   double beta1 = 0.9, beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0;
+  ///@}
+  double eps = 1e-8;        ///< added to the root of the second moment
+  double weight_decay = 0;  ///< L2, added to the gradient
 };
 /// Adam with bias correction.
 class Adam : public Optimizer {
  public:
-  explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
-  Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
+  explicit Adam(std::vector<Tensor> params,
+                AdamOptions options = {});                         ///< over `params`, one group
+  Adam(std::vector<ParamGroup> groups, AdamOptions options = {});  ///< over parameter groups
   std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   std::unique_ptr<Optimizer> same_kind(std::vector<ParamGroup> groups) const override;
 
@@ -116,16 +124,20 @@ class Adam : public Optimizer {
 
 /// PyTorch's AdamW defaults: its weight decay is decoupled and 0.01 unless given.
 struct AdamWOptions {
-  double lr = 1e-3;
+  double lr = 1e-3;  ///< learning rate
+  /// the moments' decay rates
+  ///@{
   double beta1 = 0.9, beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
+  ///@}
+  double eps = 1e-8;           ///< added to the root of the second moment
+  double weight_decay = 1e-2;  ///< decoupled weight decay (PyTorch's default 0.01)
 };
 /// AdamW (Loshchilov & Hutter): Adam with decoupled weight decay.
 class AdamW : public Adam {
  public:
+  /// Over `params`, one group.
   explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
-  AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {});
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {});  ///< over parameter groups
 };
 
 /// An optimizer's state_dict() with each parameter's slots named after the parameter

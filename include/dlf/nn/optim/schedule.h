@@ -20,13 +20,15 @@ double step_lr(int64_t step, double base, int64_t step_size, double gamma);
 /// Call step() after the optimizer's.
 class LRScheduler {
  public:
+  /// Schedules `optimizer`'s groups from their rates now.
   explicit LRScheduler(Optimizer& optimizer);
   virtual ~LRScheduler() = default;
   LRScheduler(const LRScheduler&) = delete;
   LRScheduler& operator=(const LRScheduler&) = delete;
-  void step();
+  void step();  ///< one step on: sets the rates for it
   /// Goes to `step` (a resumed run) and sets the rates for it.
   void set_step(int64_t step);
+  /// The steps taken.
   int64_t last_step() const { return step_; }
 
  protected:
@@ -44,6 +46,7 @@ class LRScheduler {
 /// initial · factor(step).
 class LambdaLR : public LRScheduler {
  public:
+  /// Lr = initial · factor(step)
   LambdaLR(Optimizer& optimizer, std::function<double(int64_t step)> factor);
 
  protected:
@@ -56,6 +59,7 @@ class LambdaLR : public LRScheduler {
 /// initial · gamma^(step / step_size).
 class StepLR : public LRScheduler {
  public:
+  /// Lr = initial · gamma^(step / step_size)
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
 
  protected:
@@ -69,6 +73,7 @@ class StepLR : public LRScheduler {
 /// eta_min + (initial - eta_min)·(1 + cos(π·step / t_max)) / 2, eta_min after t_max.
 class CosineAnnealingLR : public LRScheduler {
  public:
+  /// From initial to eta_min over t_max steps, a half cosine.
   CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min = 0);
 
  protected:
@@ -83,6 +88,7 @@ class CosineAnnealingLR : public LRScheduler {
 /// min_ratio · initial at `total` (what `dlf train` runs).
 class WarmupCosineLR : public LRScheduler {
  public:
+  /// Linear warmup over `warmup` steps, then a cosine to min_ratio · initial at `total`.
   WarmupCosineLR(Optimizer& optimizer, int64_t warmup, int64_t total, double min_ratio = 0.1);
 
  protected:
