@@ -180,6 +180,10 @@ Plan plan_gpt(const PlanOptions& options) {
   const int64_t m = plan.micro_batches;
 
   const double elem = double(dtype_size(o.dtype));
+  // ZeRO-3 runs whole replicas: the embeddings and ln_f stay whole, a block is gathered at once.
+  const ZeroShape zero_shape{
+      .root_param_bytes = int64_t(double((c.vocab + c.context + 2) * c.dim) * elem),
+      .largest_block_bytes = int64_t(double(12 * c.dim * c.dim + 13 * c.dim) * elem)};
   const double boundary = double(o.micro_batch * o.seq * c.dim) * elem;  // [b, T, C]
   const std::vector<int> tp_group = strided(l.tp, 1);
   const std::vector<int> dp_group = strided(l.dp, l.tp * l.pp);
@@ -236,7 +240,7 @@ Plan plan_gpt(const PlanOptions& options) {
       s.memory = run.at_peak_update;
       s.peak_at_update = true;
     }
-    s.peak_bytes -= shard_for_zero(s.memory, o.zero, l.dp);
+    s.peak_bytes += shard_for_zero(s.memory, o.zero, l.dp, zero_shape);
     plan.stage_s =
         std::max(plan.stage_s, s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s);
     plan.optimizer_s = std::max(plan.optimizer_s, s.optimizer_s);

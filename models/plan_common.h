@@ -21,22 +21,43 @@ inline void reset_plan_device(const SimSpec& spec) {
   sim::reset(kPlanDevice);
 }
 
-/// ZeRO over `dp` ranks on a replica's memory at its peak (parallel/zero.h): stage 1 keeps
-/// 1/dp of the optimizer state, stage 2 of the gradients too, stage 3 of the parameters too
-/// (FSDP gathers one block at a time; the parameters outside the blocks, which it keeps whole,
-/// and the gathered block are left out of this arithmetic). Returns the bytes it saves.
-inline int64_t shard_for_zero(BytesByCategory& memory, int zero, int dp) {
-  int64_t saved = 0;
-  auto shard = [&](MemoryCategory c) {
-    int64_t& bytes = memory[static_cast<int>(c)];
-    const int64_t kept = (bytes + dp - 1) / dp;
-    saved += bytes - kept;
-    bytes = kept;
+/// What ZeRO's memory depends on besides the totals: the parameters outside every block (FSDP
+/// keeps them whole), the largest block's (gathered whole while it runs) and DDP's bucket size
+/// (a bucket's gradients are flattened into a buffer of their own before they are reduced).
+struct ZeroShape {
+  int64_t root_param_bytes = 0, largest_block_bytes = 0;
+  int64_t bucket_bytes = int64_t(25) << 20;
+};
+
+/// ZeRO over `dp` ranks on a replica's memory at its peak (parallel/zero.h, fsdp.h): stage 1
+/// keeps 1/dp of the optimizer state; stage 2 also 1/dp of the gradients, plus the flat copy of
+/// the bucket being reduced; stage 3 also keeps the blocks' parameters as 1/dp shards but the
+/// rest whole, with the running block gathered (its flat copy and its parameters) and its
+/// gradients' flat copy. Returns the change of the peak (negative when it saves).
+inline int64_t shard_for_zero(BytesByCategory& memory, int zero, int dp, const ZeroShape& z) {
+  int64_t change = 0;
+  auto set = [&](MemoryCategory c, int64_t bytes) {
+    int64_t& now = memory[static_cast<int>(c)];
+    change += bytes - now;
+    now = bytes;
   };
-  if (zero >= 1) shard(MemoryCategory::optimizer_state);
-  if (zero >= 2) shard(MemoryCategory::gradients);
-  if (zero >= 3) shard(MemoryCategory::parameters);
-  return saved;
+  auto part = [dp](int64_t bytes) { return (bytes + dp - 1) / dp; };
+  const int64_t params = memory[static_cast<int>(MemoryCategory::parameters)];
+  const int64_t grads = memory[static_cast<int>(MemoryCategory::gradients)];
+  const int64_t temporaries = memory[static_cast<int>(MemoryCategory::temporaries)];
+  if (zero >= 1)
+    set(MemoryCategory::optimizer_state,
+        part(memory[static_cast<int>(MemoryCategory::optimizer_state)]));
+  if (zero == 2) {
+    set(MemoryCategory::gradients, part(grads));
+    set(MemoryCategory::temporaries, temporaries + std::min(z.bucket_bytes, grads));
+  }
+  if (zero >= 3) {  // shards of everything, the rest whole, the running block gathered
+    set(MemoryCategory::parameters, part(params) + z.root_param_bytes + z.largest_block_bytes);
+    set(MemoryCategory::gradients, part(grads) + z.largest_block_bytes);
+    set(MemoryCategory::temporaries, temporaries + z.largest_block_bytes);
+  }
+  return change;
 }
 
 /// The data-parallel communication of a step over `group`, and how much of it the step waits

@@ -7,6 +7,7 @@
 
 #include "bert_task.h"
 #include "devices.h"
+#include "memory_flags.h"
 
 namespace dlf::app {
 namespace {
@@ -28,6 +29,15 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
        .recompute = c.recompute == "full",
        .zero = c.zero});
   std::printf("%s", (c.json ? models::to_json_line(plan) + "\n" : models::describe(plan)).c_str());
+  if (!c.json && !plan.fits)
+    std::printf("  %s\n", fitting_flags_hint({.model = c.model,
+                                              .layout = {.dp = c.devices},
+                                              .spec = device.spec,
+                                              .batch = plan.options.global_batch,
+                                              .seq = plan.options.seq,
+                                              .dtype = dtype},
+                                             {c.recompute == "full", c.zero})
+                              .c_str());
 }
 
 }  // namespace
@@ -65,6 +75,16 @@ void run_plan(const PlanCommand& c) {
   }
   std::printf("%s", models::describe(plan).c_str());
   if (plan.fits) return;
+  std::printf("  %s\n", fitting_flags_hint({.model = c.model,
+                                            .layout = plan.options.layout,
+                                            .spec = device.spec,
+                                            .batch = plan.options.global_batch,
+                                            .seq = plan.options.seq,
+                                            .micro_batch = plan.options.micro_batch,
+                                            .dtype = dtype,
+                                            .schedule = plan.options.schedule},
+                                           {c.recompute == "full", c.zero})
+                            .c_str());
   // Say what would fit on these devices, if anything does.
   options.global_batch = plan.options.global_batch;
   const models::Plan best = models::rank_layouts(options, c.devices).front();

@@ -30,6 +30,7 @@
 #include "devices.h"
 #include "host_memory.h"
 #include "interrupt.h"
+#include "memory_flags.h"
 #include "model_io.h"
 #include "progress.h"
 #include "task.h"
@@ -591,10 +592,24 @@ double run_train(TrainOptions o) {
     const RankResult mine = train_rank(world, job);
     if (world.rank() == 0) result = mine;
   };
-  if (mpi) {
-    parallel::run_mpi_rank(devices[parallel::mpi_world_rank()], rank);
-  } else {
-    parallel::run_ranks(devices, rank);
+  try {
+    if (mpi) {
+      parallel::run_mpi_rank(devices[parallel::mpi_world_rank()], rank);
+    } else {
+      parallel::run_ranks(devices, rank);
+    }
+  } catch (const OutOfMemory& e) {
+    if (device.type == DeviceType::cpu) throw;
+    // What would fit, from the plan of this very run.
+    throw OutOfMemory(std::string(e.what()) + "; " +
+                      fitting_flags_hint({.model = run.model,
+                                          .layout = layout,
+                                          .spec = device.spec,
+                                          .batch = run.batch,
+                                          .seq = seq,
+                                          .micro_batch = micro,
+                                          .schedule = parse_schedule(o.schedule)},
+                                         {o.recompute == "full", o.zero}));
   }
   if (!o.trace.empty()) {
     trace::stop_and_write(o.trace);

@@ -44,8 +44,7 @@ class SimAllocator final : public Allocator {
           format_bytes(static_cast<double>(bytes)), " for ", memory_category_name(category),
           " with ", format_bytes(static_cast<double>(before.live_bytes)), " of ",
           format_bytes(static_cast<double>(capacity)),
-          " in use (live: ", format_by_category(before.live_by),
-          "). Use a smaller batch, more devices (--dp, --tp, --pp) or activation recompute"));
+          " in use (live: ", format_by_category(before.live_by), ")"));
     }
     void* ptr = device_.has_data() ? host_allocator().allocate(bytes, category) : nullptr;
     const int64_t live = count_alloc(bytes, category);

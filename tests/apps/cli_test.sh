@@ -136,6 +136,7 @@ printf '%s\n' '{"device": {"name": "tiny", "memory_bytes": 1000000, "peak_flops_
   '"launch_overhead": 0, "host_link": {"bandwidth": 1e10, "latency": 0},' \
   '"interconnect": {"bandwidth": 1e10, "latency": 0}, "topology": "ring", "node_size": 8,' \
   '"network": {"bandwidth": 1e10, "latency": 0}}}' >"$tmp/tiny.json"
+sed 's/"memory_bytes": 1000000/"memory_bytes": 200000000/; s/"tiny"/"small"/' "$tmp/tiny.json" >"$tmp/small.json"
 # the layout must fit this machine's memory too (DLF_HOST_MEMORY stands for a small host)
 out=$(DLF_HOST_MEMORY=1G "$dlf" train --model gpt-mini --devices 4 --steps 1 --batch 4 2>&1) ||
   fail "a layout that fits a 1 GiB host: $out"
@@ -158,6 +159,10 @@ err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --dp 2 --device "sim:$tm
 [ $? -eq 1 ] || fail "out of memory: expected exit 1"
 last=$(printf '%s\n' "$err" | tail -n 1)
 case "$last" in "dlf: rank "*"is out of memory"*parameters*) ;; *) fail "out of memory message: $err" ;; esac
+# ... and says which --recompute and --zero would fit, from the plan of the run: here none
+case "$last" in *"no --recompute or --zero makes this layout fit"*) ;; *) fail "no flags hint: $last" ;; esac
+out=$("$dlf" plan --model gpt-mini --devices 4 --device "sim:$tmp/small.json" --batch 8) || fail "plan small"
+grep -q "planned to fit with --zero" <<<"$out" || fail "plan: no flags that fit: $out"
 expect_error 1 train --model gpt-nano --steps 1 --batch 4 --devices 3 --dp 3
 expect_error 1 train --model gpt-nano --steps 1 --device tpu
 expect_error 1 train --model gpt-nano --steps 1 --device sim:b200

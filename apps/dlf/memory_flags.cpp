@@ -1,0 +1,82 @@
+#include "memory_flags.h"
+
+#include <algorithm>
+
+#include <dlf/models/plan.h>
+#include <dlf/models/registry.h>
+
+namespace dlf::app {
+
+std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
+  const bool gpt = models::model_family(q.model) == models::ModelFamily::gpt;
+  const bool whole_replicas = q.layout.tp * q.layout.pp == 1;
+  std::vector<FlagsPlan> plans;
+  for (bool recompute : {false, true}) {
+    for (int zero = 0; zero <= 3; ++zero) {
+      if (zero > 0 && q.layout.dp == 1) continue;
+      if (zero >= 2 && !whole_replicas) continue;
+      FlagsPlan p{.flags = {recompute, zero}};
+      if (gpt) {
+        const models::Plan plan = models::plan_gpt({.model = models::gpt_config(q.model),
+                                                    .layout = q.layout,
+                                                    .spec = q.spec,
+                                                    .global_batch = q.batch,
+                                                    .micro_batch = q.micro_batch,
+                                                    .seq = q.seq,
+                                                    .dtype = q.dtype,
+                                                    .schedule = q.schedule,
+                                                    .recompute = recompute,
+                                                    .zero = zero});
+        p.peak_bytes = plan.worst.peak_bytes;
+        p.step_s = plan.step_s;
+        p.fits = plan.fits;
+      } else {
+        if (!whole_replicas) continue;
+        const models::ReplicaPlan plan = models::plan_replica({.model = q.model,
+                                                               .dp = q.layout.dp,
+                                                               .spec = q.spec,
+                                                               .global_batch = q.batch,
+                                                               .seq = q.seq,
+                                                               .dtype = q.dtype,
+                                                               .recompute = recompute,
+                                                               .zero = zero});
+        p.peak_bytes = plan.peak_bytes;
+        p.step_s = plan.step_s;
+        p.fits = plan.fits;
+      }
+      plans.push_back(p);
+    }
+  }
+  std::stable_sort(plans.begin(), plans.end(), [](const FlagsPlan& a, const FlagsPlan& b) {
+    if (a.fits != b.fits) return a.fits;
+    return a.fits ? a.step_s < b.step_s : a.peak_bytes < b.peak_bytes;
+  });
+  return plans;
+}
+
+std::string flags_str(const MemoryFlags& f) {
+  std::string s = f.recompute ? "--recompute full" : "";
+  if (f.zero > 0) s += std::string(s.empty() ? "" : " ") + "--zero " + std::to_string(f.zero);
+  return s.empty() ? "none" : s;
+}
+
+std::string fitting_flags_hint(const FlagsQuery& q, const MemoryFlags& current) {
+  const std::vector<FlagsPlan> plans = plan_memory_flags(q);
+  const std::string capacity = format_bytes(double(q.spec.memory_bytes));
+  if (plans.empty() || !plans.front().fits) {
+    const std::string least = plans.empty()
+                                  ? ""
+                                  : " (the least, " + flags_str(plans.front().flags) + ", plans " +
+                                        format_bytes(double(plans.front().peak_bytes)) + ")";
+    return "no --recompute or --zero makes this layout fit " + capacity + least +
+           ": more devices, a smaller batch or a smaller model";
+  }
+  const FlagsPlan& best = plans.front();
+  if (best.flags.recompute == current.recompute && best.flags.zero == current.zero)
+    return "the plan says these flags fit (planned peak " + format_bytes(double(best.peak_bytes)) +
+           " of " + capacity + "): the planner missed something here";
+  return "planned to fit with " + flags_str(best.flags) + " (peak " +
+         format_bytes(double(best.peak_bytes)) + " of " + capacity + ")";
+}
+
+}  // namespace dlf::app

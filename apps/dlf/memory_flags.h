@@ -1,0 +1,46 @@
+// Which memory-saving flags (--recompute, --zero) make a run's layout fit its devices: each
+// combination the layout allows is planned on meta devices, so the answer is computed from the
+// model, not a fixed hint. Used by `dlf plan` for a layout that does not fit and by `dlf train`
+// when a simulated device runs out of memory.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <dlf/device/sim_spec.h>
+#include <dlf/parallel/mesh.h>
+#include <dlf/parallel/pipeline.h>
+
+namespace dlf::app {
+
+struct MemoryFlags {
+  bool recompute = false;
+  int zero = 0;
+};
+
+/// What is planned: the run's model, layout, devices and batch.
+struct FlagsQuery {
+  std::string model;
+  parallel::Layout layout;
+  SimSpec spec;
+  int64_t batch = 0, seq = 0, micro_batch = 1;
+  DType dtype = DType::f32;
+  parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
+};
+
+struct FlagsPlan {
+  MemoryFlags flags;
+  int64_t peak_bytes = 0;
+  double step_s = 0;
+  bool fits = false;
+};
+
+/// Every combination the layout allows (ZeRO needs dp > 1, its stages 2 and 3 whole replicas),
+/// planned: those that fit first, fastest first, then the others by peak memory.
+std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& query);
+/// "--recompute full --zero 2", or "none".
+std::string flags_str(const MemoryFlags& flags);
+/// One sentence for a run with `current` flags that does not fit: the fastest flags that fit
+/// and their planned peak, or that none does.
+std::string fitting_flags_hint(const FlagsQuery& query, const MemoryFlags& current);
+
+}  // namespace dlf::app
