@@ -531,6 +531,9 @@ double run_train(TrainOptions o) {
   const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
+  DLF_CHECK(o.zero < 3 || o.check_replicas == 0,
+            "--check-replicas compares whole replicas: under --zero 3 each rank holds its own "
+            "shard of the parameters");
   DLF_CHECK(o.zero < 2 || layout.tp * layout.pp == 1, "--zero ", o.zero,
             " shards whole replicas: it does not combine with --tp or --pp "
             "yet (--zero 1 does)");

@@ -122,6 +122,7 @@ same_losses "$tmp/z3.jsonl" "$tmp/z3-resumed.jsonl" || fail "ZeRO-3 resumed on o
   --metrics "$tmp/z3-resumed2.jsonl" 2>"$tmp/log" || fail "resume a ZeRO-3 run under ZeRO-3: $(cat "$tmp/log")"
 same_losses "$tmp/z3.jsonl" "$tmp/z3-resumed2.jsonl" || fail "ZeRO-3 resumed under ZeRO-3 differs"
 expect_error 2 train --model gpt-nano --zero 4
+expect_error 1 train --model gpt-nano --steps 1 --devices 2 --zero 3 --check-replicas 1
 expect_error 1 train --model gpt-nano --steps 1 --devices 4 --tp 2 --zero 3
 train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
   fail "train --devices 4: $(cat "$tmp/log")"
