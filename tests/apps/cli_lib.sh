@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# What the command-line tests share: sourced with the dlf binary as $1.
+set -u
+dlf=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_error() {  # expect_error CODE ARGS...: exit code CODE and exactly one line on stderr
+  local code=$1; shift
+  err=$("$dlf" "$@" 2>&1 >/dev/null); got=$?
+  [ "$got" -eq "$code" ] || fail "dlf $*: exit $got, expected $code"
+  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "dlf $*: stderr is not one line: $err"
+  case "$err" in dlf:*) ;; *) fail "dlf $*: stderr does not start with 'dlf:': $err" ;; esac
+}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+train() { "$dlf" --threads 1 train --model gpt-nano --batch 4 --seq 32 "$@"; }
+losses() { grep '"loss"' "$1" | sed 's/.*"loss":\([^,]*\).*/\1/'; }
+close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * (a < 0 ? -a : a)) }'; }
+same_losses() {  # same_losses A.jsonl B.jsonl: every step's loss within 1e-5 relative
+  paste <(losses "$1") <(losses "$2") | while read -r a b; do close "$a" "$b" || exit 1; done
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The dlf command line on a dp x tp x pp mesh, the other families, and MPI.
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh" "$1"
+
+# the references: one device, and two cpu ranks
+train --steps 3 --metrics "$tmp/dp1.jsonl" 2>/dev/null || fail "train on one device"
+train --steps 3 --devices 2 --device cpu --metrics "$tmp/dp2.jsonl" 2>/dev/null || fail "train on two ranks"
+# dp x tp x pp: the mesh gives one device's losses; --devices alone plans the layout
+train --steps 3 --dp 2 --tp 2 --pp 2 --device cpu --metrics "$tmp/mesh.jsonl" 2>"$tmp/log" ||
+  fail "train --dp 2 --tp 2 --pp 2: $(cat "$tmp/log")"
+grep -q "over 8 ranks (dp 2 x tp 2 x pp 2, 2 micro-batches of 1 (1F1B))" "$tmp/log" ||
+  fail "mesh header: $(cat "$tmp/log")"
+same_losses "$tmp/dp1.jsonl" "$tmp/mesh.jsonl" || fail "dp 2 x tp 2 x pp 2 losses differ from one device's"
+train --steps 3 --pp 2 --schedule gpipe --micro-batch 2 --device cpu --metrics "$tmp/gpipe.jsonl" \
+  2>/dev/null || fail "train --pp 2 --schedule gpipe"
+same_losses "$tmp/dp1.jsonl" "$tmp/gpipe.jsonl" || fail "GPipe losses differ from one device's"
+train --steps 2 --devices 4 --device sim 2>"$tmp/log" || fail "train --devices 4: $(cat "$tmp/log")"
+grep -q "layout planned on 4 meta devices of a100-40gb" "$tmp/log" || fail "no layout plan: $(cat "$tmp/log")"
+grep -q "<- chosen" "$tmp/log" || fail "no chosen layout: $(cat "$tmp/log")"
+train --steps 2 --tp 2 --pp 2 --device sim --trace "$tmp/pp-trace.json" 2>"$tmp/log" ||
+  fail "train --tp 2 --pp 2 on sim: $(cat "$tmp/log")"
+grep -q "peak memory by pipeline stage: .* | " "$tmp/log" || fail "no per-stage peak: $(cat "$tmp/log")"
+grep -q '"name":"send_recv pp ' "$tmp/pp-trace.json" || fail "the pipeline's sends are not in the trace"
+# a checkpoint holds the whole model whatever the layout: resume it in the same layout bit for
+# bit, or in another one
+train --steps 4 --tp 2 --pp 2 --device cpu --checkpoint "$tmp/m-straight" \
+  --metrics "$tmp/m-straight.jsonl" 2>/dev/null || fail "train --tp 2 --pp 2 --checkpoint"
+train --steps 4 --until 2 --tp 2 --pp 2 --device cpu --checkpoint "$tmp/m-stopped" \
+  --metrics "$tmp/m-resumed.jsonl" 2>/dev/null || fail "train --tp 2 --pp 2 --until"
+cp -r "$tmp/m-stopped" "$tmp/m-elsewhere"
+"$dlf" --threads 1 train --model gpt-nano --tp 2 --pp 2 --device cpu --checkpoint "$tmp/m-stopped" \
+  --resume --metrics "$tmp/m-resumed.jsonl" 2>"$tmp/log" || fail "resume --tp 2 --pp 2: $(cat "$tmp/log")"
+[ "$(losses "$tmp/m-straight.jsonl")" = "$(losses "$tmp/m-resumed.jsonl")" ] ||
+  fail "tp/pp resumed losses differ: $(losses "$tmp/m-straight.jsonl" | tr '\n' ' ') vs $(losses "$tmp/m-resumed.jsonl" | tr '\n' ' ')"
+"$dlf" --threads 1 train --model gpt-nano --dp 2 --device cpu --checkpoint "$tmp/m-elsewhere" \
+  --resume --metrics "$tmp/m-elsewhere.jsonl" 2>/dev/null || fail "resume a tp/pp checkpoint with dp 2"
+same_losses <(grep '"loss"' "$tmp/m-straight.jsonl" | tail -n 2) "$tmp/m-elsewhere.jsonl" ||
+  fail "resharded resume differs"
+"$dlf" generate --checkpoint "$tmp/m-straight" --prompt "Hi" --tokens 5 >/dev/null ||
+  fail "generate from a tp/pp checkpoint"
+expect_error 1 train --model gpt-nano --steps 1 --tp 3 --device cpu
+expect_error 1 train --model gpt-nano --steps 1 --pp 4 --device cpu
+expect_error 1 train --model gpt-nano --steps 1 --devices 4 --dp 3
+expect_error 1 train --model gpt-nano --steps 1 --batch 4 --pp 2 --micro-batch 3
+expect_error 1 train --model gpt-nano --steps 1 --tp 2 --zero 2
+# ZeRO-1 over the data-parallel group of a dp x tp x pp mesh: the same losses, bit for bit
+train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --metrics "$tmp/m3.jsonl" \
+  2>/dev/null || fail "dp2 tp2 pp2"
+train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --zero \
+  --metrics "$tmp/m3z.jsonl" 2>/dev/null || fail "dp2 tp2 pp2 --zero"
+[ "$(losses "$tmp/m3.jsonl")" = "$(losses "$tmp/m3z.jsonl")" ] || fail "ZeRO-1 under tp and pp changed the losses"
+expect_error 1 train --model gpt-nano --steps 1 --pp 2 --schedule zigzag
+
+# BERT: masked LM on the same text, reporting masked-byte accuracy; dp 2 gives one device's
+# losses (each replica's loss weighted by its share of the masked bytes); resume is exact
+bert() { "$dlf" --threads 1 train --model bert-tiny --batch 8 --seq 64 "$@"; }
+bert --steps 3 --metrics "$tmp/bert1.jsonl" 2>"$tmp/log" || fail "train bert-tiny: $(cat "$tmp/log")"
+grep -q "validation loss .*, masked_accuracy 0\.[0-9]" "$tmp/log" || fail "no masked accuracy: $(cat "$tmp/log")"
+bert --steps 3 --devices 2 --device cpu --metrics "$tmp/bert2.jsonl" 2>/dev/null || fail "bert dp 2"
+same_losses "$tmp/bert1.jsonl" "$tmp/bert2.jsonl" || fail "bert dp=2 losses differ from one device's"
+bert --steps 4 --checkpoint "$tmp/b-straight" --metrics "$tmp/b-straight.jsonl" 2>/dev/null ||
+  fail "bert --checkpoint"
+bert --steps 4 --until 2 --checkpoint "$tmp/b-stopped" --metrics "$tmp/b-resumed.jsonl" 2>/dev/null ||
+  fail "bert --until"
+"$dlf" --threads 1 train --model bert-tiny --checkpoint "$tmp/b-stopped" --resume \
+  --metrics "$tmp/b-resumed.jsonl" 2>/dev/null || fail "bert --resume"
+[ "$(losses "$tmp/b-straight.jsonl")" = "$(losses "$tmp/b-resumed.jsonl")" ] || fail "bert resumed losses differ"
+# BERT's layers split over tp 2 give one device's losses; stopped under dp 2 x tp 2, a run
+# resumes under tp 2 where the uninterrupted one went (the whole checkpoint cut again)
+bert --steps 3 --tp 2 --device cpu --metrics "$tmp/bert-tp2.jsonl" 2>/dev/null || fail "bert tp 2"
+same_losses "$tmp/bert1.jsonl" "$tmp/bert-tp2.jsonl" || fail "bert tp=2 losses differ from one device's"
+bert --steps 4 --until 2 --dp 2 --tp 2 --device cpu --checkpoint "$tmp/b-mesh" \
+  --metrics "$tmp/b-mesh.jsonl" 2>/dev/null || fail "bert --dp 2 --tp 2 --until"
+"$dlf" --threads 1 train --model bert-tiny --checkpoint "$tmp/b-mesh" --resume --tp 2 --device cpu \
+  --metrics "$tmp/b-mesh.jsonl" 2>/dev/null || fail "bert --resume --tp 2 from dp 2 x tp 2"
+same_losses "$tmp/b-straight.jsonl" "$tmp/b-mesh.jsonl" || fail "bert resumed from tp 2 differs"
+expect_error 1 train --model bert-tiny --steps 1 --pp 2 --device cpu
+expect_error 1 generate --checkpoint "$tmp/b-straight" --prompt hi
+
+# ViT and UNet on Fashion-MNIST: test accuracy / DDPM loss, dp 2 equals one device, and a UNet
+# checkpoint samples to a PNG
+images() { "$dlf" --threads 1 train --batch 8 --steps 2 --eval-batches 1 "$@"; }
+images --model vit-tiny --metrics "$tmp/vit1.jsonl" 2>"$tmp/log" || fail "train vit-tiny: $(cat "$tmp/log")"
+grep -q "validation loss .*, accuracy 0\.[0-9]" "$tmp/log" || fail "no test accuracy: $(cat "$tmp/log")"
+images --model vit-tiny --devices 2 --device cpu --metrics "$tmp/vit2.jsonl" 2>/dev/null || fail "vit dp 2"
+same_losses "$tmp/vit1.jsonl" "$tmp/vit2.jsonl" || fail "vit dp=2 losses differ from one device's"
+images --model vit-tiny --tp 3 --device cpu --metrics "$tmp/vit-tp3.jsonl" 2>/dev/null || fail "vit tp 3"
+same_losses "$tmp/vit1.jsonl" "$tmp/vit-tp3.jsonl" || fail "vit tp=3 losses differ from one device's"
+expect_error 1 train --model vit-tiny --steps 1 --tp 2 --device cpu
+expect_error 1 train --model unet-tiny --steps 1 --tp 2 --device cpu
+images --model unet-tiny --metrics "$tmp/unet1.jsonl" --checkpoint "$tmp/unet" 2>"$tmp/log" ||
+  fail "train unet-tiny: $(cat "$tmp/log")"
+images --model unet-tiny --devices 2 --device cpu --metrics "$tmp/unet2.jsonl" 2>/dev/null || fail "unet dp 2"
+same_losses "$tmp/unet1.jsonl" "$tmp/unet2.jsonl" || fail "unet dp=2 losses differ from one device's"
+"$dlf" generate --model unet-tiny --checkpoint "$tmp/unet" --out "$tmp/samples.png" --samples 4 \
+  --sampling-steps 5 >/dev/null || fail "generate unet samples"
+[ "$(head -c 8 "$tmp/samples.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] ||
+  fail "samples.png is not a PNG"
+expect_error 1 generate --checkpoint "$tmp/unet" --samples 4
+expect_error 1 generate --model vit-tiny --checkpoint "$tmp/unet" --out "$tmp/x.png"
+
+# MPI: one rank per process gives the in-process run's losses, bit for bit; checkpoints too
+mpi() { mpirun --allow-run-as-root --oversubscribe -np "$1" "$dlf" --threads 1 train --model gpt-nano \
+  --batch 4 --seq 32 --device cpu "${@:2}"; }
+mpi 2 --steps 3 --dp 2 --metrics "$tmp/mpi2.jsonl" >"$tmp/log" 2>&1 || fail "mpirun -np 2: $(cat "$tmp/log")"
+[ "$(losses "$tmp/dp2.jsonl")" = "$(losses "$tmp/mpi2.jsonl")" ] ||
+  fail "mpirun -np 2 losses differ from the in-process dp 2's"
+grep -q "over 2 MPI processes (dp 2 x tp 1 x pp 1)" "$tmp/log" || fail "an MPI run does not say so: $(cat "$tmp/log")"
+train --steps 3 --tp 2 --pp 2 --device cpu --metrics "$tmp/tp2pp2.jsonl" 2>/dev/null || fail "tp 2 x pp 2"
+mpi 4 --steps 3 --tp 2 --pp 2 --metrics "$tmp/mpi4.jsonl" --checkpoint "$tmp/mpi-ckpt" >"$tmp/log" 2>&1 ||
+  fail "mpirun -np 4 --tp 2 --pp 2: $(cat "$tmp/log")"
+[ "$(losses "$tmp/tp2pp2.jsonl")" = "$(losses "$tmp/mpi4.jsonl")" ] ||
+  fail "mpirun -np 4 losses differ from the in-process tp 2 x pp 2's"
+"$dlf" eval --checkpoint "$tmp/mpi-ckpt" --batches 1 | grep -q "validation loss" ||
+  fail "eval of a checkpoint written under mpirun"
+err=$(mpi 2 --steps 1 --devices 4 2>&1) && fail "mpirun with --devices 4 per process was accepted"
+grep -q "processes x in-process devices are not supported" <<<"$err" || fail "hybrid refusal: $err"
+echo "cli on a mesh, every family, MPI: all checks passed"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The dlf command line over several devices: data parallelism, ZeRO 1-3, sim devices, traces, memory limits.
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh" "$1"
+
+# one device's losses, the reference of the runs below
+train --steps 3 --metrics "$tmp/dp1.jsonl" 2>/dev/null || fail "train on one device"
+train --steps 3 --devices 2 --device cpu --metrics "$tmp/dp2.jsonl" 2>"$tmp/log" ||
+  fail "train --devices 2: $(cat "$tmp/log")"
+grep -q "over 2 ranks" "$tmp/log" || fail "no rank count: $(cat "$tmp/log")"
+same_losses "$tmp/dp1.jsonl" "$tmp/dp2.jsonl" || fail "dp=2 losses differ from one device's"
+train --steps 3 --devices 2 --device cpu --zero --metrics "$tmp/zero.jsonl" 2>"$tmp/log" ||
+  fail "train --zero: $(cat "$tmp/log")"
+same_losses "$tmp/dp1.jsonl" "$tmp/zero.jsonl" || fail "dp=2 with ZeRO-1 losses differ from one device's"
+# ZeRO-1 checkpoints hold the whole optimizer state: stopping and resuming repeats the run
+train --steps 4 --devices 2 --device cpu --zero --checkpoint "$tmp/z-straight" \
+  --metrics "$tmp/z-straight.jsonl" 2>/dev/null || fail "train --zero --checkpoint"
+train --steps 4 --until 2 --devices 2 --device cpu --zero --checkpoint "$tmp/z-stopped" \
+  --metrics "$tmp/z-resumed.jsonl" 2>/dev/null || fail "train --zero --until"
+"$dlf" --threads 1 train --model gpt-nano --devices 2 --device cpu --zero --checkpoint "$tmp/z-stopped" \
+  --resume --metrics "$tmp/z-resumed.jsonl" 2>"$tmp/log" || fail "resume --zero: $(cat "$tmp/log")"
+[ "$(losses "$tmp/z-straight.jsonl")" = "$(losses "$tmp/z-resumed.jsonl")" ] ||
+  fail "ZeRO-1 resumed losses differ: $(losses "$tmp/z-straight.jsonl" | tr '\n' ' ') vs $(losses "$tmp/z-resumed.jsonl" | tr '\n' ' ')"
+"$dlf" eval --checkpoint "$tmp/z-straight" --batches 1 | grep -q "validation loss" || fail "eval of a ZeRO-1 checkpoint"
+# ZeRO-2: gradients sharded too; its checkpoint resumes on one device without ZeRO
+train --steps 4 --devices 2 --device cpu --zero 2 --checkpoint "$tmp/z2" --metrics "$tmp/z2.jsonl" \
+  2>"$tmp/log" || fail "train --zero 2: $(cat "$tmp/log")"
+same_losses "$tmp/z-straight.jsonl" "$tmp/z2.jsonl" || fail "ZeRO-2 losses differ from ZeRO-1's"
+train --steps 4 --until 2 --devices 2 --device cpu --zero 2 --checkpoint "$tmp/z2-stopped" \
+  --metrics "$tmp/z2-resumed.jsonl" 2>/dev/null || fail "train --zero 2 --until"
+"$dlf" --threads 1 train --checkpoint "$tmp/z2-stopped" --resume --metrics "$tmp/z2-resumed.jsonl" \
+  2>"$tmp/log" || fail "resume a ZeRO-2 run on one device: $(cat "$tmp/log")"
+same_losses "$tmp/z2.jsonl" "$tmp/z2-resumed.jsonl" || fail "ZeRO-2 resumed on one device differs"
+# ZeRO-3 (FSDP), with recompute: the parameters sharded too; its checkpoint resumes on one device
+train --steps 4 --devices 2 --device cpu --zero 3 --recompute full --checkpoint "$tmp/z3" \
+  --metrics "$tmp/z3.jsonl" 2>"$tmp/log" || fail "train --zero 3: $(cat "$tmp/log")"
+same_losses "$tmp/z-straight.jsonl" "$tmp/z3.jsonl" || fail "ZeRO-3 losses differ from ZeRO-1's"
+train --steps 4 --until 2 --devices 2 --device cpu --zero 3 --checkpoint "$tmp/z3-stopped" \
+  --metrics "$tmp/z3-resumed.jsonl" 2>/dev/null || fail "train --zero 3 --until"
+cp -r "$tmp/z3-stopped" "$tmp/z3-stopped2"
+cp "$tmp/z3-resumed.jsonl" "$tmp/z3-resumed2.jsonl"
+"$dlf" --threads 1 train --checkpoint "$tmp/z3-stopped" --resume --metrics "$tmp/z3-resumed.jsonl" \
+  2>"$tmp/log" || fail "resume a ZeRO-3 run on one device: $(cat "$tmp/log")"
+same_losses "$tmp/z3.jsonl" "$tmp/z3-resumed.jsonl" || fail "ZeRO-3 resumed on one device differs"
+"$dlf" --threads 1 train --checkpoint "$tmp/z3-stopped2" --resume --devices 2 --device cpu --zero 3 \
+  --metrics "$tmp/z3-resumed2.jsonl" 2>"$tmp/log" || fail "resume a ZeRO-3 run under ZeRO-3: $(cat "$tmp/log")"
+same_losses "$tmp/z3.jsonl" "$tmp/z3-resumed2.jsonl" || fail "ZeRO-3 resumed under ZeRO-3 differs"
+expect_error 2 train --model gpt-nano --zero 4
+expect_error 1 train --model gpt-nano --steps 1 --devices 2 --zero 3 --check-replicas 1
+expect_error 1 train --model gpt-nano --steps 1 --devices 4 --tp 2 --zero 3
+train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
+  fail "train --devices 4: $(cat "$tmp/log")"
+grep -q "on a100-40gb" "$tmp/log" || fail "--devices 4 is not on sim devices by default"
+grep -q "sim .* ms/step (dp allreduce" "$tmp/log" || fail "no simulated step report: $(cat "$tmp/log")"
+grep -q '"sim_step_ms"' "$tmp/dp4.jsonl" || fail "no sim_step_ms in the metrics"
+grep -q '"name":"comm"' "$tmp/trace.json" || fail "trace has no comm track"
+grep -q '"name":"allreduce world ' "$tmp/trace.json" || fail "trace has no allreduce"
+grep -q '"name":"matmul \[' "$tmp/trace.json" || fail "trace ops are not named with shapes"
+printf '%s\n' '{"device": {"name": "tiny", "memory_bytes": 1000000, "peak_flops_f64": 1e12,' \
+  '"peak_flops_f32": 1e12, "peak_flops_bf16": 1e12, "memory_bandwidth": 1e11,' \
+  '"launch_overhead": 0, "host_link": {"bandwidth": 1e10, "latency": 0},' \
+  '"interconnect": {"bandwidth": 1e10, "latency": 0}, "topology": "ring", "node_size": 8,' \
+  '"network": {"bandwidth": 1e10, "latency": 0}}}' >"$tmp/tiny.json"
+sed 's/"memory_bytes": 1000000/"memory_bytes": 200000000/; s/"tiny"/"small"/' "$tmp/tiny.json" >"$tmp/small.json"
+# the layout must fit this machine's memory too (DLF_HOST_MEMORY stands for a small host)
+out=$(DLF_HOST_MEMORY=1G "$dlf" train --model gpt-mini --devices 4 --steps 1 --batch 4 2>&1) ||
+  fail "a layout that fits a 1 GiB host: $out"
+echo "$out" | grep -q "dp 4 x tp 1 x pp 1 .*does not fit the host" || fail "dp 4 should not fit 1G: $out"
+echo "$out" | grep "<- chosen" | grep -qv "dp 4 x" || fail "a layout that fits the host was not chosen: $out"
+err=$(DLF_HOST_MEMORY=20M "$dlf" train --model gpt-mini --devices 4 --steps 1 2>&1 >/dev/null)
+[ $? -eq 1 ] || fail "no layout fits a 20 MiB host: expected exit 1"
+printf '%s\n' "$err" | tail -n 1 | grep -q "needs about .* of host memory .* and 20.00 MiB is available" ||
+  fail "host refusal: $err"
+err=$(DLF_HOST_MEMORY=20M "$dlf" train --model gpt-mini --dp 2 --steps 1 2>&1 >/dev/null)
+[ $? -eq 1 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "explicit layout, small host: $err"
+# a planned layout that fits no device is refused up front
+err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --devices 2 --device "sim:$tmp/tiny.json" 2>&1 >/dev/null)
+[ $? -eq 1 ] || fail "no layout fits: expected exit 1"
+printf '%s\n' "$err" | tail -n 1 | grep -q "does not fit 2 devices of tiny in any dp x tp x pp layout" ||
+  fail "no layout fits: $err"
+# out of memory mid-run (a layout given, not planned): the run's header, then one error line
+# naming what is live
+err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --dp 2 --device "sim:$tmp/tiny.json" 2>&1 >/dev/null)
+[ $? -eq 1 ] || fail "out of memory: expected exit 1"
+last=$(printf '%s\n' "$err" | tail -n 1)
+case "$last" in "dlf: rank "*"is out of memory"*parameters*) ;; *) fail "out of memory message: $err" ;; esac
+# ... and says which --recompute and --zero would fit, from the plan of the run: here none
+case "$last" in *"no --recompute or --zero makes this layout fit"*) ;; *) fail "no flags hint: $last" ;; esac
+out=$("$dlf" plan --model gpt-mini --devices 4 --device "sim:$tmp/small.json" --batch 8) || fail "plan small"
+grep -q "planned to fit with --zero" <<<"$out" || fail "plan: no flags that fit: $out"
+expect_error 1 train --model gpt-nano --steps 1 --batch 4 --devices 3 --dp 3
+expect_error 1 train --model gpt-nano --steps 1 --device tpu
+expect_error 1 train --model gpt-nano --steps 1 --device sim:b200
+expect_error 1 train --model gpt-nano --steps 1 --device cpu --trace "$tmp/t.json"
+expect_error 2 train --model gpt-nano --steps 1 --devices 0
+expect_error 1 train --model gpt3-175b --steps 1
+echo "cli over several devices: all checks passed"
