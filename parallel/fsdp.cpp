@@ -147,7 +147,9 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communica
         if (auto st = weak.lock()) st->on_grad_ready(i);
       });
   }
-  for (const auto& [block, i] : block_units) {
+  for (const auto& block_unit : block_units) {
+    nn::Module* block = block_unit.first;
+    const size_t i = block_unit.second;  // a plain variable: lambdas capture it (clang 14)
     std::weak_ptr<State> weak = state_;
     auto hooks = std::make_shared<nn::Module::BlockHooks>();
     hooks->before_forward = [weak, i] {
