@@ -96,11 +96,8 @@ double DistributedGPT::clip_grad_norm(double max_norm) {
 std::pair<nn::NamedTensors, nn::NamedTensors> DistributedGPT::gather_whole(
     const nn::NamedTensors& optimizer_state) {
   if (fsdp_) {  // whole replicas only: every rank gathers, the first keeps a copy
-    fsdp_->gather_whole();
-    nn::NamedTensors model;
-    if (mesh_.dp_rank() == 0)
-      for (const auto& [name, t] : model_->whole_state_dict()) model.emplace_back(name, t.clone());
-    fsdp_->release_whole();
+    nn::NamedTensors model =
+        fsdp_->whole_copy([this] { return model_->whole_state_dict(); }, mesh_.dp_rank() == 0);
     if (mesh_.dp_rank() != 0) return {};
     return {std::move(model), optimizer_state};
   }

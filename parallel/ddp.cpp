@@ -159,21 +159,12 @@ int64_t DistributedDataParallel::part_size(int b) const {
 
 std::vector<OwnedPiece> DistributedDataParallel::owned_pieces() const {
   std::vector<OwnedPiece> pieces;
-  const int64_t rank = reducer_->comm->rank();
   for (size_t b = 0; b < reducer_->buckets.size(); ++b) {
     const Reducer::Bucket& bucket = reducer_->buckets[b];
-    const int64_t lo = rank * bucket.part, hi = lo + bucket.part;  // this rank's elements
-    int64_t at = 0;  // where the parameter starts in the bucket
-    for (const Tensor& p : bucket.params) {
-      const int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
-      if (begin < end)
-        pieces.push_back({.param = p,
-                          .bucket = int(b),
-                          .begin = begin - at,
-                          .end = end - at,
-                          .offset = begin - lo,
-                          .value = p.reshape({-1}).narrow(0, begin - at, end - begin)});
-      at += p.numel();
+    for (OwnedPiece& o :
+         pieces_of_part(bucket.params, int(b), bucket.part, reducer_->comm->rank())) {
+      o.value = o.param.reshape({-1}).narrow(0, o.begin, o.end - o.begin);
+      pieces.push_back(std::move(o));
     }
   }
   return pieces;

@@ -191,6 +191,16 @@ void FullyShardedDataParallel::release_whole() {
   for (State::Unit& u : state_->units) state_->release(u);
 }
 
+nn::NamedTensors FullyShardedDataParallel::whole_copy(const std::function<nn::NamedTensors()>& read,
+                                                      bool keep) {
+  gather_whole();
+  nn::NamedTensors copy;
+  if (keep)
+    for (const auto& [name, t] : read()) copy.emplace_back(name, t.clone());
+  release_whole();
+  return copy;
+}
+
 int FullyShardedDataParallel::num_buckets() const { return int(state_->units.size()); }
 
 const std::vector<Tensor>& FullyShardedDataParallel::bucket_params(int b) const {
@@ -203,21 +213,11 @@ int64_t FullyShardedDataParallel::part_size(int b) const {
 
 std::vector<OwnedPiece> FullyShardedDataParallel::owned_pieces() const {
   std::vector<OwnedPiece> pieces;
-  const int64_t rank = state_->comm->rank();
   for (size_t b = 0; b < state_->units.size(); ++b) {
     const State::Unit& u = state_->units[b];
-    const int64_t lo = rank * u.part, hi = lo + u.part;
-    int64_t at = 0;
-    for (const Tensor& p : u.params) {
-      const int64_t begin = std::max(lo, at), end = std::min(hi, at + p.numel());
-      if (begin < end)
-        pieces.push_back({.param = p,
-                          .bucket = int(b),
-                          .begin = begin - at,
-                          .end = end - at,
-                          .offset = begin - lo,
-                          .value = u.shard.narrow(0, begin - lo, end - begin)});
-      at += p.numel();
+    for (OwnedPiece& o : pieces_of_part(u.params, int(b), u.part, state_->comm->rank())) {
+      o.value = u.shard.narrow(0, o.offset, o.end - o.begin);  // the shard holds the values
+      pieces.push_back(std::move(o));
     }
   }
   return pieces;

@@ -59,11 +59,8 @@ double ReplicaTask::clip_grad_norm(double max_norm) {
 std::pair<nn::NamedTensors, nn::NamedTensors> ReplicaTask::gather_whole(
     const nn::NamedTensors& optimizer_state) {
   if (fsdp_) {  // every rank gathers; the first keeps a copy
-    fsdp_->gather_whole();
-    nn::NamedTensors whole;
-    if (mesh_.dp_rank() == 0)
-      for (const auto& [name, t] : model_->state_dict()) whole.emplace_back(name, t.clone());
-    fsdp_->release_whole();
+    nn::NamedTensors whole =
+        fsdp_->whole_copy([this] { return model_->state_dict(); }, mesh_.dp_rank() == 0);
     if (mesh_.dp_rank() != 0) return {};
     return {std::move(whole), optimizer_state};
   }

@@ -9,6 +9,7 @@
 // tensors (storage released and materialized in place), so modules and saved tensors need no
 // change. With a ZeroOptimizer over it, each rank updates its shards only.
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,6 +38,9 @@ class FullyShardedDataParallel : public ShardedParameters {
   /// the blocks' forward — until release_whole().
   void gather_whole();
   void release_whole();  ///< frees what gather_whole() gathered (the blocks' parameters)
+  /// Copies of the tensors `read` gives while every parameter is whole (collective), where
+  /// `keep` (the rank that saves); nothing elsewhere.
+  nn::NamedTensors whole_copy(const std::function<nn::NamedTensors()>& read, bool keep);
 
   int num_buckets() const override;  ///< one per block, then the rest
   const std::vector<Tensor>& bucket_params(int b) const override;

@@ -21,6 +21,11 @@ struct OwnedPiece {
   Tensor value;  ///< holds the piece's elements: updated in place
 };
 
+/// The pieces of `params`, flattened one after another as bucket `bucket`, that lie in part
+/// `rank` of `part` elements each; their `value` is left for the caller.
+std::vector<OwnedPiece> pieces_of_part(const std::vector<Tensor>& params, int bucket, int64_t part,
+                                       int rank);
+
 /// A data-parallel wrapper's layout of the parameters (see above).
 class ShardedParameters {
  public:
