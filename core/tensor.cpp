@@ -13,12 +13,20 @@ Storage::Storage(size_t nbytes, Device device)
       device_(device),
       category_(MemoryScope::current()) {}
 
+Storage::Storage(void* data, size_t nbytes, std::shared_ptr<const void> owner)
+    : data_(data),
+      nbytes_(nbytes),
+      device_(kCPU),
+      category_(MemoryScope::current()),
+      owner_(std::move(owner)) {}
+
 Storage::~Storage() {
-  if (!released_) allocator_for(device_).deallocate(data_, nbytes_, category_);
+  if (!released_ && !owner_) allocator_for(device_).deallocate(data_, nbytes_, category_);
 }
 
 void Storage::release() {
   if (released_) return;
+  DLF_CHECK(!owner_, "a borrowed storage (a memory-mapped file's bytes) cannot be released");
   allocator_for(device_).deallocate(data_, nbytes_, category_);
   data_ = nullptr;
   released_ = true;
@@ -32,7 +40,7 @@ void Storage::materialize() {
 
 void Storage::set_category(MemoryCategory category) {
   if (category == category_) return;
-  allocator_for(device_).recategorize(nbytes_, category_, category);
+  if (!owner_) allocator_for(device_).recategorize(nbytes_, category_, category);
   category_ = category;
 }
 

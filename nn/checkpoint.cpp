@@ -1,13 +1,10 @@
-#include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <dlf/nn/checkpoint.h>
 
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "atomic_file.h"
 #include "checkpoint_seal.h"
 #include "hdf5_file.h"
 
@@ -20,7 +17,6 @@ constexpr const char* kFormat = "dlf-checkpoint";
 // Version 2: sealed (checkpoint_seal.h), and fixed-length text only (nothing on HDF5's global
 // heap).
 constexpr int64_t kVersion = 2;
-constexpr const char* kTempPrefix = "checkpoint.h5.tmp-";
 constexpr size_t kMaxNamesBytes = size_t(64) << 20, kMaxConfigBytes = size_t(16) << 20;
 
 fs::path file_in(const std::string& dir) { return fs::path(dir) / "checkpoint.h5"; }
@@ -96,56 +92,12 @@ void write_file(const fs::path& path, const Checkpoint& ckpt) {
   seal::write(path.string(), user_block, std::move(regions));
 }
 
-// fsync a file or a directory: the kernel's copy reaches the disk before we go on.
-void sync_to_disk(const fs::path& path, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  DLF_CHECK(fd >= 0, "cannot open ", path.string(), " to sync it");
-  const bool synced = ::fsync(fd) == 0;
-  const bool closed = ::close(fd) == 0;
-  DLF_CHECK(synced && closed, "syncing ", path.string(), " to disk failed");
-}
-
-// Temporary files of saves that were killed midway: their process is gone.
-void remove_stale_temporaries(const fs::path& dir) {
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with(kTempPrefix)) continue;
-    const std::string pid = name.substr(std::string(kTempPrefix).size());
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (::kill(pid_t(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
-  }
-}
-
 }  // namespace
 
 bool checkpoint_exists(const std::string& dir) { return fs::is_regular_file(file_in(dir)); }
 
 void save_checkpoint(const std::string& dir, const Checkpoint& ckpt) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  DLF_CHECK(fs::is_directory(dir), "checkpoint: cannot create the directory ", dir,
-            ec ? " (" + ec.message() + ")" : "");
-  remove_stale_temporaries(dir);
-  const fs::path target = file_in(dir);
-  const fs::path temp = fs::path(dir) / (kTempPrefix + std::to_string(::getpid()));
-  const std::string kept =
-      checkpoint_exists(dir) ? "the previous checkpoint is unchanged" : "no checkpoint was written";
-  try {
-    write_file(temp, ckpt);
-    sync_to_disk(temp, O_RDONLY);
-    fs::rename(temp, target, ec);
-    DLF_CHECK(!ec, "moving it into place: ", ec.message());
-  } catch (const std::exception& e) {
-    fs::remove(temp, ec);
-    throw Error("checkpoint: saving " + target.string() + " failed (" + e.what() + "); " + kept);
-  }
-  try {  // without this a power loss could undo the rename
-    sync_to_disk(dir, O_RDONLY | O_DIRECTORY);
-  } catch (const Error& e) {
-    throw Error("checkpoint: " + target.string() + " was written, but " + e.what() +
-                ": it may not survive a power loss");
-  }
+  replace_file(file_in(dir), "checkpoint", [&](const fs::path& temp) { write_file(temp, ckpt); });
 }
 
 Checkpoint load_checkpoint(const std::string& dir) {

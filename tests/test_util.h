@@ -2,7 +2,11 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -40,6 +44,34 @@ void check_error(Fn&& fn, const std::vector<std::string>& fragments) {
       CHECK(msg.find(f) != std::string::npos);
     }
   }
+}
+
+/// Same dtype, shape and bytes.
+inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         (a.nbytes() == 0 ||
+          std::memcmp(a.contiguous().raw_data(), b.contiguous().raw_data(), a.nbytes()) == 0);
+}
+
+/// Runs `fn` with files limited to `bytes` (as a full disk would stop them: a write fails with
+// EFBIG; SIGXFSZ ignored, as dlf's command line does).
+template <typename Fn>
+inline void with_file_size_limit(rlim_t bytes, Fn&& fn) {
+  rlimit before{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
+  rlimit limited = before;
+  limited.rlim_cur = bytes;
+  auto* const old_handler = signal(SIGXFSZ, SIG_IGN);
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  try {
+    fn();
+  } catch (...) {
+    setrlimit(RLIMIT_FSIZE, &before);
+    signal(SIGXFSZ, old_handler);
+    throw;
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  signal(SIGXFSZ, old_handler);
 }
 
 }  // namespace dlf::test

@@ -15,6 +15,7 @@
 #include <dlf/dlf.h>
 #include <dlf/parallel/mpi.h>
 
+#include "convert.h"
 #include "demo.h"
 #include "plan.h"
 #include "sample.h"
@@ -74,7 +75,13 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
       ->check(non_empty())
       ->capture_default_str();
   cmd->add_option("--checkpoint", o.checkpoint, "directory for checkpoint.h5")->check(non_empty());
-  cmd->add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint");
+  CLI::Option* resume =
+      cmd->add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint");
+  cmd->add_option("--init-from", o.init_from,
+                  "start from these weights instead of the seed's: a dlf checkpoint or a "
+                  ".safetensors file (GPT: dlf's or Hugging Face GPT-2's names)")
+      ->excludes(resume)
+      ->check(non_empty());
   cmd->add_option("--save-every", o.save_every, "steps between checkpoints (default: at the end)")
       ->check(whole(1, kMaxSteps));
   cmd->add_option("--eval-every", o.eval_every,
@@ -137,8 +144,14 @@ void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
       app.add_subcommand("generate",
                          "Use a trained model: a GPT continues --prompt, a BERT fills its [MASK]s, "
                          "a UNet samples images");
-  cmd->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5")->required();
-  cmd->add_option("--model", o.model, "the checkpoint's model (checked; default: whatever it is)")
+  CLI::Option_group* source = cmd->add_option_group("model", "the model: one of");
+  source->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5");
+  source->add_option("--weights", o.weights,
+                     "a weights file: .safetensors (dlf's names, or GPT-2's for a GPT) or a "
+                     "checkpoint.h5");
+  source->require_option(1);
+  cmd->add_option("--model", o.model,
+                  "the model of the weights (checked; needed for a file that does not say)")
       ->check(model_name());
   cmd->add_option("--out", o.out, "UNet: the PNG file for the grid of samples");
   cmd->add_option("--samples", o.samples, "UNet: images to sample")
@@ -160,6 +173,23 @@ void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
       ->check(whole(0, 1 << 24))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "sampling seed")->check(non_empty())->capture_default_str();
+}
+
+void add_convert(CLI::App& app, dlf::app::ConvertOptions& o, CLI::App*& cmd) {
+  cmd = app.add_subcommand("convert",
+                           "Convert weights between a dlf checkpoint and a .safetensors file "
+                           "(PyTorch's and Hugging Face's format)");
+  cmd->add_option("in", o.in, "a checkpoint directory, a checkpoint.h5 or a .safetensors file")
+      ->required();
+  cmd->add_option("out", o.out, "the same kinds: a .safetensors file, else a checkpoint directory")
+      ->required();
+  cmd->add_option("--names", o.names,
+                  "GPT's names in a .safetensors OUT: nanogpt (dlf's) or hf (Hugging Face GPT-2: "
+                  "no transformer. prefix, Conv1D weights transposed); GPT-2 input is recognised")
+      ->check(CLI::IsMember({"nanogpt", "hf"}))
+      ->capture_default_str();
+  cmd->add_option("--model", o.model, "the model IN holds (checked; needed when IN does not say)")
+      ->check(model_name());
 }
 
 void add_eval(CLI::App& app, dlf::app::EvalOptions& o, CLI::App*& cmd) {
@@ -312,6 +342,9 @@ int run(int argc, char** argv) {
   dlf::app::PlanCommand plan;
   CLI::App* plan_cmd = nullptr;
   add_plan(app, plan, plan_cmd);
+  dlf::app::ConvertOptions convert;
+  CLI::App* convert_cmd = nullptr;
+  add_convert(app, convert, convert_cmd);
 
   CLI::App* help_cmd = app.add_subcommand("help", "Show the commands, or one command's options");
   std::string help_topic;
@@ -356,6 +389,7 @@ int run(int argc, char** argv) {
     if (*generate_cmd) dlf::app::run_generate(generate);
     if (*eval_cmd) dlf::app::run_eval(eval);
     if (*plan_cmd) dlf::app::run_plan(plan);
+    if (*convert_cmd) dlf::app::run_convert(convert);
   } catch (const dlf::app::Interrupted& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 128 + e.signal();

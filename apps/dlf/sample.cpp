@@ -18,6 +18,7 @@
 #include "model_io.h"
 #include "progress.h"
 #include "task.h"
+#include "weights_file.h"
 
 namespace dlf::app {
 namespace {
@@ -110,10 +111,10 @@ void sample_images(const nn::Checkpoint& ckpt, const RunConfig& run, const Gener
 }  // namespace
 
 void run_generate(const GenerateOptions& o) {
-  const nn::Checkpoint ckpt = nn::load_checkpoint(o.checkpoint);
-  const RunConfig run = run_config_from_json(ckpt.config);
-  DLF_CHECK(o.model.empty() || o.model == run.model, "--model ", o.model, ": the checkpoint in ",
-            o.checkpoint, " is a ", run.model);
+  const std::string& path = o.weights.empty() ? o.checkpoint : o.weights;
+  const Weights weights = read_weights(path);
+  const RunConfig run = run_for_weights(weights, path, o.model);
+  const nn::Checkpoint ckpt{.model = state_from_weights(run, weights.tensors)};
   switch (models::model_family(run.model)) {
     case ModelFamily::gpt:
       return continue_text(ckpt, run, o);

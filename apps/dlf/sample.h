@@ -7,9 +7,10 @@
 namespace dlf::app {
 
 struct GenerateOptions {
-  std::string checkpoint;
-  std::string model;  ///< when given, the checkpoint's must be this
-  std::string out;    ///< UNet: the PNG to write
+  std::string checkpoint;  ///< a checkpoint directory, or
+  std::string weights;     ///< a weights file (read_weights)
+  std::string model;       ///< when given, the weights' must be this (needed if they do not say)
+  std::string out;         ///< UNet: the PNG to write
   int64_t samples = 16;
   int64_t sampling_steps = 250;
   std::string prompt = "\n";

@@ -46,6 +46,21 @@ std::unique_ptr<nn::Module> build_small(const RunConfig& run) {
 
 nn::NamedTensors initial_state(const RunConfig& run) { return build_small(run)->state_dict(); }
 
+nn::NamedTensors state_from_weights(const RunConfig& run, const nn::NamedTensors& weights) {
+  std::unique_ptr<nn::Module> model;
+  {
+    DefaultDeviceGuard meta(kMeta);  // shapes only: the weights give the values
+    model = build_small(run);
+  }
+  model->to_empty(kCPU);
+  try {
+    model->load_state_dict(weights);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (the weights are not " + run.model + "'s)");
+  }
+  return model->state_dict();
+}
+
 int64_t parameter_count(const RunConfig& run) {
   if (models::model_family(run.model) == ModelFamily::gpt)
     return models::gpt_parameter_count(models::gpt_config(run.model));

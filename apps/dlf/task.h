@@ -78,6 +78,10 @@ TaskData load_task_data(const RunConfig& run);
 
 /// The whole model a run starts from, initialised from the run's seed: its state dict.
 nn::NamedTensors initial_state(const RunConfig& run);
+/// The run's whole model holding `weights` (a state from a file): its state dict. Every tensor
+/// must be given with the model's shape (a tied one under either name) and no other name; a
+/// dlf::Error names the first that is not.
+nn::NamedTensors state_from_weights(const RunConfig& run, const nn::NamedTensors& weights);
 /// Parameters of the run's model (tied ones once), without building a big one.
 int64_t parameter_count(const RunConfig& run);
 /// Sequences (or images) per step when the command line gives none: the peer's batch.

@@ -35,6 +35,7 @@
 #include "progress.h"
 #include "task.h"
 #include "validators.h"
+#include "weights_file.h"
 
 namespace dlf::app {
 namespace {
@@ -565,6 +566,12 @@ double run_train(TrainOptions o) {
                 " (a damaged checkpoint?)");
     }
     initial = ckpt->model;
+  } else if (!o.init_from.empty()) {
+    const Weights weights = read_weights(o.init_from);
+    DLF_CHECK(!weights.run || weights.run->model == run.model, "--init-from: ", o.init_from,
+              " holds a ", weights.run ? weights.run->model : "", ", not a ", run.model,
+              " (--model)");
+    initial = state_from_weights(run, weights.tensors);
   } else {
     initial = initial_state(run);
   }

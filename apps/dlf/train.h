@@ -13,6 +13,7 @@ struct TrainOptions {
   RunConfig run;
   std::string checkpoint;  ///< directory; empty: no checkpoints
   bool resume = false;     ///< continue from the checkpoint (its run config wins)
+  std::string init_from;   ///< weights to start from (read_weights); empty: the seed's
   /// The options given on the command line ("--lr"): on resume they replace the checkpoint's
   /// (the schedule's) or are refused (what the data and the model depend on); a default
   /// --min-lr above --lr becomes --lr / 10.

@@ -35,12 +35,17 @@ const OpDef& adam_update_op = register_op({
           kernels::visit_floating(in[0].dtype(), "adam_update_", [&](auto tag) {
             using T = typename decltype(tag)::type;
             using A = kernels::acc_t<T>;
-            const double t = double(a.i("step"));
-            const A lr = A(a.f("lr")), b1 = A(a.f("beta1")), b2 = A(a.f("beta2")),
-                    eps = A(a.f("eps")), wd = A(a.f("weight_decay"));
-            const A c1 = A(1 - std::pow(a.f("beta1"), t)), c2 = A(1 - std::pow(a.f("beta2"), t));
-            const A shrink = a.b("decoupled") ? A(1) - lr * wd : A(1);
-            const A l2 = a.b("decoupled") ? A(0) : wd;
+            // Every per-step scalar is formed in double and rounded once, as PyTorch does: in f32
+            // a 1 - beta1 taken from the rounded beta1 is off by 2e-7 relative, the same way
+            // for every element, and that bias adds up coherently over the whole model.
+            const double t = double(a.i("step")), lr = a.f("lr"), wd = a.f("weight_decay");
+            const double beta1 = a.f("beta1"), beta2 = a.f("beta2");
+            const A b1 = A(beta1), b2 = A(beta2), one_minus_b1 = A(1 - beta1),
+                    one_minus_b2 = A(1 - beta2), eps = A(a.f("eps"));
+            const A step_size = A(lr / (1 - std::pow(beta1, t)));
+            const A sqrt_c2 = A(std::sqrt(1 - std::pow(beta2, t)));
+            const A shrink = A(a.b("decoupled") ? 1 - lr * wd : 1);
+            const A l2 = A(a.b("decoupled") ? 0 : wd);
             const kernels::RowMajorData<T> grad(in[1]);
             T *p = in[0].data<T>(), *m = in[2].data<T>(), *v = in[3].data<T>();
             const T* g = grad.data();
@@ -48,11 +53,11 @@ const OpDef& adam_update_op = register_op({
 #pragma omp parallel for simd if (n > 32768)
             for (int64_t i = 0; i < n; ++i) {
               const A pi = A(p[i]) * shrink, gi = A(g[i]) + l2 * A(p[i]);
-              const A mi = b1 * A(m[i]) + (1 - b1) * gi;
-              const A vi = b2 * A(v[i]) + (1 - b2) * gi * gi;
+              const A mi = b1 * A(m[i]) + one_minus_b1 * gi;
+              const A vi = b2 * A(v[i]) + one_minus_b2 * gi * gi;
               m[i] = T(mi);
               v[i] = T(vi);
-              p[i] = T(pi - lr * (mi / c1) / (std::sqrt(vi / c2) + eps));
+              p[i] = T(pi - step_size * (mi / (std::sqrt(vi) / sqrt_c2 + eps)));
             }
           });
         },

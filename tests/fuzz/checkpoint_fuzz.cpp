@@ -2,8 +2,7 @@
 // must load or fail with a dlf::Error — never crash, hang or read out of bounds.
 //
 // With clang (scripts/fuzz.sh): a libFuzzer target. Otherwise (DLF_FUZZ_REPLAY, the ctest
-// entry): a program that replays every file of the given directories, and with
-// `--write-seeds DIR` writes the seed corpus (tests/fuzz/checkpoint_corpus).
+// entry): the replay program of fuzz_replay.h; its seeds are tests/fuzz/checkpoint_corpus.
 #include <unistd.h>
 
 #include <cstdint>
@@ -15,6 +14,8 @@
 #include <vector>
 
 #include <dlf/dlf.h>
+
+#include "fuzz_replay.h"
 
 namespace fs = std::filesystem;
 
@@ -93,23 +94,8 @@ void write_seeds(const fs::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.size() == 2 && args[0] == "--write-seeds") {
-    write_seeds(args[1]);
-  } else {
-    int replayed = 0;
-    for (const std::string& arg : args) {
-      for (const fs::directory_entry& e : fs::directory_iterator(arg)) {
-        std::ifstream in(e.path(), std::ios::binary);
-        const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), {}};
-        load(bytes.data(), bytes.size());
-        ++replayed;
-      }
-    }
-    std::printf("replayed %d inputs without a crash\n", replayed);
-    if (replayed == 0) return 1;
-  }
+  const int status = replay_main(argc, argv, load, write_seeds);
   fs::remove_all(scratch_dir());
-  return 0;
+  return status;
 }
 #endif

@@ -2,8 +2,6 @@
 
 #include <dlf/nn/checkpoint.h>
 
-#include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,7 +9,9 @@
 #include <fstream>
 
 using namespace dlf;
+using dlf::test::bitwise_equal;
 using dlf::test::check_error;
+using dlf::test::with_file_size_limit;
 namespace fs = std::filesystem;
 
 namespace {
@@ -34,11 +34,6 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
   std::string str() const { return path.string(); }
 };
-
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.contiguous().raw_data(), b.contiguous().raw_data(), a.nbytes()) == 0;
-}
 
 nn::Checkpoint checkpoint_of(const Net& net) {
   nn::optim::AdamW opt({{.params = net.parameters()}}, {.lr = 0.1});
@@ -155,27 +150,6 @@ TEST_CASE("checkpoint: missing, foreign, truncated files are errors; a failed sa
 }
 
 namespace {
-
-// Runs `fn` with files limited to `bytes` (as a full disk would stop them: a write fails with
-// EFBIG; SIGXFSZ ignored, as dlf's command line does).
-template <typename Fn>
-void with_file_size_limit(rlim_t bytes, Fn&& fn) {
-  rlimit before{};
-  REQUIRE(getrlimit(RLIMIT_FSIZE, &before) == 0);
-  rlimit limited = before;
-  limited.rlim_cur = bytes;
-  auto* const old_handler = signal(SIGXFSZ, SIG_IGN);
-  REQUIRE(setrlimit(RLIMIT_FSIZE, &limited) == 0);
-  try {
-    fn();
-  } catch (...) {
-    setrlimit(RLIMIT_FSIZE, &before);
-    signal(SIGXFSZ, old_handler);
-    throw;
-  }
-  setrlimit(RLIMIT_FSIZE, &before);
-  signal(SIGXFSZ, old_handler);
-}
 
 std::vector<char> bytes_of(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);

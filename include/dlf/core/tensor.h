@@ -24,6 +24,9 @@ class Storage {
  public:
   /// Allocates on `device`, counted under the calling thread's MemoryScope category.
   Storage(size_t nbytes, Device device);
+  /// Borrows `nbytes` of host memory at `data` that `owner` keeps alive (a memory-mapped
+  /// file): not allocated, counted or freed by dlf. It cannot be released.
+  Storage(void* data, size_t nbytes, std::shared_ptr<const void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -58,6 +61,7 @@ class Storage {
   MemoryCategory category_;
   uint64_t version_ = 0;
   bool released_ = false;
+  std::shared_ptr<const void> owner_;  // set when the bytes are borrowed
 };
 
 struct AutogradMeta;  // defined by autograd/ (floor 3); core only carries the pointer

@@ -1,0 +1,79 @@
+#include "weights_file.h"
+
+#include <dlf/models/gpt_names.h>
+#include <dlf/models/registry.h>
+#include <dlf/nn/checkpoint.h>
+#include <dlf/nn/safetensors.h>
+
+#include <filesystem>
+
+namespace dlf::app {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kConfigKey = "dlf.config";
+
+bool is_safetensors(const fs::path& path) { return path.extension() == ".safetensors"; }
+
+// The checkpoint directory PATH names: itself, or the directory of its checkpoint.h5.
+std::string checkpoint_dir(const fs::path& path) {
+  if (path.filename() == "checkpoint.h5")
+    return path.parent_path().empty() ? "." : path.parent_path().string();
+  DLF_CHECK(!path.has_extension() || fs::is_directory(path), path.string(),
+            ": weights are a .safetensors file or a dlf checkpoint (a directory holding "
+            "checkpoint.h5, or that file)");
+  return path.string();
+}
+
+}  // namespace
+
+Weights read_weights(const std::string& path) {
+  Weights w;
+  if (is_safetensors(path)) {
+    nn::Safetensors file = nn::load_safetensors(path);
+    w.tensors = std::move(file.tensors);
+    if (const auto it = file.metadata.find(kConfigKey); it != file.metadata.end())
+      w.run = run_config_from_json(it->second);
+  } else {
+    const nn::Checkpoint ckpt = nn::load_checkpoint(checkpoint_dir(path));
+    w.tensors = ckpt.model;
+    w.run = run_config_from_json(ckpt.config);
+  }
+  if (models::is_hf_gpt(w.tensors)) w.tensors = models::gpt_from_hf(w.tensors);
+  return w;
+}
+
+RunConfig run_for_weights(const Weights& weights, const std::string& path,
+                          const std::string& model) {
+  if (weights.run) {
+    DLF_CHECK(model.empty() || model == weights.run->model, "--model ", model, ": ", path,
+              " holds a ", weights.run->model);
+    return *weights.run;
+  }
+  DLF_CHECK(!model.empty(), path,
+            " does not say which model it holds: name it with --model (dlf help train lists "
+            "the models)");
+  RunConfig run;
+  run.model = model;
+  models::model_family(model);  // a dlf::Error for an unknown name
+  return run;
+}
+
+void write_weights(const std::string& path, const nn::NamedTensors& state, const RunConfig& run,
+                   WeightNames names) {
+  const bool gpt = models::model_family(run.model) == models::ModelFamily::gpt;
+  DLF_CHECK(names == WeightNames::nanogpt || gpt,
+            "--names hf: Hugging Face GPT-2 names are for "
+            "GPT models; ",
+            run.model, "'s names are already its family's usual ones");
+  if (is_safetensors(path)) {
+    nn::save_safetensors(path, names == WeightNames::hf ? models::gpt_to_hf(state) : state,
+                         {{"format", "pt"}, {kConfigKey, to_json(run)}});
+    return;
+  }
+  DLF_CHECK(names == WeightNames::nanogpt, "--names hf: a dlf checkpoint keeps dlf's names ",
+            "(write a .safetensors file for GPT-2's)");
+  nn::save_checkpoint(checkpoint_dir(path), {.model = state, .config = to_json(run)});
+}
+
+}  // namespace dlf::app

@@ -1,0 +1,16 @@
+// Replacing a file so that a crash, a full disk or an error midway leaves the old one whole.
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace dlf::nn {
+
+/// Writes `target` (creating its directory) by calling `write` on a temporary file beside it,
+/// syncing that to disk, renaming it over `target` and syncing the directory. On failure the
+/// temporary is removed and a dlf::Error, prefixed by `what` ("checkpoint"), says that the
+/// previous file is unchanged. Temporaries of killed writers (whose process is gone) are removed.
+void replace_file(const std::filesystem::path& target, const std::string& what,
+                  const std::function<void(const std::filesystem::path& temp)>& write);
+
+}  // namespace dlf::nn

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The cross-check against PyTorch: gpt-nano, bert-tiny and vit-tiny, each in f32 and f64, run by
+# dlf (torch_reference) and by PyTorch on the same weights and batch (torch_crosscheck.py); then a
+# GPT that PyTorch writes in Hugging Face GPT-2's layout, generated from by dlf
+# (gpt2_layout_check.py). Exits 77 (skipped) when Debian's python3-torch is not installed.
+#
+#   torch_crosscheck.sh PATH/TO/torch_reference PATH/TO/dlf
+set -euo pipefail
+reference=$1 dlf=$2
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+python=/usr/bin/python3  # Debian's, which python3-torch installs into
+[ -x "$python" ] || { echo "skipped: no $python (apt-get install python3-torch python3-numpy)"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for model in gpt-nano bert-tiny vit-tiny; do
+  for dtype in f32 f64; do
+    mkdir -p "$tmp/$model-$dtype"
+    "$reference" "$model" "$dtype" "$tmp/$model-$dtype"
+  done
+  "$python" "$here/torch_crosscheck.py" "$tmp/$model-f32" "$tmp/$model-f64"
+done
+"$python" "$here/gpt2_layout_check.py" "$dlf" "$tmp/gpt-nano-f32/weights.safetensors" gpt-nano
