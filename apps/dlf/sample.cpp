@@ -32,7 +32,15 @@ void continue_text(const nn::Checkpoint& ckpt, const RunConfig& run, const Gener
   Generator gen(o.seed);
   const Tensor prompt = nn::data::TextDataset::encode(o.prompt).unsqueeze(0);
   const Tensor out = gpt->generate(prompt, o.tokens, o.temperature, o.top_k, &gen);
-  const std::string text = nn::data::TextDataset::decode(out.select(0, 0));
+  std::string text;
+  if (gpt->config().vocab <= 256) {
+    text = nn::data::TextDataset::decode(out.select(0, 0));
+  } else {  // tokens past the bytes (GPT-2's BPE): dlf has no tokenizer, so their ids
+    for (const int64_t id : out.select(0, 0).to_vector<int64_t>()) {
+      if (!text.empty()) text += ' ';
+      text += std::to_string(id);
+    }
+  }
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
 }

@@ -2,6 +2,8 @@
 
 #include <dlf/models/registry.h>
 
+#include <algorithm>
+
 #include "bert_task.h"
 #include "gpt_task.h"
 #include "image_tasks.h"
@@ -79,6 +81,17 @@ int64_t default_batch(const std::string& model) {
       return 32;
   }
   return 8;
+}
+
+void apply_family_defaults(RunConfig& run, const std::set<std::string>& given) {
+  if (models::model_family(run.model) != ModelFamily::vit) return;
+  if (!given.contains("--weight-decay")) run.weight_decay = 0.05;
+  if (!given.contains("--warmup")) run.warmup = std::min<int64_t>(100, run.steps - 1);
+  if (!given.contains("--min-lr")) run.min_lr = 0;
+}
+
+double adam_beta2(const std::string& model) {
+  return models::model_family(model) == ModelFamily::vit ? 0.999 : 0.95;
 }
 
 int64_t default_eval_batches(const RunConfig& run) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -86,6 +87,13 @@ nn::NamedTensors state_from_weights(const RunConfig& run, const nn::NamedTensors
 int64_t parameter_count(const RunConfig& run);
 /// Sequences (or images) per step when the command line gives none: the peer's batch.
 int64_t default_batch(const std::string& model);
+/// The optimizer recipe of the run's family where the command line (`given`, "--warmup") says
+/// nothing. GPT, BERT, UNet: nanoGPT's (the RunConfig defaults: decay 0.1, warmup 5 % of the
+/// steps, cosine to lr / 10). ViT: the small-ViT recipe — decay 0.05, 100 warm-up steps, cosine
+/// to 0 — with which vit-tiny learns Fashion-MNIST in one epoch as the peer does.
+void apply_family_defaults(RunConfig& run, const std::set<std::string>& given);
+/// AdamW's beta2: 0.999 (PyTorch's and timm's) for ViT, nanoGPT's 0.95 for the rest.
+double adam_beta2(const std::string& model);
 /// Held-out batches per evaluation when the command line gives none: the whole test set (0)
 /// for the classifier, else 4.
 int64_t default_eval_batches(const RunConfig& run);

@@ -202,7 +202,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   std::vector<Tensor> tensors;
   for (const auto& [name, p] : params) tensors.push_back(p);
   nn::optim::AdamW opt(nn::optim::decay_groups(params, run.weight_decay),
-                       {.lr = run.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+                       {.lr = run.lr, .beta1 = 0.9, .beta2 = adam_beta2(run.model), .eps = 1e-8});
   std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
   if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->shards());
   if (job.ckpt != nullptr) {
@@ -496,6 +496,7 @@ double run_train(TrainOptions o) {
   DLF_CHECK(o.checkpoint.empty() || !std::filesystem::exists(o.checkpoint) ||
                 std::filesystem::is_directory(o.checkpoint),
             "--checkpoint ", o.checkpoint, " is a file, not a directory");
+  apply_family_defaults(o.run, o.given);
   if (!o.given.contains("--min-lr") && o.run.min_lr > o.run.lr) o.run.min_lr = o.run.lr / 10;
   DLF_CHECK(o.run.min_lr <= o.run.lr, "--min-lr ", o.run.min_lr, " is above --lr ", o.run.lr,
             ": the cosine decays from --lr down to --min-lr");

@@ -18,6 +18,18 @@ for model in gpt-nano bert-tiny vit-tiny unet-tiny; do
     fail "$model: sim and cpu ranks differ: $(val "$tmp/$model-sim.log") vs $(val "$tmp/$model-cpu.log")"
 done
 
+# The family's recipe where the command line says nothing: ViT warms up over 100 steps (lr / 100
+# at step 1), the others over 5 % of the steps (300 / 20 = 15).
+for model in vit-tiny gpt-nano; do
+  "$dlf" --threads 2 train --model "$model" --steps 300 --until 1 --batch 4 --eval-batches 1 \
+    --checkpoint "$tmp/recipe-$model" --metrics "$tmp/recipe-$model.jsonl" 2>/dev/null ||
+    fail "$model --until 1"
+done
+grep -q '"step":1,.*"lr":1e-05,' "$tmp/recipe-vit-tiny.jsonl" ||
+  fail "vit-tiny: not 100 warm-up steps: $(head -1 "$tmp/recipe-vit-tiny.jsonl")"
+grep -q '"step":1,.*"lr":6.66667e-05,' "$tmp/recipe-gpt-nano.jsonl" ||
+  fail "gpt-nano: not 15 warm-up steps: $(head -1 "$tmp/recipe-gpt-nano.jsonl")"
+
 out=$("$dlf" eval --checkpoint "$tmp/gpt-nano-cpu" --batches 2) || fail "eval gpt-nano"
 echo "$out" | grep -q "gpt-nano: validation loss [0-9.]*, perplexity [0-9.]*, [0-9.]* bits per byte" ||
   fail "eval gpt-nano: $out"

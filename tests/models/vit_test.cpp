@@ -24,7 +24,7 @@ double std_of(const Tensor& t) { return std::sqrt(mean(t * t).item<double>()); }
 
 }  // namespace
 
-TEST_CASE("ViT: timm's parameter names, shapes and counts; timm's init") {
+TEST_CASE("ViT: timm's parameter names, shapes and counts; its init") {
   models::VisionTransformer vit(models::vit_config("vit-tiny"));
   std::vector<std::string> expected = {"cls_token [1, 1, 192]", "pos_embed [1, 50, 192]",
                                        "patch_embed.proj.weight [192, 1, 4, 4]",
@@ -49,11 +49,19 @@ TEST_CASE("ViT: timm's parameter names, shapes and counts; timm's init") {
   CHECK((small.dim == 384 && small.depth == 12 && small.heads == 6 && small.patch == 4));
 
   CHECK(std_of(vit.pos_embed) == doctest::Approx(0.02).epsilon(0.05));
-  CHECK(std_of((*vit.blocks)[0].mlp->c_fc->weight) == doctest::Approx(0.02).epsilon(0.02));
-  CHECK(std_of(vit.head->weight) == doctest::Approx(0.02).epsilon(0.1));
   CHECK(std_of(vit.cls_token) < 1e-5);
-  CHECK(std_of((*vit.blocks)[3].attn->c_attn->bias) == 0);
-  CHECK(std_of(vit.head->bias) == 0);
+  // Linear layers: PyTorch's default, weights and biases uniform in ±1/sqrt(in) (std that over
+  // sqrt(3)).
+  const double in192 = 1 / std::sqrt(192.0), in768 = 1 / std::sqrt(768.0);
+  CHECK(std_of((*vit.blocks)[0].mlp->c_fc->weight) ==
+        doctest::Approx(in192 / std::sqrt(3)).epsilon(0.02));
+  CHECK(std_of((*vit.blocks)[5].mlp->c_proj->weight) ==
+        doctest::Approx(in768 / std::sqrt(3)).epsilon(0.02));
+  CHECK(max(abs((*vit.blocks)[3].attn->c_attn->bias)).item<double>() <= in192);
+  CHECK(std_of((*vit.blocks)[3].attn->c_attn->bias) ==
+        doctest::Approx(in192 / std::sqrt(3)).epsilon(0.15));
+  CHECK(std_of(vit.head->weight) == doctest::Approx(in192 / std::sqrt(3)).epsilon(0.1));
+  CHECK(max(abs(vit.head->bias)).item<double>() <= in192);
   CHECK((*vit.blocks)[0].ln_1->eps == 1e-6);
   CHECK(vit.norm->weight.to_vector<double>() == std::vector<double>(192, 1.0));
   // The patch conv keeps PyTorch's default: uniform in ±1/sqrt(16).

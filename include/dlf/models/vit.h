@@ -59,10 +59,10 @@ class PatchEmbed : public nn::Module {
 /// A Vision Transformer classifier, timm's layout and names.
 class VisionTransformer : public nn::Module {
  public:
-  /// Initialised as timm does: pos_embed and Linear weights N(0, 0.02) (timm's trunc_normal_
-  /// cuts at ±2, i.e. 100 standard deviations: the same draw), biases 0, cls_token N(0, 1e-6),
-  /// LayerNorms 1 and 0, the patch conv PyTorch's default; drawing from `gen` (the default
-  /// generator if null).
+  /// Initialised as timm does for pos_embed N(0, 0.02), cls_token N(0, 1e-6) and the
+  /// LayerNorms (1 and 0); the Linear layers and the patch conv as PyTorch's defaults
+  /// (U(±1/sqrt(in)) for weights and biases), as the peer's ViT: timm's N(0, 0.02) Linear
+  /// weights learn more slowly in a short run. Draws from `gen` (the default generator if null).
   explicit VisionTransformer(ViTConfig config, Generator* gen = nullptr);
 
   /// Images [B, channels, image, image] -> logits [B, classes] (from the class token).
