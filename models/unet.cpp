@@ -11,8 +11,6 @@
 namespace dlf::models {
 namespace {
 
-using nn::functional::silu;
-
 std::shared_ptr<nn::Conv2d> conv3x3(int64_t in, int64_t out, int64_t stride, DType dtype) {
   return std::make_shared<nn::Conv2d>(in, out, Pair{3, 3},
                                       Conv2dOptions{.stride = {stride, stride}, .padding = {1, 1}},

@@ -19,6 +19,6 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   return mean(sq);
 }
 
-Tensor silu(const Tensor& x) { return x * sigmoid(x); }
+Tensor silu(const Tensor& x) { return dlf::silu(x); }
 
 }  // namespace dlf::nn::functional

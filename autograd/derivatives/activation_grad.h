@@ -36,4 +36,15 @@ inline Tensor gelu_grad(const Tensor& g, const Tensor& x, bool tanh_form) {
   return dispatch1(op, {g, x}, {{"approximation", std::string(tanh_form ? "tanh" : "erf")}});
 }
 
+/// g · silu'(x), silu' = s (1 + x (1 - s)) with s = sigmoid(x): one fused op for a first
+/// derivative, differentiable ops when a second one is being built.
+inline Tensor silu_grad(const Tensor& g, const Tensor& x) {
+  if (grad_enabled()) {
+    const Tensor s = sigmoid(x);
+    return g * s * (x * (1.0 - s) + 1.0);
+  }
+  static const OpDef& op = find_op("silu_backward");
+  return dispatch1(op, {g, x});
+}
+
 }  // namespace dlf::autograd

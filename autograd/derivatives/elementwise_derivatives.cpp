@@ -94,6 +94,7 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
   unary("gelu", {0}, {}, [](C c, const Tensor& g) {
     return gelu_grad(g, c.input(0), c.attrs().s("approximation") == "tanh");
   });
+  unary("silu", {0}, {}, [](C c, const Tensor& g) { return silu_grad(g, c.input(0)); });
   unary("add_scalar", {}, {}, [](C, const Tensor& g) { return g; });
   unary("mul_scalar", {}, {}, [](C c, const Tensor& g) { return g * c.attrs().f("scalar"); });
   unary("pow_scalar", {0}, {}, [](C c, const Tensor& g) {
@@ -156,6 +157,7 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
                                     }});
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) register_nondifferentiable(op);
   register_nondifferentiable("gelu_backward");  // used only for first derivatives
+  register_nondifferentiable("silu_backward");
   return true;
 }();
 

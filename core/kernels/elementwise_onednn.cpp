@@ -89,20 +89,20 @@ bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& 
 }
 
 bool onednn_eltwise_backward(dnnl::algorithm alg, const Tensor& grad, const Tensor& x,
-                             const Tensor& out) {
+                             const Tensor& out, float alpha) {
   if (!onednn_supports(x.dtype()) || !fits(x) || !x.is_contiguous() || !grad.is_contiguous() ||
       grad.dtype() != x.dtype() || x.numel() == 0) {
     return false;
   }
   using Eltwise = MaybePrepared<dnnl::eltwise_backward, 3>;
-  const std::string key =
-      "eltwise_backward " + std::to_string(static_cast<int>(alg)) + " " + layout_key(x);
+  const std::string key = "eltwise_backward " + std::to_string(static_cast<int>(alg)) + " " +
+                          std::to_string(alpha) + " " + layout_key(x);
   const Eltwise& prepared = cpu::cached<Eltwise>(key, [&]() -> Eltwise {
     const memory::desc md = onednn_desc(x);  // every operand: contiguous, x's shape
     try {
       dnnl::eltwise_forward::primitive_desc hint(
-          {dnnl::prop_kind::forward_training, alg, md, 0.f, 0.f}, cpu::engine());
-      dnnl::eltwise_backward::primitive_desc pd({alg, md, md, 0.f, 0.f}, cpu::engine(), hint);
+          {dnnl::prop_kind::forward_training, alg, md, alpha, 0.f}, cpu::engine());
+      dnnl::eltwise_backward::primitive_desc pd({alg, md, md, alpha, 0.f}, cpu::engine(), hint);
       if (is_reference_kernel(pd)) return std::nullopt;
       return Prepared<dnnl::eltwise_backward, 3>{dnnl::eltwise_backward(pd), {md, md, md}};
     } catch (const dnnl::error&) {

@@ -12,10 +12,10 @@ namespace dlf::kernels {
 bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& x,
                     const Tensor& out);
 
-/// out = grad · alg'(x) for an eltwise algorithm without alpha/beta (the GELUs); all three
-/// contiguous and of one dtype.
+/// out = grad · alg'(x) for an eltwise algorithm with oneDNN's alpha (the GELUs take none,
+/// swish 1); all three contiguous and of one dtype.
 bool onednn_eltwise_backward(dnnl::algorithm alg, const Tensor& grad, const Tensor& x,
-                             const Tensor& out);
+                             const Tensor& out, float alpha = 0);
 
 /// dst = alg(src0, src1): src0 must have dst's shape without broadcast dims (oneDNN 2.6
 /// broadcasts only src1); both may be strided. dst may be bool for the comparisons.

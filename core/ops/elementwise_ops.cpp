@@ -210,6 +210,40 @@ const OpDef& gelu_backward_op = register_op({
     .cost = elementwise::cost_per_element(kTranscendental + 10),
 });
 
+// SiLU (swish with beta 1): x · sigmoid(x), and its fused first-order backward
+// g · s (1 + x (1 - s)) — one pass each where the composite took five.
+const OpDef& silu_op = register_unary<DTypeSet::floating>(
+    "silu", kTranscendental + 2,
+    [](const Tensor& x, const Attrs&, const Tensor& out) {
+      return kernels::onednn_eltwise(algorithm::eltwise_swish, 1, 0, x, out);
+    },
+    fixed([](auto x) { return x * sigmoid_of(x); }));
+
+const OpDef& silu_backward_op = register_op({
+    .name = "silu_backward",
+    .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
+      elementwise::check_dtype("silu_backward", DTypeSet::floating, in[1]);
+      DLF_CHECK(in[0].shape() == in[1].shape() && in[0].dtype() == in[1].dtype(),
+                "silu_backward: grad ", dtype_name(in[0].dtype()), shape_str(in[0].shape()),
+                " does not match x ", dtype_name(in[1].dtype()), shape_str(in[1].shape()));
+      return {{in[1].shape(), in[1].dtype()}};
+    },
+    .kernel =
+        [](Inputs in, const Attrs&, Outputs out) {
+          if (kernels::onednn_eltwise_backward(algorithm::eltwise_swish, in[0], in[1], out[0], 1)) {
+            return;
+          }
+          elementwise::visit<DTypeSet::floating>(in[1].dtype(), [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            kernels::map_elements<T, T, T>(out[0], in, [](auto g, auto x) {
+              const auto s = sigmoid_of(x);
+              return g * s * (decltype(x)(1) + x * (decltype(x)(1) - s));
+            });
+          });
+        },
+    .cost = elementwise::cost_per_element(kTranscendental + 6),
+});
+
 const OpDef& add_scalar_op = register_unary<DTypeSet::numeric>(
     "add_scalar", kArithmetic, with_scalar_operand(algorithm::binary_add),
     [](const Attrs& a) {
@@ -265,6 +299,8 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation) {
   const char* name = approximation == GeluApproximation::tanh ? "tanh" : "erf";
   return dispatch1(gelu_op, {x}, {{"approximation", std::string(name)}});
 }
+
+Tensor silu(const Tensor& x) { return dispatch1(silu_op, {x}); }
 
 Tensor add(const Tensor& a, double b) { return dispatch1(add_scalar_op, {a}, {{"scalar", b}}); }
 Tensor mul(const Tensor& a, double b) { return dispatch1(mul_scalar_op, {a}, {{"scalar", b}}); }

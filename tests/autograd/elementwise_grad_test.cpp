@@ -94,6 +94,7 @@ GradCase unary(
                    return V{test::transposed_leaf({3, 2})};
                  },
                  [](const V& x) { return gelu(x[0], GeluApproximation::tanh); }},
+        unary("silu", [](const Tensor& x) { return silu(x); }),
         unary("add_scalar", [](const Tensor& x) { return x + 2.5; }),
         unary("mul_scalar", [](const Tensor& x) { return 3.0 * x; }),
         unary(
@@ -177,6 +178,7 @@ TEST_CASE("element-wise ops and matmul can be differentiated twice") {
       {"matmul", [](const V& x) { return matmul(x[0], x[1]) * matmul(x[0], x[1]); },
        leaves({{2, 4}, {4, 3}})},
       {"gelu", [](const V& x) { return gelu(x[0]); }, leaves({{2, 3}})},
+      {"silu", [](const V& x) { return silu(x[0]); }, leaves({{2, 3}})},
       {"sigmoid / exp", [](const V& x) { return sigmoid(x[0]) / exp(x[0]); }, leaves({{2, 3}})},
   };
   for (const Case& c : cases) {

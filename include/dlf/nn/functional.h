@@ -30,7 +30,7 @@ using dlf::upsample_nearest2d;
 
 /// Mean (or sum, or none) of (input - target)².
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
-/// x · sigmoid(x).
+/// x · sigmoid(x): dlf::silu, as torch.nn.functional.silu.
 Tensor silu(const Tensor& x);
 
 }  // namespace dlf::nn::functional

@@ -37,6 +37,8 @@ Tensor clamp(const Tensor& x, double min, double max);
 enum class GeluApproximation { erf, tanh };
 /// x Φ(x), or its tanh approximation.
 Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation::erf);
+/// SiLU (swish): x · sigmoid(x), one pass forward and one backward.
+Tensor silu(const Tensor& x);
 
 /// Binary, broadcasting: a + b, a - b, a * b, a / b, a^b, the larger and the smaller.
 ///@{
