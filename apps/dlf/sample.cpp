@@ -122,7 +122,7 @@ void run_generate(const GenerateOptions& o) {
   const std::string& path = o.weights.empty() ? o.checkpoint : o.weights;
   const Weights weights = read_weights(path);
   const RunConfig run = run_for_weights(weights, path, o.model);
-  const nn::Checkpoint ckpt{.model = state_from_weights(run, weights.tensors)};
+  const nn::Checkpoint ckpt{.model = weights.tensors};  // the family's model checks them
   switch (models::model_family(run.model)) {
     case ModelFamily::gpt:
       return continue_text(ckpt, run, o);

@@ -569,9 +569,7 @@ double run_train(TrainOptions o) {
     initial = ckpt->model;
   } else if (!o.init_from.empty()) {
     const Weights weights = read_weights(o.init_from);
-    DLF_CHECK(!weights.run || weights.run->model == run.model, "--init-from: ", o.init_from,
-              " holds a ", weights.run ? weights.run->model : "", ", not a ", run.model,
-              " (--model)");
+    run_for_weights(weights, o.init_from, run.model);  // a dlf::Error for another model's
     initial = state_from_weights(run, weights.tensors);
   } else {
     initial = initial_state(run);

@@ -182,16 +182,19 @@ X gelu_tanh_derivative(X x) {
          X(0.5) * x * (X(1) - t * t) * X(k) * (X(1) + X(3 * 0.044715) * x * x);
 }
 
+// What a fused activation backward gives: grad · act'(x), of x's shape and dtype.
+std::vector<TensorMeta> activation_backward_infer(const char* name, Inputs in) {
+  elementwise::check_dtype(name, DTypeSet::floating, in[1]);
+  DLF_CHECK(in[0].shape() == in[1].shape() && in[0].dtype() == in[1].dtype(), name, ": grad ",
+            dtype_name(in[0].dtype()), shape_str(in[0].shape()), " does not match x ",
+            dtype_name(in[1].dtype()), shape_str(in[1].shape()));
+  return {{in[1].shape(), in[1].dtype()}};
+}
+
 // gelu's first-order backward, fused: inputs grad and x (one shape), output grad · gelu'(x).
 const OpDef& gelu_backward_op = register_op({
     .name = "gelu_backward",
-    .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
-      elementwise::check_dtype("gelu_backward", DTypeSet::floating, in[1]);
-      DLF_CHECK(in[0].shape() == in[1].shape() && in[0].dtype() == in[1].dtype(),
-                "gelu_backward: grad ", dtype_name(in[0].dtype()), shape_str(in[0].shape()),
-                " does not match x ", dtype_name(in[1].dtype()), shape_str(in[1].shape()));
-      return {{in[1].shape(), in[1].dtype()}};
-    },
+    .infer = [](Inputs in, const Attrs&) { return activation_backward_infer("gelu_backward", in); },
     .kernel =
         [](Inputs in, const Attrs& a, Outputs out) {
           const bool tanh = tanh_form(a);
@@ -221,13 +224,7 @@ const OpDef& silu_op = register_unary<DTypeSet::floating>(
 
 const OpDef& silu_backward_op = register_op({
     .name = "silu_backward",
-    .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
-      elementwise::check_dtype("silu_backward", DTypeSet::floating, in[1]);
-      DLF_CHECK(in[0].shape() == in[1].shape() && in[0].dtype() == in[1].dtype(),
-                "silu_backward: grad ", dtype_name(in[0].dtype()), shape_str(in[0].shape()),
-                " does not match x ", dtype_name(in[1].dtype()), shape_str(in[1].shape()));
-      return {{in[1].shape(), in[1].dtype()}};
-    },
+    .infer = [](Inputs in, const Attrs&) { return activation_backward_infer("silu_backward", in); },
     .kernel =
         [](Inputs in, const Attrs&, Outputs out) {
           if (kernels::onednn_eltwise_backward(algorithm::eltwise_swish, in[0], in[1], out[0], 1)) {

@@ -187,3 +187,15 @@ TEST_CASE("element-wise ops and matmul can be differentiated twice") {
     CHECK(r.ok);
   }
 }
+
+TEST_CASE("silu: f32 forward and fused backward (oneDNN's swish) match the f64 formula") {
+  const Tensor x64 = randn({4, 37}, {.dtype = DType::f64}) * 3.0;
+  const Tensor g64 = randn({4, 37}, {.dtype = DType::f64});
+  const Tensor x32 = x64.to(DType::f32).detach();
+  x32.requires_grad_();
+  const Tensor y32 = silu(x32);
+  autograd::backward({y32}, {g64.to(DType::f32)});
+  const Tensor s = sigmoid(x64);
+  test::check_close(y32, x64 * s, 1e-6, 1e-5);
+  test::check_close(x32.grad(), g64 * s * (x64 * (1.0 - s) + 1.0), 1e-6, 1e-5);
+}
