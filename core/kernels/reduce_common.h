@@ -48,19 +48,28 @@ struct StridedDims {
     return off;
   }
 
-  /// fn(element_offset, position) for positions [begin, end), in order. Call on a coalesced
-  /// walk: the innermost dim runs without index arithmetic.
+  /// fn(element_offset, position, count) for each run of positions [begin, end) along the
+  /// innermost dim (elements `strides.back()` apart), in order. Call on a coalesced walk.
   template <typename Fn>
-  void walk(int64_t begin, int64_t end, Fn&& fn) const {
+  void walk_runs(int64_t begin, int64_t end, Fn&& fn) const {
     const int64_t inner = sizes.back(), step = strides.back();
     int64_t pos = begin;
     while (pos < end) {
       const int64_t col = pos % inner;
       const int64_t n = std::min(inner - col, end - pos);
-      const int64_t off = offset(pos - col) + col * step;
-      for (int64_t i = 0; i < n; ++i) fn(off + i * step, pos + i);
+      fn(offset(pos - col) + col * step, pos, n);
       pos += n;
     }
+  }
+
+  /// fn(element_offset, position) for positions [begin, end), in order. Call on a coalesced
+  /// walk: the innermost dim runs without index arithmetic.
+  template <typename Fn>
+  void walk(int64_t begin, int64_t end, Fn&& fn) const {
+    const int64_t step = strides.back();
+    walk_runs(begin, end, [&](int64_t off, int64_t pos, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) fn(off + i * step, pos + i);
+    });
   }
 };
 

@@ -13,7 +13,8 @@ namespace dlf::kernels {
 
 /// A Reducer has `Acc init()`, `void add(Acc&, T value, int64_t position)` (positions come
 /// in increasing order), `void merge(Acc& earlier, const Acc& later)` and
-/// `Out finish(const Acc&)`.
+/// `Out finish(const Acc&)`. One that also has `void add_run(Acc&, const T* p, int64_t n)`
+/// (the same as adding p[0..n) in order, up to rounding) is given contiguous runs whole.
 template <typename T, typename Out, typename Reducer>
 void reduce(const Tensor& x, const std::vector<bool>& reduced, Out* out, const Reducer& r) {
   using Acc = decltype(r.init());
@@ -37,6 +38,17 @@ void reduce(const Tensor& x, const std::vector<bool>& reduced, Out* out, const R
   if (n_out == 0) return;
   const int threads = omp_get_max_threads();
   const bool parallel = threads > 1 && n_out * len >= 32768;
+  // Adds positions [begin, end) of the reduced range starting at p to acc.
+  const auto add_range = [&](Acc& acc, const T* p, int64_t begin, int64_t end) {
+    if constexpr (requires { r.add_run(acc, p, len); }) {
+      if (over.strides.back() == 1) {
+        over.walk_runs(begin, end,
+                       [&](int64_t off, int64_t, int64_t n) { r.add_run(acc, p + off, n); });
+        return;
+      }
+    }
+    over.walk(begin, end, [&](int64_t off, int64_t pos) { r.add(acc, p[off], pos); });
+  };
 
   if (!parallel || n_out >= 2 * threads) {
     // Blocks of consecutive outputs along the innermost kept dim; when that dim has the
@@ -52,9 +64,13 @@ void reduce(const Tensor& x, const std::vector<bool>& reduced, Out* out, const R
       const T* p = base + kept.offset(o0);
       Acc acc[kMaxBlock];
       std::fill(acc, acc + count, r.init());
-      over.walk(0, len, [&](int64_t off, int64_t pos) {
-        for (int64_t i = 0; i < count; ++i) r.add(acc[i], p[off + i * out_step], pos);
-      });
+      if (block == 1) {
+        add_range(acc[0], p, 0, len);
+      } else {
+        over.walk(0, len, [&](int64_t off, int64_t pos) {
+          for (int64_t i = 0; i < count; ++i) r.add(acc[i], p[off + i * out_step], pos);
+        });
+      }
       for (int64_t i = 0; i < count; ++i) out[o0 + i] = r.finish(acc[i]);
     }
     return;
@@ -67,8 +83,7 @@ void reduce(const Tensor& x, const std::vector<bool>& reduced, Out* out, const R
     {
       const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
       Acc acc = r.init();
-      over.walk(len * id / nt, len * (id + 1) / nt,
-                [&](int64_t off, int64_t pos) { r.add(acc, p[off], pos); });
+      add_range(acc, p, len * id / nt, len * (id + 1) / nt);
       partial[id] = acc;
     }
     Acc total = r.init();

@@ -28,6 +28,17 @@ struct SumReducer {
   double scale = 1;  // 1 / count for the mean
   sum_acc_t<T> init() const { return 0; }
   void add(sum_acc_t<T>& a, T v, int64_t) const { a += static_cast<sum_acc_t<T>>(v); }
+  // Independent lanes, so that the adds pipeline and vectorise instead of waiting on each other.
+  void add_run(sum_acc_t<T>& a, const T* p, int64_t n) const {
+    constexpr int64_t kLanes = 16;
+    sum_acc_t<T> lane[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int64_t j = 0; j < kLanes; ++j) lane[j] += static_cast<sum_acc_t<T>>(p[i + j]);
+    }
+    for (; i < n; ++i) lane[0] += static_cast<sum_acc_t<T>>(p[i]);
+    for (int64_t j = 0; j < kLanes; ++j) a += lane[j];
+  }
   void merge(sum_acc_t<T>& a, sum_acc_t<T> b) const { a += b; }
   T finish(sum_acc_t<T> a) const {
     if constexpr (std::is_integral_v<T>) return static_cast<T>(a);

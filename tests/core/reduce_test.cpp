@@ -73,20 +73,23 @@ TEST_CASE("large reductions match naive loops on every parallel path") {
   const int64_t rows = 300, cols = 200;
   Tensor x = random_inputs({{rows, cols}}, 3)[0];
   std::vector<double> v = x.to_vector<double>();
-  std::vector<double> col_sum(cols, 0), row_max(rows, -1e300);
+  std::vector<double> col_sum(cols, 0), row_sum(rows, 0), row_max(rows, -1e300);
   double total = 0;
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
       const double e = v[i * cols + j];
       col_sum[j] += e;
+      row_sum[i] += e;
       row_max[i] = std::max(row_max[i], e);
       total += e;
     }
   }
   double squares = 0;
   for (double e : v) squares += (e - total / (rows * cols)) * (e - total / (rows * cols));
-  check_close(sum(x, {0}), col_sum, {cols}, 1e-10);                      // blocked over outputs
-  check_close(max(x, {1}), row_max, {rows}, 0);                          // one output per row
+  check_close(sum(x, {0}), col_sum, {cols}, 1e-10);  // blocked over outputs
+  check_close(max(x, {1}), row_max, {rows}, 0);      // one output per row
+  check_close(sum(x, {1}), row_sum, {rows}, 1e-12);  // contiguous runs summed in lanes
+  check_close(sum(x.to(DType::f32), {1}), row_sum, {rows}, 1e-5);
   check_close(sum(x), {total}, {}, 1e-9);                                // one output, split range
   check_close(var(x), {squares / (rows * cols - 1)}, {}, 1e-12, 1e-10);  // Chan's merge
   check_close(sum(x.to(DType::f32)), {total}, {}, 1e-4);                 // f32 sums in double
