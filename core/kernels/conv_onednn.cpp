@@ -97,7 +97,7 @@ ConvPlan make_conv_plan(const ConvGeometry& g, const Tensor& x, const Tensor& w,
   const memory::desc bias_desc = bias.defined() ? any({g.out_channels}) : memory::desc();
   const memory::desc dst = any(user_dst.dims());
   const ConvDims d(g);
-  constexpr auto prop = dnnl::prop_kind::forward_inference;
+  constexpr auto prop = dnnl::prop_kind::forward_training;
   if (g.transposed) {
     return build_conv_plan<dnnl::deconvolution_forward>(
         {prop, dnnl::algorithm::deconvolution_direct, src, weights, bias_desc, dst, d.strides,
