@@ -4,7 +4,8 @@
 // the layouts oneDNN prefers, as a program written for oneDNN alone would. One JSON line per
 // shape and pass, then one per pass and one for all, weighted by how often the step runs each.
 //
-//   conv_bench [--model unet-small] [--batch 8] [--threads 2] [--reps 10] [--warmup 2]
+//   conv_bench [--model unet-small] [--batch 8] [--channels-last] [--threads 2] [--reps 10]
+//              [--warmup 2]
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
@@ -29,6 +30,7 @@ struct Options {
   int threads = 2;
   int reps = 10;
   int warmup = 2;
+  bool channels_last = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -39,6 +41,8 @@ Options parse(int argc, char** argv) {
   app.add_option("--threads", o.threads, "CPU threads")->capture_default_str();
   app.add_option("--reps", o.reps, "timed calls per shape")->capture_default_str();
   app.add_option("--warmup", o.warmup, "untimed calls first")->capture_default_str();
+  app.add_flag("--channels-last", o.channels_last,
+               "dlf's activations channels last (as the UNet runs them), not row-major");
   dlf::bench::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -278,9 +282,16 @@ int main(int argc, char** argv) {
     std::vector<dlf::Tensor> in;
     for (const dlf::Shape& s : call.inputs)
       in.push_back(s.empty() ? dlf::Tensor() : dlf::randn(s, {}, &gen));
+    if (o.channels_last) {  // the activations: all but conv2d's weight and bias
+      for (size_t i = 0; i < in.size(); ++i) {
+        const bool weight = call.pass != Pass::backward_weights && i > 0;
+        if (!weight) in[i] = in[i].contiguous(dlf::MemoryFormat::channels_last);
+      }
+    }
     BareConv bare(call, in);
     bare();
-    const std::string name = o.model + " " + call.name();
+    const std::string name =
+        o.model + " " + call.name() + (o.channels_last ? " channels-last" : "");
     check_same(dlf::dispatch1(*call.op, in, call.attrs), bare.result(), name);
     const auto [dlf_t, onednn_t] = dlf::bench::time_alternating(
         [&] { dlf::dispatch1(*call.op, in, call.attrs); }, bare, o.warmup, o.reps);
@@ -294,6 +305,8 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& [key, t] : totals) {
-    report(o.model + " B" + std::to_string(o.batch) + " step's convs: " + key, o, t);
+    report(o.model + " B" + std::to_string(o.batch) + " step's convs" +
+               (o.channels_last ? " (channels last): " : ": ") + key,
+           o, t);
   }
 }

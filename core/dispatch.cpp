@@ -191,7 +191,8 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
       outputs = {inputs[op.inplace]};
     } else {
       outputs.reserve(metas.size());
-      for (const TensorMeta& m : metas) outputs.push_back(Tensor::empty(m.shape, m.dtype, device));
+      for (const TensorMeta& m : metas)
+        outputs.push_back(Tensor::empty(m.shape, m.dtype, device, m.format));
     }
     if (device.has_data()) {
       detail::acquire_kernel_slot();

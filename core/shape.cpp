@@ -21,6 +21,14 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+Shape dense_strides(const Shape& shape, MemoryFormat format) {
+  if (format == MemoryFormat::contiguous) return contiguous_strides(shape);
+  DLF_CHECK(shape.size() == 4, "channels-last layout needs a 4-D [N, C, H, W] shape, got ",
+            shape_str(shape));
+  const Shape nhwc = contiguous_strides({shape[0], shape[2], shape[3], shape[1]});
+  return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]};
+}
+
 std::string shape_str(const Shape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)

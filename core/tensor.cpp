@@ -1,5 +1,6 @@
 #include <dlf/core/tensor.h>
 #include <dlf/device/allocator.h>
+#include <algorithm>
 
 #include <ostream>
 
@@ -49,11 +50,11 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape sizes, Shape strides, int
     : impl_(std::make_shared<TensorImpl>(TensorImpl{
           std::move(storage), std::move(sizes), std::move(strides), offset, dtype, {}})) {}
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, MemoryFormat format) {
   for (int64_t d : shape) DLF_CHECK(d >= 0, "negative size in shape ", shape_str(shape));
   auto storage =
       std::make_shared<Storage>(static_cast<size_t>(dlf::numel(shape)) * dtype_size(dtype), device);
-  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+  return Tensor(std::move(storage), shape, dense_strides(shape, format), 0, dtype);
 }
 
 void Tensor::set_data(const Tensor& other) const {
@@ -77,6 +78,20 @@ bool Tensor::is_contiguous() const {
     expected *= shape()[d];
   }
   return true;
+}
+
+bool Tensor::is_channels_last() const {
+  return dim() == 4 && strides() == dense_strides(shape(), MemoryFormat::channels_last);
+}
+
+MemoryFormat Tensor::memory_format() const {
+  if (is_channels_last()) return MemoryFormat::channels_last;
+  if (dim() != 4 || is_contiguous()) return MemoryFormat::contiguous;
+  const Shape& s = strides();
+  const bool all_sizes =
+      std::all_of(shape().begin(), shape().end(), [](int64_t n) { return n > 1; });
+  return all_sizes && s[1] < s[3] && s[3] < s[2] && s[2] < s[0] ? MemoryFormat::channels_last
+                                                                : MemoryFormat::contiguous;
 }
 
 void Tensor::check_access(DType requested) const {

@@ -211,7 +211,8 @@ Tensor UNet::forward(const Tensor& x, const Tensor& t) const {
   DLF_CHECK(t.dim() == 1 && t.size(0) == x.size(0), "UNet '", config_.name,
             "': expected one timestep per image, [", x.size(0), "], got ", shape_str(t.shape()));
   const Tensor temb_silu = silu(time_embedding->forward(t));
-  Tensor h = conv_in->forward(x);
+  // Channels last from here on: oneDNN's convolutions then never reorder the activations.
+  Tensor h = conv_in->forward(x.contiguous(MemoryFormat::channels_last));
   std::vector<Tensor> skips{h};
   for (const auto& level : *down_blocks) {
     for (const auto& resnet : *level->resnets) skips.push_back(h = resnet->forward(h, temb_silu));

@@ -66,9 +66,15 @@ Tensor conv2d_cut(const Tensor& x, const Tensor& w, const ConvAttrs& c, const Sh
   return y.narrow(2, 0, shape[2]).narrow(3, 0, shape[3]);
 }
 
+// The output's gradient in the layout of the input: the input's gradient is then laid out as
+// the input (a channels-last network's backward stays channels last end to end).
+Tensor grad_like_input(const BackwardContext& ctx) {
+  return ctx.grad().contiguous(ctx.input(0).memory_format());
+}
+
 Grads conv2d_backward(const BackwardContext& ctx) {
   const ConvAttrs c(ctx.attrs());
-  const Tensor g = ctx.grad();
+  const Tensor g = grad_like_input(ctx);
   Grads out(3);
   if (ctx.needs_grad(0)) out[0] = conv2d_input_grad(g, ctx.input(1), ctx.input_meta(0).shape, c);
   if (ctx.needs_grad(1)) out[1] = conv2d_weight_grad(ctx.input(0), g, ctx.input_meta(1).shape, c);
@@ -79,7 +85,7 @@ Grads conv2d_backward(const BackwardContext& ctx) {
 // conv_transpose2d(., w) is the adjoint of conv2d(., w): both gradients come from conv2d's.
 Grads conv_transpose2d_backward(const BackwardContext& ctx) {
   const ConvAttrs c(ctx.attrs());
-  const Tensor g = ctx.grad();
+  const Tensor g = grad_like_input(ctx);
   Grads out(3);
   if (ctx.needs_grad(0)) out[0] = conv2d_cut(g, ctx.input(1), c, ctx.input_meta(0).shape);
   if (ctx.needs_grad(1)) out[1] = conv2d_weight_grad(g, ctx.input(0), ctx.input_meta(1).shape, c);

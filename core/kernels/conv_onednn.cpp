@@ -64,6 +64,11 @@ memory::desc plain_desc(const memory::dims& dims, memory::data_type type) {
   return memory::desc(dims, type, memory::format_tag::nchw);
 }
 
+// A dense [N, C, H, W] activation, row-major or channels last.
+memory::desc activation_desc(const memory::dims& dims, memory::data_type type, bool nhwc) {
+  return nhwc ? memory::desc(dims, type, memory::format_tag::nhwc) : plain_desc(dims, type);
+}
+
 struct ConvPlan {
   dnnl::primitive primitive;
   OnednnOperand src, weights, bias, dst;
@@ -83,19 +88,23 @@ ConvPlan build_conv_plan(const typename Primitive::desc& desc, const Tensor& x,
   return plan;
 }
 
-// oneDNN picks its preferred (blocked) layouts; the plan reorders from and to the tensors'.
+// On channels-last activations the primitive works in that layout (oneDNN's NHWC kernels are
+// as fast as its blocked ones here): only the small weights are reordered. Otherwise oneDNN
+// picks its preferred (blocked) layouts and the plan reorders from and to the tensors'.
 ConvPlan make_conv_plan(const ConvGeometry& g, const Tensor& x, const Tensor& w,
                         const Tensor& bias) {
   const memory::data_type type = onednn_type(x.dtype());
   const memory::desc user_weights = user_weights_desc(g, w);
-  const memory::desc user_dst = plain_desc({g.batch, g.out_channels, g.out_h, g.out_w}, type);
+  const bool nhwc = x.is_channels_last();
+  const memory::desc user_dst =
+      activation_desc({g.batch, g.out_channels, g.out_h, g.out_w}, type, nhwc);
   auto any = [type](const memory::dims& dims) {
     return memory::desc(dims, type, memory::format_tag::any);
   };
-  const memory::desc src = any({g.batch, g.in_channels, g.in_h, g.in_w});
+  const memory::desc src = nhwc ? onednn_desc(x) : any({g.batch, g.in_channels, g.in_h, g.in_w});
   const memory::desc weights = any(user_weights.dims());
   const memory::desc bias_desc = bias.defined() ? any({g.out_channels}) : memory::desc();
-  const memory::desc dst = any(user_dst.dims());
+  const memory::desc dst = nhwc ? user_dst : any(user_dst.dims());
   const ConvDims d(g);
   constexpr auto prop = dnnl::prop_kind::forward_training;
   if (g.transposed) {
@@ -156,9 +165,12 @@ WeightGradPlan make_weight_grad_plan(const ConvGeometry& g, const Tensor& x, con
   auto any = [type](const memory::dims& dims) {
     return memory::desc(dims, type, memory::format_tag::any);
   };
-  const memory::desc src = any({g.batch, g.in_channels, g.in_h, g.in_w});
+  // Channels-last activations stay so, as in make_conv_plan.
+  const bool nhwc = x.is_channels_last() && grad.is_channels_last();
+  const memory::desc src = nhwc ? onednn_desc(x) : any({g.batch, g.in_channels, g.in_h, g.in_w});
   const memory::desc weights = any(user_weights.dims());
-  const memory::desc dst = any({g.batch, g.out_channels, g.out_h, g.out_w});
+  const memory::desc dst =
+      nhwc ? onednn_desc(grad) : any({g.batch, g.out_channels, g.out_h, g.out_w});
   const ConvDims dims(g);
   const dnnl::convolution_forward::primitive_desc hint(
       {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights, dst,

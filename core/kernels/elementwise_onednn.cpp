@@ -46,6 +46,14 @@ memory::desc broadcast_desc(const Tensor& t, const Shape& shape) {
   return memory::desc(dims, onednn_type(t.dtype()), strides);
 }
 
+// Whether the tensors all lie row-major or all channels last: one descriptor (the first's)
+// then addresses every one of them.
+template <typename... Rest>
+bool same_dense_layout(const Tensor& first, const Rest&... rest) {
+  if (first.is_contiguous()) return (rest.is_contiguous() && ...);
+  return first.is_channels_last() && (rest.is_channels_last() && ...);
+}
+
 bool fits(const Tensor& t) {
   return t.dim() <= DNNL_MAX_NDIMS && (onednn_supports(t.dtype()) || t.dtype() == DType::b8);
 }
@@ -65,7 +73,7 @@ void execute(const Prepared<Primitive, N>& p, const std::array<int, N>& args,
 
 bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& x,
                     const Tensor& out) {
-  if (!onednn_supports(x.dtype()) || !fits(x) || !x.is_contiguous() || x.numel() == 0) {
+  if (!onednn_supports(x.dtype()) || !fits(x) || !same_dense_layout(x, out) || x.numel() == 0) {
     return false;
   }
   using Eltwise = MaybePrepared<dnnl::eltwise_forward, 2>;
@@ -73,7 +81,7 @@ bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& 
                           std::to_string(std::bit_cast<uint32_t>(alpha)) + " " +
                           std::to_string(std::bit_cast<uint32_t>(beta)) + " " + layout_key(x);
   const Eltwise& prepared = cpu::cached<Eltwise>(key, [&]() -> Eltwise {
-    const memory::desc md = onednn_desc(x);  // source and destination: both contiguous
+    const memory::desc md = onednn_desc(x);  // source and destination: one dense layout
     try {
       dnnl::eltwise_forward::primitive_desc pd(
           {dnnl::prop_kind::forward_inference, alg, md, alpha, beta}, cpu::engine());
@@ -90,7 +98,7 @@ bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& 
 
 bool onednn_eltwise_backward(dnnl::algorithm alg, const Tensor& grad, const Tensor& x,
                              const Tensor& out, float alpha) {
-  if (!onednn_supports(x.dtype()) || !fits(x) || !x.is_contiguous() || !grad.is_contiguous() ||
+  if (!onednn_supports(x.dtype()) || !fits(x) || !same_dense_layout(x, grad, out) ||
       grad.dtype() != x.dtype() || x.numel() == 0) {
     return false;
   }
@@ -98,7 +106,7 @@ bool onednn_eltwise_backward(dnnl::algorithm alg, const Tensor& grad, const Tens
   const std::string key = "eltwise_backward " + std::to_string(static_cast<int>(alg)) + " " +
                           std::to_string(alpha) + " " + layout_key(x);
   const Eltwise& prepared = cpu::cached<Eltwise>(key, [&]() -> Eltwise {
-    const memory::desc md = onednn_desc(x);  // every operand: contiguous, x's shape
+    const memory::desc md = onednn_desc(x);  // every operand: one dense layout, x's shape
     try {
       dnnl::eltwise_forward::primitive_desc hint(
           {dnnl::prop_kind::forward_training, alg, md, alpha, 0.f}, cpu::engine());

@@ -1,4 +1,5 @@
 #include "core/kernels/normalization_kernels.h"
+#include "core/kernels/group_norm_channels_last.h"
 
 #include <cmath>
 #include <limits>
@@ -236,6 +237,10 @@ void layer_norm_kernel(const Tensor& x, int64_t normalized_dims, const Tensor& w
 
 void group_norm_kernel(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
                        double eps, Outputs out) {
+  if (x.is_channels_last()) {
+    group_norm_channels_last(x, groups, weight, bias, eps, out);
+    return;
+  }
   NormLayout l;
   const int64_t per_group = x.shape()[1] / groups;
   l.blocks.push(x.shape()[0], x.strides()[0]);

@@ -12,7 +12,8 @@ void softmax_kernel(const Tensor& x, int64_t dim, bool log, const Tensor& y);
 void layer_norm_kernel(const Tensor& x, int64_t normalized_dims, const Tensor& weight,
                        const Tensor& bias, double eps, Outputs out);
 
-/// out = {y, mean [N, groups], rstd [N, groups]} for x [N, C, ...].
+/// out = {y, mean [N, groups], rstd [N, groups]} for x [N, C, ...]; y is laid out as x when
+/// that is channels last.
 void group_norm_kernel(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
                        double eps, Outputs out);
 

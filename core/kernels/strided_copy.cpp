@@ -39,4 +39,12 @@ void strided_copy(const Tensor& dst, const Tensor& src) {
   });
 }
 
+Tensor dense_in(const Tensor& t, MemoryFormat format) {
+  const bool dense = format == MemoryFormat::contiguous ? t.is_contiguous() : t.is_channels_last();
+  if (dense) return t;
+  Tensor copy = Tensor::empty(t.shape(), t.dtype(), t.device(), format);
+  strided_copy(copy, t);
+  return copy;
+}
+
 }  // namespace dlf::kernels

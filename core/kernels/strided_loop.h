@@ -10,6 +10,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 
 #include <dlf/core/tensor.h>
 
@@ -25,6 +27,26 @@ struct StridedOperands {
 };
 
 namespace detail {
+/// Reorders the dims so that operand 0's strides decrease: a dense output in another layout
+/// (channels last) is walked in its memory order, its innermost run contiguous.
+template <size_t N>
+void order_by_first(Shape& shape, std::array<std::vector<int64_t>, N>& strides) {
+  const std::vector<int64_t>& first = strides[0];
+  if (std::is_sorted(first.begin(), first.end(), std::greater<>())) return;
+  std::vector<size_t> order(shape.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return first[a] > first[b]; });
+  Shape s;
+  std::array<std::vector<int64_t>, N> st;
+  for (size_t d : order) {
+    s.push_back(shape[d]);
+    for (size_t k = 0; k < N; ++k) st[k].push_back(strides[k][d]);
+  }
+  shape = std::move(s);
+  strides = std::move(st);
+}
+
 /// Merges adjacent dims that are contiguous in every operand; drops size-1 dims.
 template <size_t N>
 void coalesce(Shape& shape, std::array<std::vector<int64_t>, N>& strides) {
@@ -58,6 +80,7 @@ template <size_t N, typename Body>
 void strided_for(Shape shape, StridedOperands<N> ops, Body&& body, int64_t grain = 32768) {
   const int64_t total = numel(shape);
   if (total == 0) return;
+  detail::order_by_first<N>(shape, ops.byte_strides);
   detail::coalesce<N>(shape, ops.byte_strides);
   const int64_t rank = static_cast<int64_t>(shape.size());
   const int64_t inner = shape.back();

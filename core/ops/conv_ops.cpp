@@ -1,4 +1,5 @@
 // conv2d and conv_transpose2d: oneDNN for f32 and bf16, im2col + Eigen GEMM loops for f64.
+// The output is laid out as the input: channels last stays channels last (PyTorch's rule).
 #include <dlf/core/op.h>
 #include <dlf/core/ops/conv.h>
 
@@ -6,6 +7,7 @@
 #include "core/kernels/conv_loops.h"
 #include "core/kernels/conv_onednn.h"
 #include "core/kernels/onednn_util.h"
+#include "core/kernels/strided_copy.h"
 
 namespace dlf {
 namespace {
@@ -64,7 +66,7 @@ std::vector<TensorMeta> infer_conv2d(Inputs in, const Attrs& a) {
             " dilated) is larger than the padded input ", window_str(padded), " (input shape ",
             shape_str(x.shape()), ", weight shape ", shape_str(w.shape()), ")");
   const ConvGeometry g = kernels::conv_geometry(x, w, a, false);
-  return {{{g.batch, g.out_channels, g.out_h, g.out_w}, x.dtype()}};
+  return {{{g.batch, g.out_channels, g.out_h, g.out_w}, x.dtype(), x.memory_format()}};
 }
 
 std::vector<TensorMeta> infer_conv_transpose2d(Inputs in, const Attrs& a) {
@@ -87,7 +89,7 @@ std::vector<TensorMeta> infer_conv_transpose2d(Inputs in, const Attrs& a) {
   DLF_CHECK(g.out_h > 0 && g.out_w > 0, "conv_transpose2d: output size ", g.out_h, "x", g.out_w,
             " is not positive (input shape ", shape_str(x.shape()), ", weight shape ",
             shape_str(w.shape()), ", padding ", shape_str(a.ints("padding")), ")");
-  return {{{g.batch, g.out_channels, g.out_h, g.out_w}, x.dtype()}};
+  return {{{g.batch, g.out_channels, g.out_h, g.out_w}, x.dtype(), x.memory_format()}};
 }
 
 void run_conv(const char* op, Inputs in, const Attrs& a, const Tensor& out, bool transposed) {
@@ -96,7 +98,11 @@ void run_conv(const char* op, Inputs in, const Attrs& a, const Tensor& out, bool
       (!transposed || kernels::onednn_takes_geometry(g))) {
     kernels::conv2d_onednn(g, in[0], in[1], in[2], out, std::string(op) + "|" + a.str());
   } else {
-    kernels::conv2d_loops(g, in[0], in[1], in[2], out);
+    // The loops write row-major.
+    const Tensor dense =
+        out.is_contiguous() ? out : Tensor::empty(out.shape(), out.dtype(), out.device());
+    kernels::conv2d_loops(g, in[0], in[1], in[2], dense);
+    if (!out.is_contiguous()) kernels::strided_copy(out, dense);
   }
 }
 

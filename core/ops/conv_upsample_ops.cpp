@@ -1,18 +1,22 @@
-// upsample_nearest2d and upsample_bilinear2d over NCHW: loops, parallel over planes.
+// upsample_nearest2d and upsample_bilinear2d over NCHW: loops, parallel over planes. Nearest
+// keeps channels-last data so, copying (and, backward, adding) each pixel's channels whole.
 #include <dlf/core/op.h>
 #include <dlf/core/ops/conv.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/kernels/convert.h"
 #include "core/kernels/row_major.h"
+#include "core/kernels/strided_copy.h"
 
 namespace dlf {
 namespace {
 
 using kernels::acc_t;
 
-std::vector<TensorMeta> infer_upsample(const char* op, Inputs in, const Attrs& a) {
+std::vector<TensorMeta> infer_upsample(const char* op, Inputs in, const Attrs& a,
+                                       MemoryFormat format = MemoryFormat::contiguous) {
   const Tensor& x = in[0];
   DLF_CHECK(x.dim() == 4, op, ": input must be 4-D [N, C, H, W], got shape ", shape_str(x.shape()));
   DLF_CHECK(is_floating(x.dtype()), op, ": input dtype must be floating, got ",
@@ -20,7 +24,7 @@ std::vector<TensorMeta> infer_upsample(const char* op, Inputs in, const Attrs& a
   const auto& size = a.ints("size");
   DLF_CHECK(size[0] >= 1 && size[1] >= 1, op, ": size ", shape_str(size),
             " must be positive (input shape ", shape_str(x.shape()), ")");
-  return {{{x.size(0), x.size(1), size[0], size[1]}, x.dtype()}};
+  return {{{x.size(0), x.size(1), size[0], size[1]}, x.dtype(), format}};
 }
 
 // Calls fn(in, out) for every plane of x and the matching plane of the contiguous output.
@@ -44,8 +48,29 @@ std::vector<int64_t> nearest_offsets(int64_t in, int64_t out, int64_t stride) {
   return offsets;
 }
 
+// x and out channels last: out[n, i, j, :] = x[n, rows[i], cols[j], :].
+template <typename T>
+void nearest_channels_last(const Tensor& x, const Tensor& out) {
+  const int64_t channels = x.size(1), out_h = out.size(2), out_w = out.size(3);
+  const std::vector<int64_t> rows = nearest_offsets(x.size(2), out_h, x.strides()[2]);
+  const std::vector<int64_t> cols = nearest_offsets(x.size(3), out_w, x.strides()[3]);
+  const T* src = x.data<T>();
+  T* dst = out.data<T>();
+#pragma omp parallel for if (out.numel() > 32768)
+  for (int64_t r = 0; r < x.size(0) * out_h; ++r) {
+    const T* in = src + r / out_h * x.strides()[0] + rows[size_t(r % out_h)];
+    T* o = dst + r * out_w * channels;
+    for (int64_t j = 0; j < out_w; ++j)
+      std::copy_n(in + cols[size_t(j)], channels, o + j * channels);
+  }
+}
+
 template <typename T>
 void nearest_loops(const Tensor& x, const Tensor& out) {
+  if (out.is_channels_last()) {
+    nearest_channels_last<T>(x, out);
+    return;
+  }
   const std::vector<int64_t> rows = nearest_offsets(x.size(2), out.size(2), x.strides()[2]);
   const std::vector<int64_t> cols = nearest_offsets(x.size(3), out.size(3), x.strides()[3]);
   for_each_plane<T>(x, out, [&](const T* in, T* o) {
@@ -99,7 +124,10 @@ void bilinear_loops(const Tensor& x, const Tensor& out, bool align_corners) {
 
 const OpDef& upsample_nearest2d_op = register_op({
     .name = "upsample_nearest2d",
-    .infer = [](Inputs in, const Attrs& a) { return infer_upsample("upsample_nearest2d", in, a); },
+    .infer =
+        [](Inputs in, const Attrs& a) {
+          return infer_upsample("upsample_nearest2d", in, a, in[0].memory_format());
+        },
     .kernel =
         [](Inputs in, const Attrs&, Outputs out) {
           kernels::visit_floating(in[0].dtype(), "upsample_nearest2d", [&](auto tag) {
@@ -127,9 +155,36 @@ const OpDef& upsample_bilinear2d_op = register_op({
 
 // The adjoints: each input pixel sums the gradient of the outputs that read it. Planes run in
 // parallel; within a plane the sums run in a fixed order.
-std::vector<TensorMeta> infer_upsample_backward(Inputs in, const Attrs& a) {
+std::vector<TensorMeta> infer_upsample_backward(Inputs in, const Attrs& a,
+                                                MemoryFormat format = MemoryFormat::contiguous) {
   const auto& size = a.ints("input_size");
-  return {{{in[0].size(0), in[0].size(1), size[0], size[1]}, in[0].dtype()}};
+  return {{{in[0].size(0), in[0].size(1), size[0], size[1]}, in[0].dtype(), format}};
+}
+
+// Channels last: each gradient pixel's channels are added to its source pixel's, per sample
+// in a fixed order.
+template <typename T>
+void nearest_adjoint_channels_last(const Tensor& grad_in, const Tensor& out) {
+  using A = acc_t<T>;
+  const Tensor grad = kernels::dense_in(grad_in, MemoryFormat::channels_last);
+  const int64_t channels = out.size(1), h = out.size(2), w = out.size(3);
+  const int64_t gh = grad.size(2), gw = grad.size(3), plane = h * w * channels;
+  const std::vector<int64_t> rows = nearest_offsets(h, gh, w * channels);
+  const std::vector<int64_t> cols = nearest_offsets(w, gw, channels);
+#pragma omp parallel for if (grad.numel() > 32768)
+  for (int64_t n = 0; n < out.size(0); ++n) {
+    std::vector<A> acc(static_cast<size_t>(plane), A(0));
+    const T* g = grad.data<T>() + n * gh * gw * channels;
+    for (int64_t i = 0; i < gh; ++i) {
+      for (int64_t j = 0; j < gw; ++j, g += channels) {
+        A* a = acc.data() + rows[size_t(i)] + cols[size_t(j)];
+#pragma omp simd
+        for (int64_t c = 0; c < channels; ++c) a[c] += static_cast<A>(g[c]);
+      }
+    }
+    T* o = out.data<T>() + n * plane;
+    for (int64_t i = 0; i < plane; ++i) o[i] = kernels::convert<T>(acc[size_t(i)]);
+  }
 }
 
 template <typename Scatter>
@@ -152,9 +207,16 @@ void upsample_adjoint(const char* op, const Tensor& grad, const Tensor& out, Sca
 
 const OpDef& upsample_nearest2d_backward_op = register_op({
     .name = "upsample_nearest2d_backward",
-    .infer = infer_upsample_backward,
+    .infer = [](Inputs in,
+                const Attrs& a) { return infer_upsample_backward(in, a, in[0].memory_format()); },
     .kernel =
         [](Inputs in, const Attrs&, Outputs out) {
+          if (out[0].is_channels_last()) {
+            kernels::visit_floating(in[0].dtype(), "upsample_nearest2d_backward", [&](auto tag) {
+              nearest_adjoint_channels_last<typename decltype(tag)::type>(in[0], out[0]);
+            });
+            return;
+          }
           const int64_t h = out[0].size(2), w = out[0].size(3);
           const std::vector<int64_t> rows = nearest_offsets(h, in[0].size(2), w);
           const std::vector<int64_t> cols = nearest_offsets(w, in[0].size(3), 1);
@@ -168,7 +230,7 @@ const OpDef& upsample_nearest2d_backward_op = register_op({
 
 const OpDef& upsample_bilinear2d_backward_op = register_op({
     .name = "upsample_bilinear2d_backward",
-    .infer = infer_upsample_backward,
+    .infer = [](Inputs in, const Attrs& a) { return infer_upsample_backward(in, a); },
     .kernel =
         [](Inputs in, const Attrs& a, Outputs out) {
           const int64_t h = out[0].size(2), w = out[0].size(3);

@@ -12,7 +12,8 @@ const OpDef& copy_op = register_op({
       DLF_CHECK(in[0].device().has_data() || !a.device("device").has_data(),
                 "cannot copy a meta tensor (shape ", shape_str(in[0].shape()), ") to ",
                 a.device("device").str(), ": it has no data");
-      return {{in[0].shape(), a.dtype("dtype")}};
+      return {{in[0].shape(), a.dtype("dtype"),
+               a.has("channels_last") ? MemoryFormat::channels_last : MemoryFormat::contiguous}};
     },
     .kernel = [](Inputs in, const Attrs&, Outputs out) { kernels::strided_copy(out[0], in[0]); },
 });
@@ -36,6 +37,14 @@ Tensor copy_to(const Tensor& t, DType dtype, Device device) {
 }  // namespace
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  if (format == MemoryFormat::contiguous) return contiguous();
+  if (is_channels_last()) return *this;
+  DLF_CHECK(dim() == 4, "contiguous(channels_last): needs a 4-D [N, C, H, W] tensor, got shape ",
+            shape_str(shape()));
+  return dispatch1(copy_op, {*this},
+                   {{"dtype", dtype()}, {"device", device()}, {"channels_last", true}});
+}
 Tensor Tensor::clone() const { return copy_to(*this, dtype(), device()); }
 Tensor Tensor::to(DType dtype) const {
   return dtype == this->dtype() ? *this : copy_to(*this, dtype, device());

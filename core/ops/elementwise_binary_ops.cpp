@@ -32,8 +32,9 @@ const OpDef& register_binary(std::string name, double flops, OnednnBinary onednn
       .infer = [name](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
         elementwise::check_same_dtype(name, in[0], in[1]);
         elementwise::check_dtype(name, Set, in[0]);
-        return {{elementwise::broadcast(name, in[0].shape(), in[1].shape()),
-                 Compare ? DType::b8 : in[0].dtype()}};
+        const Shape shape = elementwise::broadcast(name, in[0].shape(), in[1].shape());
+        return {
+            {shape, Compare ? DType::b8 : in[0].dtype(), elementwise::output_format(in, shape)}};
       },
       .kernel =
           [onednn, fn](Inputs in, const Attrs&, Outputs out) {

@@ -56,6 +56,13 @@ void check_scalar(const std::string& op, double value, const Tensor& t) {
             dtype_name(t.dtype()));
 }
 
+MemoryFormat output_format(Inputs in, const Shape& shape) {
+  for (const Tensor& t : in) {
+    if (t.defined() && t.shape() == shape) return t.memory_format();
+  }
+  return MemoryFormat::contiguous;
+}
+
 std::function<Cost(Inputs, const Attrs&, std::span<const Tensor>)> cost_per_element(double flops) {
   return [flops](Inputs in, const Attrs&, std::span<const Tensor> out) {
     Cost c;

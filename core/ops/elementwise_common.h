@@ -25,6 +25,10 @@ Shape broadcast(const std::string& op, const Shape& a, const Shape& b);
 /// the integer dtypes): scalars take the tensor's dtype.
 void check_scalar(const std::string& op, double value, const Tensor& t);
 
+/// The layout of an element-wise output of `shape`: that of the first input of that shape, so
+/// that channels-last activations stay channels last (PyTorch's rule for dense inputs).
+MemoryFormat output_format(Inputs in, const Shape& shape);
+
 /// Bytes of the inputs (at their own sizes) and the output, and `flops` per output element.
 std::function<Cost(Inputs, const Attrs&, std::span<const Tensor>)> cost_per_element(double flops);
 

@@ -54,7 +54,7 @@ const OpDef& register_unary(std::string name, double flops, OnednnKernel onednn,
       .infer = [name, has_scalar](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
         elementwise::check_dtype(name, Set, in[0]);
         if (has_scalar) elementwise::check_scalar(name, a.f("scalar"), in[0]);
-        return {{in[0].shape(), in[0].dtype()}};
+        return {{in[0].shape(), in[0].dtype(), in[0].memory_format()}};
       },
       .kernel =
           [onednn, make_fn](Inputs in, const Attrs& a, Outputs out) {
@@ -188,7 +188,7 @@ std::vector<TensorMeta> activation_backward_infer(const char* name, Inputs in) {
   DLF_CHECK(in[0].shape() == in[1].shape() && in[0].dtype() == in[1].dtype(), name, ": grad ",
             dtype_name(in[0].dtype()), shape_str(in[0].shape()), " does not match x ",
             dtype_name(in[1].dtype()), shape_str(in[1].shape()));
-  return {{in[1].shape(), in[1].dtype()}};
+  return {{in[1].shape(), in[1].dtype(), elementwise::output_format(in, in[1].shape())}};
 }
 
 // gelu's first-order backward, fused: inputs grad and x (one shape), output grad · gelu'(x).

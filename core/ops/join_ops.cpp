@@ -34,7 +34,7 @@ const OpDef& cat_op = register_op({
         DLF_CHECK(same, "cat: shapes ", shapes_str(in), " differ outside dim ", d);
         out[d] += t.shape()[d];
       }
-      return {{out, first.dtype()}};
+      return {{out, first.dtype(), first.memory_format()}};
     },
     .kernel =
         [](Inputs in, const Attrs& a, Outputs out) {

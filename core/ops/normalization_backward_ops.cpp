@@ -4,7 +4,9 @@
 #include <dlf/core/op.h>
 
 #include "core/kernels/group_norm_backward.h"
+#include "core/kernels/group_norm_channels_last.h"
 #include "core/kernels/layer_norm_backward.h"
+#include "core/kernels/strided_copy.h"
 
 namespace dlf {
 namespace {
@@ -58,12 +60,19 @@ const OpDef& group_norm_backward_op = register_op({
           "group_norm_backward: operands do not match a forward (grad ", shape_str(g.shape()),
           ", x ", shape_str(x.shape()), ", ", groups, " groups)");
       const Shape channels{x.shape()[1]};
-      return {{x.shape(), x.dtype()}, {channels, x.dtype()}, {channels, x.dtype()}};
+      return {
+          {x.shape(), x.dtype(), x.memory_format()}, {channels, x.dtype()}, {channels, x.dtype()}};
     },
     .kernel =
         [](Inputs in, const Attrs& a, Outputs out) {
-          kernels::group_norm_backward(a.i("groups"), in[0], in[1], in[2], in[3], in[4], out[0],
-                                       out[1], out[2]);
+          if (in[1].is_channels_last()) {
+            kernels::group_norm_backward_channels_last(
+                a.i("groups"), kernels::dense_in(in[0], MemoryFormat::channels_last), in[1], in[2],
+                in[3], in[4], out[0], out[1], out[2]);
+          } else {
+            kernels::group_norm_backward(a.i("groups"), in[0], in[1], in[2], in[3], in[4], out[0],
+                                         out[1], out[2]);
+          }
         },
     // As layer_norm_backward's: about 12 flops per element, g and x read twice.
     .cost = [](Inputs in, const Attrs&, std::span<const Tensor> out) -> Cost {

@@ -109,8 +109,9 @@ const OpDef& group_norm_op = register_op({
       check_param("group_norm", "weight", in[1], {x.shape()[1]}, x);
       check_param("group_norm", "bias", in[2], {x.shape()[1]}, x);
       const DType stat = stat_dtype(x.dtype());
-      return {
-          {x.shape(), x.dtype()}, {{x.shape()[0], groups}, stat}, {{x.shape()[0], groups}, stat}};
+      return {{x.shape(), x.dtype(), x.memory_format()},
+              {{x.shape()[0], groups}, stat},
+              {{x.shape()[0], groups}, stat}};
     },
     .kernel =
         [](Inputs in, const Attrs& a, Outputs out) {

@@ -73,8 +73,9 @@ MathPrecision math_precision(DType dtype);
 
 /// A tensor's shape and dtype without its data (what shape inference works on).
 struct TensorMeta {
-  Shape shape;  ///< its sizes
-  DType dtype;  ///< its element type
+  Shape shape;                                     ///< its sizes
+  DType dtype;                                     ///< its element type
+  MemoryFormat format = MemoryFormat::contiguous;  ///< how dispatch lays the output out
 };
 
 using Inputs = std::span<const Tensor>;  ///< an op's inputs
@@ -85,8 +86,8 @@ struct OpDef {
   std::string name = {};  ///< unique, as in errors and profiles ("linear")
   /// Output shapes and dtypes from inputs and attrs; validates them (throws dlf::Error).
   std::function<std::vector<TensorMeta>(Inputs, const Attrs&)> infer = {};
-  /// Host kernel: fills the freshly allocated contiguous outputs (or updates input
-  /// `inplace` when that is set). Used by the cpu and sim devices.
+  /// Host kernel: fills the freshly allocated outputs, dense in the format infer gave (or updates
+  /// input `inplace` when that is set). Used by the cpu and sim devices.
   std::function<void(Inputs, const Attrs&, Outputs)> kernel = {};
   /// For view ops instead of infer + kernel: builds outputs that alias input 0's storage.
   std::function<std::vector<Tensor>(Inputs, const Attrs&)> view = {};

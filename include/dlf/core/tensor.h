@@ -94,8 +94,9 @@ class Tensor {
   Tensor() = default;  ///< an undefined tensor (e.g. an absent bias)
   /// A view of `storage`: `sizes` and `strides` in elements, from element `offset`.
   Tensor(std::shared_ptr<Storage> storage, Shape sizes, Shape strides, int64_t offset, DType dtype);
-  /// A fresh contiguous tensor with uninitialised contents.
-  static Tensor empty(const Shape& shape, DType dtype, Device device = default_device());
+  /// A fresh dense tensor (row-major unless `format` says otherwise), contents uninitialised.
+  static Tensor empty(const Shape& shape, DType dtype, Device device = default_device(),
+                      MemoryFormat format = MemoryFormat::contiguous);
 
   bool defined() const { return impl_ != nullptr; }        ///< false for Tensor()
   const Shape& shape() const { return impl_->sizes; }      ///< the sizes of the dims
@@ -111,6 +112,14 @@ class Tensor {
   /// The bytes, shared with every view of them.
   const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
   bool is_contiguous() const;  ///< row-major and dense
+  /// 4-D with exactly the strides of a dense channels-last buffer, those of size-1 dims too:
+  /// a [N, 1, H, W] or [N, C, 1, 1] tensor is both dense layouts, and its strides say which
+  /// one it was made in (as PyTorch's suggest_memory_format reads them).
+  bool is_channels_last() const;
+  /// The layout an op's output keeps: channels_last when is_channels_last(), or when the
+  /// strides run in channels-last order without being dense (a slice of channels of such a
+  /// tensor); else contiguous.
+  MemoryFormat memory_format() const;
   /// numel() times the element size: the bytes of the elements (not of the storage).
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
 
@@ -181,7 +190,9 @@ class Tensor {
   /// The index of the largest element along `dim` (i64).
   Tensor argmax(int64_t dim, bool keepdim = false) const;
 
-  Tensor contiguous() const;       ///< self if already contiguous, else a contiguous copy
+  Tensor contiguous() const;  ///< self if already contiguous, else a contiguous copy
+  /// Self if already dense in `format` (is_channels_last() for channels_last), else a copy.
+  Tensor contiguous(MemoryFormat format) const;
   Tensor clone() const;            ///< a contiguous copy
   Tensor to(DType dtype) const;    ///< converted (self if already of that dtype)
   Tensor to(Device device) const;  ///< copied to `device` (self if already there)

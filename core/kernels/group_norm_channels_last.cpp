@@ -1,0 +1,174 @@
+// Per sample: x is [P pixels][C channels]; channel c belongs to group c / (C / groups).
+#include "core/kernels/group_norm_channels_last.h"
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "core/kernels/convert.h"
+#include "core/kernels/dtype_dispatch.h"
+#include "core/kernels/row_major.h"
+
+namespace dlf::kernels {
+namespace {
+
+constexpr int64_t kParallelGrain = 16384;  // elements below which one thread does it all
+
+// An optional [C] parameter as a plain array (empty when undefined).
+template <typename T>
+std::optional<RowMajorData<T>> param(const Tensor& t) {
+  if (!t.defined()) return std::nullopt;
+  return std::optional<RowMajorData<T>>(std::in_place, t);
+}
+
+// sums[c] += f(x[p * C + c]) over the pixels: per-channel sums, vectorised over the channels.
+template <typename Sum, typename T, typename F>
+void channel_sums(const T* x, int64_t pixels, int64_t channels, Sum* sums, F f) {
+  for (int64_t p = 0; p < pixels; ++p) {
+    const T* row = x + p * channels;
+#pragma omp simd
+    for (int64_t c = 0; c < channels; ++c) sums[c] += f(row[c], c);
+  }
+}
+
+template <typename T>
+void forward(const Tensor& x_t, int64_t groups, const Tensor& w_t, const Tensor& b_t, double eps,
+             Outputs out) {
+  using Stat = acc_t<T>;
+  const int64_t n = x_t.size(0), channels = x_t.size(1), pixels = x_t.size(2) * x_t.size(3);
+  const int64_t per = channels / groups;
+  const double count = static_cast<double>(per * pixels);
+  const auto cn = static_cast<size_t>(channels);
+  const auto w = param<T>(w_t), b = param<T>(b_t);
+  const T* x = x_t.data<T>();
+  T* y = out[0].data<T>();
+  Stat *mean_out = out[1].data<Stat>(), *rstd_out = out[2].data<Stat>();
+#pragma omp parallel for schedule(static) if (x_t.numel() >= kParallelGrain)
+  for (int64_t s = 0; s < n; ++s) {
+    const T* xs = x + s * pixels * channels;
+    std::vector<double> sums(cn, 0.0), mean(cn);
+    channel_sums(xs, pixels, channels, sums.data(), [](T v, int64_t) { return double(v); });
+    for (int64_t g = 0; g < groups; ++g) {
+      double total = 0;
+      for (int64_t c = g * per; c < (g + 1) * per; ++c) total += sums[size_t(c)];
+      for (int64_t c = g * per; c < (g + 1) * per; ++c) mean[size_t(c)] = total / count;
+    }
+    std::fill(sums.begin(), sums.end(), 0.0);
+    channel_sums(xs, pixels, channels, sums.data(), [&](T v, int64_t c) {
+      const double d = double(v) - mean[size_t(c)];
+      return d * d;
+    });
+    std::vector<double> scale(cn), shift(cn);
+    for (int64_t g = 0; g < groups; ++g) {
+      double squares = 0;
+      for (int64_t c = g * per; c < (g + 1) * per; ++c) squares += sums[size_t(c)];
+      const double r = 1.0 / std::sqrt(squares / count + eps), mu = mean[size_t(g * per)];
+      mean_out[s * groups + g] = static_cast<Stat>(mu);
+      rstd_out[s * groups + g] = static_cast<Stat>(r);
+      for (int64_t c = g * per; c < (g + 1) * per; ++c) {
+        scale[size_t(c)] = w ? r * double(w->data()[c]) : r;
+        shift[size_t(c)] = (b ? double(b->data()[c]) : 0.0) - mu * scale[size_t(c)];
+      }
+    }
+    T* ys = y + s * pixels * channels;
+    for (int64_t p = 0; p < pixels; ++p) {
+      const T* xr = xs + p * channels;
+      T* yr = ys + p * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < channels; ++c)
+        yr[c] = convert<T>(double(xr[c]) * scale[size_t(c)] + shift[size_t(c)]);
+    }
+  }
+}
+
+// Per (sample, group) with x̂ = (x - mean)·rstd and ĝ = g·w[c], as the row-major kernel:
+//   dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ x̂)),  dweight[c] = Σ g x̂,  dbias[c] = Σ g.
+template <typename T>
+void backward(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t,
+              const Tensor& mean_t, const Tensor& rstd_t, const Tensor& dx_t, const Tensor& dw_t,
+              const Tensor& db_t) {
+  using A = acc_t<T>;
+  const int64_t n = x_t.size(0), channels = x_t.size(1), pixels = x_t.size(2) * x_t.size(3);
+  const int64_t per = channels / groups;
+  const A count = A(per * pixels);
+  const auto cn = static_cast<size_t>(channels);
+  const auto w = param<T>(w_t);
+  const RowMajorData<A> mean_rows(mean_t), rstd_rows(rstd_t);
+  const T *g = g_t.data<T>(), *x = x_t.data<T>();
+  T* dx = dx_t.data<T>();
+  // Per (sample, channel): Σ g x̂ and Σ g, added over the samples in order afterwards.
+  std::vector<A> sum_g_xhat(size_t(n * channels)), sum_g(size_t(n * channels));
+#pragma omp parallel for schedule(static) if (x_t.numel() >= kParallelGrain)
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t at = s * pixels * channels;
+    std::vector<A> mu(cn), rs(cn), wc(cn);
+    for (int64_t c = 0; c < channels; ++c) {
+      mu[size_t(c)] = mean_rows.data()[s * groups + c / per];
+      rs[size_t(c)] = rstd_rows.data()[s * groups + c / per];
+      wc[size_t(c)] = w ? A(w->data()[c]) : A(1);
+    }
+    A* sgx = sum_g_xhat.data() + s * channels;
+    A* sg = sum_g.data() + s * channels;
+    for (int64_t p = 0; p < pixels; ++p) {
+      const T *gr = g + at + p * channels, *xr = x + at + p * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < channels; ++c) {
+        const A gv = A(gr[c]);
+        sg[c] += gv;
+        sgx[c] += gv * (A(xr[c]) - mu[size_t(c)]) * rs[size_t(c)];
+      }
+    }
+    // mean(ĝ) and mean(ĝ x̂) of each channel's group.
+    std::vector<A> mean_gw(cn), mean_gw_xhat(cn);
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      A gw = 0, gw_xhat = 0;
+      for (int64_t c = grp * per; c < (grp + 1) * per; ++c) {
+        gw += wc[size_t(c)] * sg[c];
+        gw_xhat += wc[size_t(c)] * sgx[c];
+      }
+      for (int64_t c = grp * per; c < (grp + 1) * per; ++c) {
+        mean_gw[size_t(c)] = gw / count;
+        mean_gw_xhat[size_t(c)] = gw_xhat / count;
+      }
+    }
+    for (int64_t p = 0; p < pixels; ++p) {
+      const T *gr = g + at + p * channels, *xr = x + at + p * channels;
+      T* dxr = dx + at + p * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < channels; ++c) {
+        const size_t k = size_t(c);
+        const A xhat = (A(xr[c]) - mu[k]) * rs[k];
+        dxr[c] = T(rs[k] * (A(gr[c]) * wc[k] - mean_gw[k] - xhat * mean_gw_xhat[k]));
+      }
+    }
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    A sw = 0, sb = 0;
+    for (int64_t s = 0; s < n; ++s) {
+      sw += sum_g_xhat[size_t(s * channels + c)];
+      sb += sum_g[size_t(s * channels + c)];
+    }
+    if (dw_t.defined()) dw_t.data<T>()[c] = T(sw);
+    if (db_t.defined()) db_t.data<T>()[c] = T(sb);
+  }
+}
+
+}  // namespace
+
+void group_norm_channels_last(const Tensor& x, int64_t groups, const Tensor& weight,
+                              const Tensor& bias, double eps, Outputs out) {
+  visit_floating(x.dtype(), "group_norm", [&](auto tag) {
+    forward<typename decltype(tag)::type>(x, groups, weight, bias, eps, out);
+  });
+}
+
+void group_norm_backward_channels_last(int64_t groups, const Tensor& g, const Tensor& x,
+                                       const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                                       const Tensor& dx, const Tensor& dweight,
+                                       const Tensor& dbias) {
+  visit_floating(x.dtype(), "group_norm_backward", [&](auto tag) {
+    backward<typename decltype(tag)::type>(groups, g, x, weight, mean, rstd, dx, dweight, dbias);
+  });
+}
+
+}  // namespace dlf::kernels
