@@ -80,10 +80,10 @@ Tensor ResnetBlock::forward(const Tensor& x, const Tensor& temb_silu) const {
   return run_block(
       [this](const std::vector<Tensor>& in) {
         const Tensor &x = in[0], &temb = in[1];
-        Tensor h = conv1->forward(silu(norm1->forward(x)));
+        Tensor h = conv1->forward(norm1->forward_silu(x));
         const Tensor proj = time_emb_proj->forward(temb);
         h = h + proj.view({proj.size(0), proj.size(1), 1, 1});
-        h = conv2->forward(silu(norm2->forward(h)));
+        h = conv2->forward(norm2->forward_silu(h));
         return (conv_shortcut ? conv_shortcut->forward(x) : x) + h;
       },
       {x, temb_silu});
@@ -227,7 +227,7 @@ Tensor UNet::forward(const Tensor& x, const Tensor& t) const {
     if (level->resampler)
       h = level->resampler->conv->forward(upsample_nearest2d(h, {2 * h.size(2), 2 * h.size(3)}));
   }
-  return conv_out->forward(silu(conv_norm_out->forward(h)));
+  return conv_out->forward(conv_norm_out->forward_silu(h));
 }
 
 }  // namespace dlf::models

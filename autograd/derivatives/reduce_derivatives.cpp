@@ -97,14 +97,16 @@ Grads layer_norm_backward(const BackwardContext& c) {
   return out;
 }
 
-Grads group_norm_backward(const BackwardContext& c) {
+// The gradients of group_norm, or with `silu` of group_norm_silu (silu of group_norm's output).
+Grads group_norm_grads(const BackwardContext& c, bool silu) {
   const Tensor& x = c.input(0);
   const int64_t groups = c.attrs().i("groups");
+  const Tensor weight = c.has_input(1) ? c.input(1) : Tensor();
+  const Tensor bias = silu && c.has_input(2) ? c.input(2) : Tensor();
   if (!grad_enabled()) {  // first order: one fused pass
     static const OpDef& fused = find_op("group_norm_backward");
-    std::vector<Tensor> g = dispatch(
-        fused, {c.grad(0), x, c.has_input(1) ? c.input(1) : Tensor(), c.output(1), c.output(2)},
-        {{"groups", groups}});
+    std::vector<Tensor> g = dispatch(fused, {c.grad(0), x, weight, c.output(1), c.output(2), bias},
+                                     {{"groups", groups}, {"silu", silu}});
     return {c.needs_grad(0) ? g[0] : Tensor(), c.needs_grad(1) ? g[1] : Tensor(),
             c.needs_grad(2) ? g[2] : Tensor()};
   }
@@ -113,14 +115,19 @@ Grads group_norm_backward(const BackwardContext& c) {
   const Tensor xr = x.reshape(grouped);
   auto [mu, rstd] = statistics(xr, c, {batch, groups, 1});
   const Tensor xhat = ((xr - mu) * rstd).reshape(x.shape());
-  const Tensor& g = c.grad(0);
   Shape per_channel(x.shape().size(), 1);
   per_channel[1] = channels;
+  Tensor g = c.grad(0);
+  if (silu) {  // the gradient of silu's input z = x̂·w + b
+    Tensor z = weight.defined() ? xhat * weight.reshape(per_channel) : xhat;
+    if (bias.defined()) z = z + bias.reshape(per_channel);
+    const Tensor s = sigmoid(z);
+    g = g * s * (1.0 + z * (1.0 - s));
+  }
   Shape all_but_channel;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (d != 1) all_but_channel.push_back(d);
   }
-  const Tensor weight = c.has_input(1) ? c.input(1) : Tensor();
   Grads out(3);
   if (c.needs_grad(0)) {
     const Tensor gw = weight.defined() ? g * weight.reshape(per_channel) : g;
@@ -172,7 +179,13 @@ Grads group_norm_backward(const BackwardContext& c) {
   register_backward("layer_norm",
                     {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = layer_norm_backward});
   register_backward("group_norm",
-                    {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = group_norm_backward});
+                    {.save_inputs = {0, 1},
+                     .save_outputs = {1, 2},
+                     .fn = [](const BackwardContext& c) { return group_norm_grads(c, false); }});
+  register_backward("group_norm_silu",
+                    {.save_inputs = {0, 1, 2},
+                     .save_outputs = {1, 2},
+                     .fn = [](const BackwardContext& c) { return group_norm_grads(c, true); }});
   register_nondifferentiable("argmax");
   register_nondifferentiable("sum_squares");  // gradient clipping reads it, never differentiates
   return true;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/kernels/activation_math.h"
 #include "core/kernels/dtype_dispatch.h"
 #include "core/kernels/row_major.h"
 
@@ -13,9 +14,9 @@ namespace dlf::kernels {
 namespace {
 
 template <typename T>
-void run(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t,
-         const Tensor& mean_t, const Tensor& rstd_t, const Tensor& dx_t, const Tensor& dw_t,
-         const Tensor& db_t) {
+void run(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t, const Tensor& b_t,
+         const Tensor& mean_t, const Tensor& rstd_t, bool silu, const Tensor& dx_t,
+         const Tensor& dw_t, const Tensor& db_t) {
   using A = acc_t<T>;
   const int64_t n = x_t.size(0), channels = x_t.size(1), per = channels / groups;
   const int64_t hw = n * channels > 0 ? x_t.numel() / (n * channels) : 0, m = per * hw;
@@ -26,6 +27,9 @@ void run(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t
   std::optional<RowMajorData<T>> w_rows;
   if (w_t.defined()) w_rows.emplace(w_t);
   const T* w = w_rows ? w_rows->data() : nullptr;
+  std::optional<RowMajorData<T>> b_rows;
+  if (b_t.defined()) b_rows.emplace(b_t);
+  const T* b = b_rows ? b_rows->data() : nullptr;
   T* dx = dx_t.data<T>();
   const bool params = dw_t.defined() || db_t.defined();
   // Per (sample, channel): the partial dweight and dbias sums.
@@ -38,9 +42,11 @@ void run(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t
     A sum_gw = 0, sum_gw_xhat = 0;
     for (int64_t c = 0; c < per; ++c) {
       const A wc = w ? A(w[first_channel + c]) : A(1);
+      const A bc = b ? A(b[first_channel + c]) : A(0);
       A sum_g = 0, sum_g_xhat = 0;
       for (int64_t j = c * hw; j < (c + 1) * hw; ++j) {
-        const A xhat = (A(xr[j]) - mu) * rs, gj = A(gr[j]);
+        const A xhat = (A(xr[j]) - mu) * rs;
+        const A gj = silu ? A(gr[j]) * silu_derivative(xhat * wc + bc) : A(gr[j]);
         sum_g += gj;
         sum_g_xhat += gj * xhat;
       }
@@ -56,9 +62,11 @@ void run(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t
     T* dxr = dx + row * m;
     for (int64_t c = 0; c < per; ++c) {
       const A wc = w ? A(w[first_channel + c]) : A(1);
+      const A bc = b ? A(b[first_channel + c]) : A(0);
       for (int64_t j = c * hw; j < (c + 1) * hw; ++j) {
         const A xhat = (A(xr[j]) - mu) * rs;
-        dxr[j] = T(rs * (A(gr[j]) * wc - mean_gw - xhat * mean_gw_xhat));
+        const A gj = silu ? A(gr[j]) * silu_derivative(xhat * wc + bc) : A(gr[j]);
+        dxr[j] = T(rs * (gj * wc - mean_gw - xhat * mean_gw_xhat));
       }
     }
   }
@@ -77,10 +85,11 @@ void run(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t
 }  // namespace
 
 void group_norm_backward(int64_t groups, const Tensor& g, const Tensor& x, const Tensor& weight,
-                         const Tensor& mean, const Tensor& rstd, const Tensor& dx,
-                         const Tensor& dweight, const Tensor& dbias) {
+                         const Tensor& bias, const Tensor& mean, const Tensor& rstd, bool silu,
+                         const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
   visit_floating(x.dtype(), "group_norm_backward", [&](auto tag) {
-    run<typename decltype(tag)::type>(groups, g, x, weight, mean, rstd, dx, dweight, dbias);
+    run<typename decltype(tag)::type>(groups, g, x, weight, bias, mean, rstd, silu, dx, dweight,
+                                      dbias);
   });
 }
 

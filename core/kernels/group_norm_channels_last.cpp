@@ -3,8 +3,10 @@
 
 #include <cmath>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
+#include "core/kernels/activation_math.h"
 #include "core/kernels/convert.h"
 #include "core/kernels/dtype_dispatch.h"
 #include "core/kernels/row_major.h"
@@ -31,9 +33,11 @@ void channel_sums(const T* x, int64_t pixels, int64_t channels, Sum* sums, F f) 
   }
 }
 
-template <typename T>
+// The statistics in double; y = x·scale + shift (then silu) in the compute type A, vectorised.
+template <typename T, bool Silu>
 void forward(const Tensor& x_t, int64_t groups, const Tensor& w_t, const Tensor& b_t, double eps,
              Outputs out) {
+  using A = acc_t<T>;
   using Stat = acc_t<T>;
   const int64_t n = x_t.size(0), channels = x_t.size(1), pixels = x_t.size(2) * x_t.size(3);
   const int64_t per = channels / groups;
@@ -58,7 +62,7 @@ void forward(const Tensor& x_t, int64_t groups, const Tensor& w_t, const Tensor&
       const double d = double(v) - mean[size_t(c)];
       return d * d;
     });
-    std::vector<double> scale(cn), shift(cn);
+    std::vector<A> scale(cn), shift(cn);
     for (int64_t g = 0; g < groups; ++g) {
       double squares = 0;
       for (int64_t c = g * per; c < (g + 1) * per; ++c) squares += sums[size_t(c)];
@@ -66,33 +70,54 @@ void forward(const Tensor& x_t, int64_t groups, const Tensor& w_t, const Tensor&
       mean_out[s * groups + g] = static_cast<Stat>(mu);
       rstd_out[s * groups + g] = static_cast<Stat>(r);
       for (int64_t c = g * per; c < (g + 1) * per; ++c) {
-        scale[size_t(c)] = w ? r * double(w->data()[c]) : r;
-        shift[size_t(c)] = (b ? double(b->data()[c]) : 0.0) - mu * scale[size_t(c)];
+        const double sc = w ? r * double(w->data()[c]) : r;
+        scale[size_t(c)] = A(sc);
+        shift[size_t(c)] = A((b ? double(b->data()[c]) : 0.0) - mu * sc);
       }
     }
     T* ys = y + s * pixels * channels;
+    const A *sc = scale.data(), *sh = shift.data();
     for (int64_t p = 0; p < pixels; ++p) {
       const T* xr = xs + p * channels;
       T* yr = ys + p * channels;
 #pragma omp simd
-      for (int64_t c = 0; c < channels; ++c)
-        yr[c] = convert<T>(double(xr[c]) * scale[size_t(c)] + shift[size_t(c)]);
+      for (int64_t c = 0; c < channels; ++c) {
+        const A v = A(xr[c]) * sc[c] + sh[c];
+        if constexpr (Silu) {
+          yr[c] = convert<T>(silu_of(v));
+        } else {
+          yr[c] = convert<T>(v);
+        }
+      }
     }
   }
 }
 
 // Per (sample, group) with x̂ = (x - mean)·rstd and ĝ = g·w[c], as the row-major kernel:
 //   dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ x̂)),  dweight[c] = Σ g x̂,  dbias[c] = Σ g.
-template <typename T>
+// With Silu, g·silu'(x̂·w + b) stands for g (see group_norm_backward.h).
+template <bool Silu, typename A, typename T>
+A output_grad(T g, A xhat, A w, A b) {
+  if constexpr (Silu) {
+    return A(g) * silu_derivative(xhat * w + b);
+  } else {
+    return A(g);
+  }
+}
+
+template <typename T, bool Silu>
 void backward(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t,
-              const Tensor& mean_t, const Tensor& rstd_t, const Tensor& dx_t, const Tensor& dw_t,
-              const Tensor& db_t) {
+              const Tensor& b_t, const Tensor& mean_t, const Tensor& rstd_t, const Tensor& dx_t,
+              const Tensor& dw_t, const Tensor& db_t) {
   using A = acc_t<T>;
   const int64_t n = x_t.size(0), channels = x_t.size(1), pixels = x_t.size(2) * x_t.size(3);
   const int64_t per = channels / groups;
   const A count = A(per * pixels);
   const auto cn = static_cast<size_t>(channels);
-  const auto w = param<T>(w_t);
+  const auto w = param<T>(w_t), b = param<T>(b_t);
+  // SiLU's derivative costs more than the memory it touches: the first pass leaves g·silu'
+  // in dx for the second to read, where dx holds it exactly (not in bf16).
+  constexpr bool kKeepGrad = Silu && std::is_same_v<T, A>;
   const RowMajorData<A> mean_rows(mean_t), rstd_rows(rstd_t);
   const T *g = g_t.data<T>(), *x = x_t.data<T>();
   T* dx = dx_t.data<T>();
@@ -101,21 +126,26 @@ void backward(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor
 #pragma omp parallel for schedule(static) if (x_t.numel() >= kParallelGrain)
   for (int64_t s = 0; s < n; ++s) {
     const int64_t at = s * pixels * channels;
-    std::vector<A> mu(cn), rs(cn), wc(cn);
+    std::vector<A> mu(cn), rs(cn), wc(cn), bc(cn);
     for (int64_t c = 0; c < channels; ++c) {
       mu[size_t(c)] = mean_rows.data()[s * groups + c / per];
       rs[size_t(c)] = rstd_rows.data()[s * groups + c / per];
       wc[size_t(c)] = w ? A(w->data()[c]) : A(1);
+      bc[size_t(c)] = b ? A(b->data()[c]) : A(0);
     }
+    const A *mu_c = mu.data(), *rs_c = rs.data(), *w_c = wc.data(), *b_c = bc.data();
     A* sgx = sum_g_xhat.data() + s * channels;
     A* sg = sum_g.data() + s * channels;
     for (int64_t p = 0; p < pixels; ++p) {
       const T *gr = g + at + p * channels, *xr = x + at + p * channels;
+      T* dxr = dx + at + p * channels;
 #pragma omp simd
       for (int64_t c = 0; c < channels; ++c) {
-        const A gv = A(gr[c]);
+        const A xhat = (A(xr[c]) - mu_c[c]) * rs_c[c];
+        const A gv = output_grad<Silu>(gr[c], xhat, w_c[c], b_c[c]);
+        if constexpr (kKeepGrad) dxr[c] = gv;
         sg[c] += gv;
-        sgx[c] += gv * (A(xr[c]) - mu[size_t(c)]) * rs[size_t(c)];
+        sgx[c] += gv * xhat;
       }
     }
     // mean(ĝ) and mean(ĝ x̂) of each channel's group.
@@ -131,14 +161,15 @@ void backward(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor
         mean_gw_xhat[size_t(c)] = gw_xhat / count;
       }
     }
+    const A *mgw = mean_gw.data(), *mgwx = mean_gw_xhat.data();
     for (int64_t p = 0; p < pixels; ++p) {
       const T *gr = g + at + p * channels, *xr = x + at + p * channels;
       T* dxr = dx + at + p * channels;
 #pragma omp simd
       for (int64_t c = 0; c < channels; ++c) {
-        const size_t k = size_t(c);
-        const A xhat = (A(xr[c]) - mu[k]) * rs[k];
-        dxr[c] = T(rs[k] * (A(gr[c]) * wc[k] - mean_gw[k] - xhat * mean_gw_xhat[k]));
+        const A xhat = (A(xr[c]) - mu_c[c]) * rs_c[c];
+        const A gv = kKeepGrad ? A(dxr[c]) : output_grad<Silu>(gr[c], xhat, w_c[c], b_c[c]);
+        dxr[c] = T(rs_c[c] * (gv * w_c[c] - mgw[c] - xhat * mgwx[c]));
       }
     }
   }
@@ -156,18 +187,21 @@ void backward(int64_t groups, const Tensor& g_t, const Tensor& x_t, const Tensor
 }  // namespace
 
 void group_norm_channels_last(const Tensor& x, int64_t groups, const Tensor& weight,
-                              const Tensor& bias, double eps, Outputs out) {
+                              const Tensor& bias, double eps, bool silu, Outputs out) {
   visit_floating(x.dtype(), "group_norm", [&](auto tag) {
-    forward<typename decltype(tag)::type>(x, groups, weight, bias, eps, out);
+    using T = typename decltype(tag)::type;
+    (silu ? forward<T, true> : forward<T, false>)(x, groups, weight, bias, eps, out);
   });
 }
 
 void group_norm_backward_channels_last(int64_t groups, const Tensor& g, const Tensor& x,
-                                       const Tensor& weight, const Tensor& mean, const Tensor& rstd,
-                                       const Tensor& dx, const Tensor& dweight,
-                                       const Tensor& dbias) {
+                                       const Tensor& weight, const Tensor& bias, const Tensor& mean,
+                                       const Tensor& rstd, bool silu, const Tensor& dx,
+                                       const Tensor& dweight, const Tensor& dbias) {
   visit_floating(x.dtype(), "group_norm_backward", [&](auto tag) {
-    backward<typename decltype(tag)::type>(groups, g, x, weight, mean, rstd, dx, dweight, dbias);
+    using T = typename decltype(tag)::type;
+    (silu ? backward<T, true> : backward<T, false>)(groups, g, x, weight, bias, mean, rstd, dx,
+                                                    dweight, dbias);
   });
 }
 

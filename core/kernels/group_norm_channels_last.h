@@ -7,14 +7,15 @@
 namespace dlf::kernels {
 
 /// out = {y, mean [N, groups], rstd [N, groups]}: x and y channels last (is_channels_last()),
-/// weight and bias [C] or undefined. Statistics in double, two passes as the row-major kernel.
+/// weight and bias [C] or undefined; with `silu`, y is silu of the normalised values.
+/// Statistics in double, two passes as the row-major kernel.
 void group_norm_channels_last(const Tensor& x, int64_t groups, const Tensor& weight,
-                              const Tensor& bias, double eps, Outputs out);
+                              const Tensor& bias, double eps, bool silu, Outputs out);
 
 /// As group_norm_backward (group_norm_backward.h) with g, x and dx channels last.
 void group_norm_backward_channels_last(int64_t groups, const Tensor& g, const Tensor& x,
-                                       const Tensor& weight, const Tensor& mean, const Tensor& rstd,
-                                       const Tensor& dx, const Tensor& dweight,
-                                       const Tensor& dbias);
+                                       const Tensor& weight, const Tensor& bias, const Tensor& mean,
+                                       const Tensor& rstd, bool silu, const Tensor& dx,
+                                       const Tensor& dweight, const Tensor& dbias);
 
 }  // namespace dlf::kernels

@@ -1,4 +1,5 @@
 #include "core/kernels/normalization_kernels.h"
+#include "core/kernels/activation_math.h"
 #include "core/kernels/group_norm_channels_last.h"
 
 #include <cmath>
@@ -96,7 +97,9 @@ std::vector<double> gather(const Tensor& t) {
 
 template <typename T>
 void normalize_loop(const Tensor& x, const NormLayout& l, const Tensor& weight, const Tensor& bias,
-                    double eps, Outputs out) {
+                    double eps, bool silu, Outputs out) {
+  using A = acc_t<T>;  // silu in the compute type: float for f32, vectorised
+  const auto act = [silu](double v) { return silu ? double(silu_of(A(v))) : v; };
   using Stat = acc_t<T>;  // statistics of bf16 data are kept in f32
   const std::vector<double> w = gather(weight), b = gather(bias);
   const int64_t blocks = l.blocks.numel(), n = l.elements.numel();
@@ -131,7 +134,7 @@ void normalize_loop(const Tensor& x, const NormLayout& l, const Tensor& weight, 
         const int64_t end = std::min(start + l.params_every, n);
 #pragma omp simd
         for (int64_t i = start; i < end; ++i)
-          y[i] = convert<T>((static_cast<double>(in[i]) - mean) * scale + shift);
+          y[i] = convert<T>(act((static_cast<double>(in[i]) - mean) * scale + shift));
       }
     } else {
       double sum = 0, squares = 0;
@@ -147,7 +150,7 @@ void normalize_loop(const Tensor& x, const NormLayout& l, const Tensor& weight, 
         const size_t p = static_cast<size_t>(first_param + pos / l.params_every);
         if (!w.empty()) v *= w[p];
         if (!b.empty()) v += b[p];
-        y[pos] = convert<T>(v);
+        y[pos] = convert<T>(act(v));
       });
     }
     mean_out[blk] = static_cast<Stat>(mean);
@@ -155,10 +158,11 @@ void normalize_loop(const Tensor& x, const NormLayout& l, const Tensor& weight, 
   }
 }
 
+// silu: the output is silu of the normalised values (GroupNorm + SiLU in one pass).
 void normalize(const Tensor& x, const NormLayout& l, const Tensor& weight, const Tensor& bias,
-               double eps, Outputs out) {
+               double eps, Outputs out, bool silu = false) {
   visit_floating(x.dtype(), "normalization", [&](auto tag) {
-    normalize_loop<typename decltype(tag)::type>(x, l, weight, bias, eps, out);
+    normalize_loop<typename decltype(tag)::type>(x, l, weight, bias, eps, silu, out);
   });
 }
 
@@ -236,9 +240,9 @@ void layer_norm_kernel(const Tensor& x, int64_t normalized_dims, const Tensor& w
 }
 
 void group_norm_kernel(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
-                       double eps, Outputs out) {
+                       double eps, bool silu, Outputs out) {
   if (x.is_channels_last()) {
-    group_norm_channels_last(x, groups, weight, bias, eps, out);
+    group_norm_channels_last(x, groups, weight, bias, eps, silu, out);
     return;
   }
   NormLayout l;
@@ -253,7 +257,7 @@ void group_norm_kernel(const Tensor& x, int64_t groups, const Tensor& weight, co
   l.groups = groups;
   l.group_params = per_group;
   l.params_every = std::max<int64_t>(l.elements.numel() / std::max<int64_t>(per_group, 1), 1);
-  normalize(x, l, weight, bias, eps, out);
+  normalize(x, l, weight, bias, eps, out, silu);
 }
 
 }  // namespace dlf::kernels

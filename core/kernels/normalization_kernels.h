@@ -13,8 +13,8 @@ void layer_norm_kernel(const Tensor& x, int64_t normalized_dims, const Tensor& w
                        const Tensor& bias, double eps, Outputs out);
 
 /// out = {y, mean [N, groups], rstd [N, groups]} for x [N, C, ...]; y is laid out as x when
-/// that is channels last.
+/// that is channels last; with `silu`, y is silu of the normalised values.
 void group_norm_kernel(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
-                       double eps, Outputs out);
+                       double eps, bool silu, Outputs out);
 
 }  // namespace dlf::kernels

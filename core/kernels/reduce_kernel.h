@@ -50,6 +50,30 @@ void reduce(const Tensor& x, const std::vector<bool>& reduced, Out* out, const R
     over.walk(begin, end, [&](int64_t off, int64_t pos) { r.add(acc, p[off], pos); });
   };
 
+  // The outputs one contiguous row (per-channel sums of a channels-last tensor): every reduced
+  // position adds a whole row, vectorised; the threads take ranges of positions, their rows
+  // merged in order.
+  constexpr int64_t kMaxRow = 4096;
+  if (kept.sizes.size() == 1 && kept.strides[0] == 1 && n_out <= kMaxRow &&
+      over.strides.back() != 1) {
+    std::vector<std::vector<Acc>> rows(size_t(threads), std::vector<Acc>(size_t(n_out), r.init()));
+    int used = 1;
+#pragma omp parallel if (parallel)
+    {
+      const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+      if (id == 0) used = nt;
+      Acc* acc = rows[size_t(id)].data();
+      over.walk(len * id / nt, len * (id + 1) / nt, [&](int64_t off, int64_t pos) {
+        const T* row = base + off;
+        for (int64_t i = 0; i < n_out; ++i) r.add(acc[i], row[i], pos);
+      });
+    }
+    for (int t = 1; t < used; ++t) {
+      for (int64_t i = 0; i < n_out; ++i) r.merge(rows[0][size_t(i)], rows[size_t(t)][size_t(i)]);
+    }
+    for (int64_t i = 0; i < n_out; ++i) out[i] = r.finish(rows[0][size_t(i)]);
+    return;
+  }
   if (!parallel || n_out >= 2 * threads) {
     // Blocks of consecutive outputs along the innermost kept dim; when that dim has the
     // smaller stride, a block reads neighbouring elements at each reduced position.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/kernels/activation_math.h"
 #include "core/kernels/elementwise_loop.h"
 #include "core/kernels/elementwise_onednn.h"
 #include "core/kernels/onednn_util.h"
@@ -68,10 +69,7 @@ const OpDef& register_unary(std::string name, double flops, OnednnKernel onednn,
   });
 }
 
-template <typename X>
-X sigmoid_of(X x) {
-  return X(1) / (X(1) + std::exp(-x));
-}
+using kernels::sigmoid_of;
 template <typename X>
 X gelu_erf(X x) {
   return X(0.5) * x * (X(1) + std::erf(x * X(std::numbers::sqrt2 / 2)));
@@ -220,7 +218,7 @@ const OpDef& silu_op = register_unary<DTypeSet::floating>(
     [](const Tensor& x, const Attrs&, const Tensor& out) {
       return kernels::onednn_eltwise(algorithm::eltwise_swish, 1, 0, x, out);
     },
-    fixed([](auto x) { return x * sigmoid_of(x); }));
+    fixed([](auto x) { return kernels::silu_of(x); }));
 
 const OpDef& silu_backward_op = register_op({
     .name = "silu_backward",
@@ -232,10 +230,8 @@ const OpDef& silu_backward_op = register_op({
           }
           elementwise::visit<DTypeSet::floating>(in[1].dtype(), [&](auto tag) {
             using T = typename decltype(tag)::type;
-            kernels::map_elements<T, T, T>(out[0], in, [](auto g, auto x) {
-              const auto s = sigmoid_of(x);
-              return g * s * (decltype(x)(1) + x * (decltype(x)(1) - s));
-            });
+            kernels::map_elements<T, T, T>(
+                out[0], in, [](auto g, auto x) { return g * kernels::silu_derivative(x); });
           });
         },
     .cost = elementwise::cost_per_element(kTranscendental + 6),

@@ -44,7 +44,8 @@ const OpDef& layer_norm_backward_op = register_op({
 });
 
 // Inputs: grad of y, x [N, C, ...], weight [C] (or undefined), mean and rstd [N, groups] as
-// group_norm gave them. Outputs: dx, dweight, dbias [C].
+// group_norm gave them, and for group_norm_silu's backward (attr silu) its bias [C] (or
+// undefined). Outputs: dx, dweight, dbias [C].
 const OpDef& group_norm_backward_op = register_op({
     .name = "group_norm_backward",
     .infer = [](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
@@ -55,6 +56,8 @@ const OpDef& group_norm_backward_op = register_op({
           is_floating(x.dtype()) && x.dim() >= 2 && groups > 0 && x.shape()[1] % groups == 0 &&
               g.shape() == x.shape() && g.dtype() == x.dtype() &&
               (!w.defined() || (w.shape() == Shape{x.shape()[1]} && w.dtype() == x.dtype())) &&
+              (in.size() <= 5 || !in[5].defined() ||
+               (in[5].shape() == Shape{x.shape()[1]} && in[5].dtype() == x.dtype())) &&
               mean.numel() == x.shape()[0] * groups && rstd.numel() == mean.numel() &&
               mean.dtype() == stat && rstd.dtype() == stat,
           "group_norm_backward: operands do not match a forward (grad ", shape_str(g.shape()),
@@ -65,13 +68,15 @@ const OpDef& group_norm_backward_op = register_op({
     },
     .kernel =
         [](Inputs in, const Attrs& a, Outputs out) {
+          const bool silu = a.has("silu") && a.b("silu");
+          const Tensor bias = in.size() > 5 ? in[5] : Tensor();
           if (in[1].is_channels_last()) {
             kernels::group_norm_backward_channels_last(
                 a.i("groups"), kernels::dense_in(in[0], MemoryFormat::channels_last), in[1], in[2],
-                in[3], in[4], out[0], out[1], out[2]);
+                bias, in[3], in[4], silu, out[0], out[1], out[2]);
           } else {
-            kernels::group_norm_backward(a.i("groups"), in[0], in[1], in[2], in[3], in[4], out[0],
-                                         out[1], out[2]);
+            kernels::group_norm_backward(a.i("groups"), in[0], in[1], in[2], bias, in[3], in[4],
+                                         silu, out[0], out[1], out[2]);
           }
         },
     // As layer_norm_backward's: about 12 flops per element, g and x read twice.

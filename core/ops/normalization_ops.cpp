@@ -95,30 +95,37 @@ const OpDef& layer_norm_op = register_op({
     .cost = norm_cost,
 });
 
-const OpDef& group_norm_op = register_op({
-    .name = "group_norm",
-    .infer = [](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
-      const Tensor& x = in[0];
-      const int64_t groups = a.i("groups");
-      check_floating("group_norm", x);
-      DLF_CHECK(x.dim() >= 2, "group_norm: input must be [N, C, ...], got shape ",
-                shape_str(x.shape()));
-      DLF_CHECK(groups > 0 && x.shape()[1] % groups == 0, "group_norm: ", x.shape()[1],
-                " channels (input shape ", shape_str(x.shape()), ") do not split into ", groups,
-                " groups");
-      check_param("group_norm", "weight", in[1], {x.shape()[1]}, x);
-      check_param("group_norm", "bias", in[2], {x.shape()[1]}, x);
-      const DType stat = stat_dtype(x.dtype());
-      return {{x.shape(), x.dtype(), x.memory_format()},
-              {{x.shape()[0], groups}, stat},
-              {{x.shape()[0], groups}, stat}};
-    },
-    .kernel =
-        [](Inputs in, const Attrs& a, Outputs out) {
-          kernels::group_norm_kernel(in[0], a.i("groups"), in[1], in[2], a.f("eps"), out);
-        },
-    .cost = norm_cost,
-});
+// group_norm, and group_norm_silu: silu of its output in the same pass (a UNet's GroupNorm
+// and the SiLU after it, which would otherwise read and write the activation once more).
+const OpDef& register_group_norm(const std::string& name, bool silu) {
+  return register_op({
+      .name = name,
+      .infer = [name](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
+        const Tensor& x = in[0];
+        const int64_t groups = a.i("groups");
+        check_floating(name.c_str(), x);
+        DLF_CHECK(x.dim() >= 2, name, ": input must be [N, C, ...], got shape ",
+                  shape_str(x.shape()));
+        DLF_CHECK(groups > 0 && x.shape()[1] % groups == 0, name, ": ", x.shape()[1],
+                  " channels (input shape ", shape_str(x.shape()), ") do not split into ", groups,
+                  " groups");
+        check_param(name.c_str(), "weight", in[1], {x.shape()[1]}, x);
+        check_param(name.c_str(), "bias", in[2], {x.shape()[1]}, x);
+        const DType stat = stat_dtype(x.dtype());
+        return {{x.shape(), x.dtype(), x.memory_format()},
+                {{x.shape()[0], groups}, stat},
+                {{x.shape()[0], groups}, stat}};
+      },
+      .kernel =
+          [silu](Inputs in, const Attrs& a, Outputs out) {
+            kernels::group_norm_kernel(in[0], a.i("groups"), in[1], in[2], a.f("eps"), silu, out);
+          },
+      .cost = norm_cost,
+  });
+}
+
+const OpDef& group_norm_op = register_group_norm("group_norm", false);
+const OpDef& group_norm_silu_op = register_group_norm("group_norm_silu", true);
 
 }  // namespace
 
@@ -137,6 +144,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
                   double eps) {
   return dispatch1(group_norm_op, {x, weight, bias}, {{"groups", groups}, {"eps", eps}});
+}
+
+Tensor group_norm_silu(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
+                       double eps) {
+  return dispatch1(group_norm_silu_op, {x, weight, bias}, {{"groups", groups}, {"eps", eps}});
 }
 
 }  // namespace dlf

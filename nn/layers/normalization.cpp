@@ -29,6 +29,10 @@ Tensor GroupNorm::forward(const Tensor& x) const {
   return group_norm(x, groups, weight, bias, eps);
 }
 
+Tensor GroupNorm::forward_silu(const Tensor& x) const {
+  return group_norm_silu(x, groups, weight, bias, eps);
+}
+
 std::string LayerNorm::extra_repr() const {
   return detail::concat("(", dim, "), eps=", eps,
                         ", elementwise_affine=", weight.defined() ? "true" : "false");

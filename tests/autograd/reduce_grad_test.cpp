@@ -108,6 +108,19 @@ V transposed(const Shape& s) { return V{test::transposed_leaf(s)}; }
                              return one({2, 3, 5});
                            },
                            [](const V& x) { return group_norm(x[0], 3); }},
+                  GradCase{"group_norm_silu", "2 groups, affine",
+                           [] {
+                             return leaves({{2, 4, 3, 3}, {4}, {4}});
+                           },
+                           [](const V& x) { return group_norm_silu(x[0], 2, x[1], x[2]); }},
+                  GradCase{"group_norm_silu", "channels last, weight only",
+                           [] {
+                             V v = leaves({{2, 4, 3, 3}, {4}});
+                             v[0] = v[0].detach().contiguous(MemoryFormat::channels_last);
+                             v[0].requires_grad_();
+                             return v;
+                           },
+                           [](const V& x) { return group_norm_silu(x[0], 2, x[1]); }},
               });
 }  // namespace
 
@@ -119,7 +132,7 @@ TEST_CASE("max shares the gradient among ties") {
   test::check_close(x.grad(), {0, 0.5, 0.5, 0}, {2, 2}, 0);
 }
 
-TEST_CASE("layer_norm and softmax can be differentiated twice") {
+TEST_CASE("layer_norm, softmax and group_norm_silu can be differentiated twice") {
   Generator g(11);
   Tensor v = randn({3, 4}, {.dtype = DType::f64}, &g);
   auto grad_of = [v](auto f) {
@@ -127,7 +140,10 @@ TEST_CASE("layer_norm and softmax can be differentiated twice") {
   };
   for (auto f :
        {std::function<Tensor(const Tensor&)>([](const Tensor& x) { return layer_norm(x, {4}); }),
-        std::function<Tensor(const Tensor&)>([](const Tensor& x) { return softmax(x, 1); })}) {
+        std::function<Tensor(const Tensor&)>([](const Tensor& x) { return softmax(x, 1); }),
+        std::function<Tensor(const Tensor&)>(
+            // weight and bias: rows of x itself, so that their paths are differentiated too
+            [](const Tensor& x) { return group_norm_silu(x, 2, x[0], x[1]); })}) {
     autograd::GradcheckResult r = autograd::gradcheck(grad_of(f), leaves({{3, 4}}));
     INFO(r.str());
     CHECK(r.ok);

@@ -332,3 +332,19 @@ TEST_CASE("clamp refuses min above max; sign, floor, ceil, round keep NaN") {
     CHECK(std::isnan(f(from_vector<double>({nan})).item<double>()));
   }
 }
+
+TEST_CASE("f32 sigmoid and silu off oneDNN (their own exp) stay within 2 ulp of f64") {
+  // A transposed view takes the loop path; the values span the whole range exp saturates over.
+  const Tensor grid = (arange(20200, {.dtype = DType::f64}) - 10100) * 0.01;  // -101 to 101
+  const Tensor x = grid.to(DType::f32).reshape({101, 200}).transpose(0, 1);
+  const std::vector<double> xs = x.to_vector<double>();
+  const std::vector<double> s = sigmoid(x).to_vector<double>(), y = silu(x).to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double want = 1 / (1 + std::exp(-xs[i]));
+    INFO("x = ", xs[i]);
+    // 2 ulp (2^-23 relative each); below e^-87 exp saturates at the smallest normal float.
+    constexpr double kUlp = 0x1p-23;
+    CHECK(std::fabs(s[i] - want) <= 2 * kUlp * want + 1e-36);
+    CHECK(std::fabs(y[i] - xs[i] * want) <= 2 * kUlp * std::fabs(xs[i] * want) + 1e-35);
+  }
+}

@@ -155,6 +155,23 @@ TEST_CASE("group_norm matches a naive f64 loop, with and without weight and bias
   // Channels-last memory: the same values through a permuted view.
   Tensor nhwc = in[0].permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
   check_close(group_norm(nhwc, 3, in[1], in[2]), group_norm(in[0], 3, in[1], in[2]), 1e-12);
+  CHECK(group_norm(nhwc, 3, in[1], in[2]).is_channels_last());
+}
+
+TEST_CASE("group_norm_silu is silu of group_norm, row-major and channels last") {
+  auto in = random_inputs({{2, 6, 3, 4}, {6}, {6}}, 5);
+  for (DType dtype : {DType::f64, DType::f32}) {
+    INFO("dtype ", std::string(dtype_name(dtype)));
+    auto t = dlf::test::convert_floating(in, dtype);
+    const double tol = dtype == DType::f64 ? 1e-12 : 1e-5;
+    const Tensor expected = silu(group_norm(t[0], 3, t[1], t[2]));
+    check_close(group_norm_silu(t[0], 3, t[1], t[2]), expected, tol, tol);
+    check_close(group_norm_silu(t[0], 3), silu(group_norm(t[0], 3)), tol, tol);
+    const Tensor nhwc =
+        group_norm_silu(t[0].contiguous(MemoryFormat::channels_last), 3, t[1], t[2]);
+    CHECK(nhwc.is_channels_last());
+    check_close(nhwc, expected, tol, tol);
+  }
 }
 
 TEST_CASE("normalisations refuse bad input") {

@@ -27,6 +27,8 @@ class GroupNorm : public Module {
   GroupNorm(int64_t groups, int64_t channels, double eps = 1e-5, DType dtype = DType::f32);
   /// X [B, channels, ...] -> normalized per sample and group.
   Tensor forward(const Tensor& x) const;
+  /// silu(forward(x)) as one op (group_norm_silu): what a UNet's resnet blocks run.
+  Tensor forward_silu(const Tensor& x) const;
   std::string extra_repr() const override;  ///< "32, 64, eps=1e-05, affine=true"
 
   /// weight and bias [channels]

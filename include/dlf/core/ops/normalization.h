@@ -16,5 +16,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 /// bias [C] may be undefined.
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
+/// silu(group_norm(...)) as one op: one pass over memory each way, and no normalised
+/// activation kept for backward (it is recomputed from x there).
+Tensor group_norm_silu(const Tensor& x, int64_t groups, const Tensor& weight = {},
+                       const Tensor& bias = {}, double eps = 1e-5);
 
 }  // namespace dlf

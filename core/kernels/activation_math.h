@@ -1,0 +1,55 @@
+// Element functions shared by the element-wise ops and the kernels that fuse an activation.
+#pragma once
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace dlf::kernels {
+
+/// e^x in a form the compiler vectorises (std::exp stays a scalar call in a simd loop):
+/// x = k·ln2 + r with |r| <= ln2/2 (ln2 in two parts, the first short enough that k times it
+/// is exact), e^r by a degree-6 polynomial fitted to it on that interval (least squares in
+/// relative error), times 2^k built in the exponent bits. Within 1.3 ulp of the exact e^x over
+/// [-87, 88]; x is clamped to [-87.3, 88.7], where e^x is a normal float.
+inline float exp_vectorizable(float x) {
+  x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+  constexpr float kRound = 12582912.f;  // 1.5·2^23: adding it rounds to an integer
+  const float k = (x * 1.44269504f + kRound) - kRound;
+  const float r = (x - k * 0.693145751953125f) - k * 1.428606765330187e-6f;
+  const float p =
+      1.f + r * (1.f + r * (0.49999991f +
+                            r * (0.16666421f +
+                                 r * (0.041668359f + r * (0.0083747739f + r * 0.0013829420f)))));
+  return p * std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
+}
+
+/// e^x: exp_vectorizable for float (f32 and bf16 compute in float), std::exp otherwise.
+template <typename X>
+X exp_of(X x) {
+  if constexpr (std::is_same_v<X, float>) {
+    return exp_vectorizable(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
+template <typename X>
+X sigmoid_of(X x) {
+  return X(1) / (X(1) + exp_of(-x));
+}
+
+/// x · sigmoid(x)
+template <typename X>
+X silu_of(X x) {
+  return x * sigmoid_of(x);
+}
+
+/// d silu / dx = s (1 + x (1 - s)), s = sigmoid(x)
+template <typename X>
+X silu_derivative(X x) {
+  const X s = sigmoid_of(x);
+  return s * (X(1) + x * (X(1) - s));
+}
+
+}  // namespace dlf::kernels
