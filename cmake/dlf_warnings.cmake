@@ -7,6 +7,10 @@ function(dlf_project_flags target)
   if(DLF_NATIVE)
     target_compile_options(${target} PRIVATE -march=native)
   endif()
+  # No errno from math functions (dlf never reads it): std::sqrt becomes the instruction, with
+  # the same correctly rounded result, and loops that take a square root vectorise (AdamW's
+  # update was scalar: "control flow in loop", the errno branch).
+  target_compile_options(${target} PRIVATE -fno-math-errno)
   # GCC 12.2's SLP vectorizer, with AVX, builds a by-value struct argument passed on the stack
   # wrongly (Conv2dOptions{} reached Conv2d with padding {1, 0}: tests/nn/module_test.cpp
   # catches it; clang and -O3 without -march=native are right).
