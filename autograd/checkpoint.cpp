@@ -15,7 +15,10 @@ thread_local RecomputeRegion* capturing_region = nullptr;
 }  // namespace
 
 RecomputeRegion::RecomputeRegion(CheckpointFn fn, const std::vector<Tensor>& inputs)
-    : fn_(std::move(fn)), seed_(default_generator().seed()), offset_(default_generator().offset()) {
+    : fn_(std::move(fn)),
+      seed_(default_generator().seed()),
+      offset_(default_generator().offset()),
+      autocast_(autocast_dtype()) {
   for (const Tensor& t : inputs) {
     inputs_.push_back(t.defined() ? t.detach() : t);
     requires_grad_.push_back(t.defined() && t.requires_grad());
@@ -86,6 +89,7 @@ void RecomputeRegion::recompute() {
     ~Capturing() { capturing_region = nullptr; }
   } capturing(this);
   GradModeGuard grad(true);  // the same graph is built, so the same tensors are saved
+  AutocastGuard autocast(autocast_);
   captured_ = 0;
   fn_(inputs);
   DLF_CHECK(captured_ == slots_.size(), "checkpoint: the recomputed forward saved ", captured_,

@@ -1,6 +1,7 @@
 // Runs the backward graph: nodes in reverse order of creation once all their gradients are in.
 #include <dlf/autograd/backward.h>
 #include <dlf/autograd/grad_mode.h>
+#include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
 
@@ -42,6 +43,7 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
                         bool retain_graph, bool create_graph, const Captures* captures,
                         size_t num_captures) {
   GradModeGuard mode(create_graph);
+  AutocastGuard no_autocast(std::nullopt);  // each backward computes in its forward's dtypes
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   {

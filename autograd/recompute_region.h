@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <dlf/autograd/checkpoint.h>
+#include <dlf/core/autocast.h>
 
 namespace dlf::autograd {
 
@@ -34,7 +35,8 @@ class RecomputeRegion : public std::enable_shared_from_this<RecomputeRegion> {
   std::vector<Tensor> inputs_;  // detached aliases
   std::vector<bool> requires_grad_;
   std::vector<uint64_t> versions_;
-  uint64_t seed_, offset_;  // the default generator's state when the forward began
+  uint64_t seed_, offset_;         // the default generator's state when the forward began
+  std::optional<DType> autocast_;  // and the autocast dtype
   std::vector<Tensor> slots_;
   size_t captured_ = 0;
 };

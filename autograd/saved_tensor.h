@@ -18,7 +18,10 @@ class SavedTensor {
   /// Inside a checkpointed forward the tensor is not kept: a slot of the region stands for it.
   /// The saved tensor; a dlf::Error if it was released or changed in place since.
   Tensor unpack(const std::shared_ptr<Node>& owner, const std::string& op) const;
+  /// Frees what it keeps; a slot that kept nothing stays usable (a node that saves nothing,
+  /// such as the cast of a parameter shared by several micro-batches, may run again).
   void release() {
+    if (!data_.defined() && !region_) return;
     data_ = Tensor();
     region_.reset();
     released_ = true;

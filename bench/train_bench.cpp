@@ -5,10 +5,12 @@
 // with 15 % of the tokens masked, ViT 64 images 28x28, UNet 32 noised 32x32 images with their
 // noise and timesteps. Prints one `train` JSON line with tokens/s (GPT, BERT) or images/s (ViT,
 // UNet), MFU (the FLOPs one step dispatches, counted at the dispatch point, against the f32
-// matmul peak measured in this process) and the peak RSS.
+// matmul peak measured in this process; the bf16 peak for --precision bf16) and the peak RSS.
+// With --recompute full or --precision bf16, the plain f32 step is timed alternately in the same
+// run as the baseline.
 //
 //   train_bench MODEL [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K] [--profile]
-//               [--recompute full]
+//               [--recompute full] [--precision bf16]
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -31,6 +33,7 @@ struct Options {
   int steps = 10, warmup = 2, threads = 2;
   bool profile = false;            // print the per-op table of the counted step on stderr
   std::string recompute = "none";  // full: activation recompute, against none in the same run
+  std::string precision = "fp32";  // bf16: autocast, against fp32 in the same run
   int64_t batch = 0, seq = 0;      // 0: the peer's defaults for the model
 };
 
@@ -48,6 +51,11 @@ Options parse(int argc, char** argv) {
                  "full: every block recomputed in backward, timed alternately with none (the "
                  "baseline) in the same run")
       ->check(CLI::IsMember({"none", "full"}))
+      ->capture_default_str();
+  app.add_option("--precision", o.precision,
+                 "bf16: matmuls, convolutions and attention under autocast (dlf train's "
+                 "--precision), timed alternately with fp32 (the baseline) in the same run")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   bench::parse_or_exit(app, argc, argv);
   return o;
@@ -120,9 +128,10 @@ Workload make_workload(const Options& o, Generator& data) {
   throw Error("train_bench: no workload for " + o.model);
 }
 
-// The f32 matmul rate this process reaches now, at a GPT-2-sized shape: MFU's denominator.
-double matmul_peak_gflops() {
-  const Tensor x = randn({1024, 768}), w = randn({3072, 768});
+// The matmul rate this process reaches now in `dtype`, at a GPT-2-sized shape: MFU's
+// denominator.
+double matmul_peak_gflops(DType dtype) {
+  const Tensor x = randn({1024, 768}).to(dtype), w = randn({3072, 768}).to(dtype);
   const bench::Timing t = bench::time_ms([&] { linear(x, w); }, 3, 15);
   return 2.0 * 1024 * 768 * 3072 / (t.median_ms * 1e6);
 }
@@ -143,38 +152,51 @@ int main(int argc, char** argv) try {
   const Workload w = make_workload(o, data);
   nn::optim::AdamW opt({{.params = w.model->parameters(), .weight_decay = 0.1}},
                        {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
-  const bool recompute = o.recompute == "full";
+  const bool recompute = o.recompute == "full", bf16 = o.precision == "bf16";
+  const bool compared = recompute || bf16;  // the plain f32 step alternates as the baseline
   double first_loss = 0, last_loss = 0;
-  int64_t held[2] = {0, 0};  // bytes live between forward and backward, [recompute]
+  int64_t held[2] = {0, 0};  // bytes live between forward and backward, [measured, baseline]
   Allocator& memory = allocator_for(kCPU);
-  auto step = [&](bool with_recompute) {
-    w.model->recompute(with_recompute);
+  auto step = [&](bool baseline) {
+    w.model->recompute(recompute && !baseline);
     opt.zero_grad();
     const int64_t before = memory.stats().live_bytes;
-    Tensor loss = w.loss();
-    held[with_recompute] = std::max(held[with_recompute], memory.stats().live_bytes - before);
+    Tensor loss;
+    {
+      AutocastGuard autocast(bf16 && !baseline ? std::optional(DType::bf16) : std::nullopt);
+      loss = w.loss();
+    }
+    held[baseline] = std::max(held[baseline], memory.stats().live_bytes - before);
     loss.backward();
     opt.step();
     last_loss = loss.item<double>();
     if (first_loss == 0) first_loss = last_loss;
   };
-  std::vector<double> ms, baseline_ms;  // with --recompute full, and alternately without
-  for (int i = 0; i < o.warmup; ++i) step(recompute);
+  std::vector<double> ms, baseline_ms;
+  for (int i = 0; i < o.warmup; ++i) {
+    step(false);
+    if (compared) step(true);
+  }
   for (int i = 0; i < o.steps; ++i) {
-    ms.push_back(bench::time_once_ms([&] { step(recompute); }));
+    ms.push_back(bench::time_once_ms([&] { step(false); }));
     std::fprintf(stderr, "step %d: %.1f ms, loss %.4f\n", i, ms.back(), last_loss);
-    if (recompute) baseline_ms.push_back(bench::time_once_ms([&] { step(false); }));
+    if (compared) baseline_ms.push_back(bench::time_once_ms([&] { step(true); }));
   }
   double step_flops = 0;  // one more step, untimed, to count what it dispatches
   {
+    w.model->recompute(false);  // the model's FLOPs, without what a recompute adds
     OpProfile profile;
-    step(false);  // the model's FLOPs, without what a recompute adds
+    {
+      AutocastGuard autocast(bf16 ? std::optional(DType::bf16) : std::nullopt);
+      Tensor loss = w.loss();
+      loss.backward();
+    }
     step_flops = profile.outermost().flops;
     if (o.profile) profile.print(std::cerr);
   }
   const bench::Timing t = bench::summarize(ms);
   const double items_per_s = double(w.items) / (t.median_ms / 1e3);
-  const double peak = matmul_peak_gflops();
+  const double peak = matmul_peak_gflops(bf16 ? DType::bf16 : DType::f32);
   const double mfu = step_flops / (t.median_ms / 1e3) / (peak * 1e9);
   bench::JsonLine line;
   line.add("bench", "train").add("case", o.model).add("impl", "dlf").add("threads", o.threads);
@@ -187,15 +209,15 @@ int main(int argc, char** argv) try {
   line.add("peak_rss_mib", peak_rss_mib()).add("mfu", mfu).add("matmul_peak_gflops", peak);
   line.add("step_gflop", step_flops / 1e9).add("params", w.model->num_parameters());
   line.add("loss_first", first_loss).add("loss_last", last_loss);
-  line.add("activations_mib", double(held[recompute]) / (1 << 20));
-  if (recompute) {
+  line.add("activations_mib", double(held[0]) / (1 << 20));
+  line.add("recompute", o.recompute).add("precision", o.precision);
+  if (compared) {
     const double baseline = double(w.items) / (bench::summarize(baseline_ms).median_ms / 1e3);
-    line.add("recompute", "full")
-        .add("baseline_impl", "dlf recompute none")
+    line.add("baseline_impl", "dlf fp32 recompute none")
         .add("baseline", baseline)
         .add("ratio", items_per_s / baseline)
-        .add("baseline_activations_mib", double(held[0]) / (1 << 20))
-        .add("activations_ratio", double(held[1]) / double(held[0]));
+        .add("baseline_activations_mib", double(held[1]) / (1 << 20))
+        .add("activations_ratio", double(held[0]) / double(held[1]));
   }
   line.print();
   return 0;

@@ -6,6 +6,8 @@
 #   bash bench/train_vs_peer.sh gpt-mini|vit-tiny|bert-mini|unet-small [ROUNDS] [STEPS] [ARGS...]
 #
 # ARGS go to both benchmarks (e.g. --batch 8); without them each runs the peer's default batch.
+# `--precision bf16` goes to dlf only (the peer trains in fp32): dlf's line then also carries
+# its ratio to dlf fp32, timed alternately in the same process (train_bench).
 # Env: PEER_DIR (default ../shared/peer beside this repository), DLF_BUILD (default
 # build/release). The peer's fp32 GEMMs need OpenBLAS (libopenblas0-pthread): with Debian's
 # reference BLAS behind libblas.so.3 it runs ~30x slower, which would flatter dlf.
@@ -15,6 +17,11 @@ model=${1:?usage: train_vs_peer.sh MODEL [ROUNDS] [STEPS]}
 rounds=${2:-3}
 steps=${3:-5}
 shift $(($# < 3 ? $# : 3))
+precision=fp32 common=()
+while (($#)); do
+  if [ "$1" = --precision ]; then precision=${2:?--precision needs a value}; shift 2; else common+=("$1"); shift; fi
+done
+set -- "${common[@]}"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 peer=${PEER_DIR:-$root/../shared/peer}
 build=${DLF_BUILD:-$root/build/release}
@@ -33,7 +40,8 @@ field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p"; }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 dlf_lines=() peer_lines=()
 for ((r = 1; r <= rounds; ++r)); do
-  dlf_lines+=("$(flock /tmp/bench.lock "$build/bench/train_bench" "$model" --steps "$steps" "$@" 2>/dev/null)")
+  dlf_lines+=("$(flock /tmp/bench.lock "$build/bench/train_bench" "$model" --steps "$steps" \
+    --precision "$precision" "$@" 2>/dev/null)")
   peer_lines+=("$(flock /tmp/bench.lock "$peer/run.sh" "$model" --steps "$steps" --json "$@" 2>/dev/null)")
   echo "round $r: dlf ${dlf_lines[-1]}" >&2
   echo "round $r: peer ${peer_lines[-1]}" >&2
@@ -45,9 +53,11 @@ of() {  # of LINES FIELD -> median over the rounds
 dlf_tps=$(of dlf_lines value) peer_tps=$(of peer_lines throughput)
 unit=$(printf '%s\n' "${dlf_lines[0]}" | sed -n 's/.*"unit":"\([^"]*\)".*/\1/p')
 batch=$(printf '%s\n' "${dlf_lines[0]}" | field batch)
-printf '{"bench":"train","case":"%s","impl":"dlf","threads":2,"batch":%s,"metric":"throughput","value":%s,"unit":"%s","median_ms":%s,"peak_rss_mib":%s,"mfu":%s,"baseline_impl":"libtorch","baseline":%s,"ratio":%.3f,"baseline_peak_rss_mib":%s,"rss_ratio":%.3f,"rounds":%d,"steps":%d}\n' \
-  "$model" "$batch" "$dlf_tps" "$unit" "$(of dlf_lines median_ms)" "$(of dlf_lines peak_rss_mib)" \
-  "$(of dlf_lines mfu)" "$peer_tps" "$(echo "$dlf_tps $peer_tps" | awk '{print $1 / $2}')" \
+fp32_ratio=1
+[ "$precision" = fp32 ] || fp32_ratio=$(of dlf_lines ratio)
+printf '{"bench":"train","case":"%s","impl":"dlf","threads":2,"batch":%s,"precision":"%s","metric":"throughput","value":%s,"unit":"%s","median_ms":%s,"peak_rss_mib":%s,"mfu":%s,"fp32_ratio":%s,"baseline_impl":"libtorch fp32","baseline":%s,"ratio":%.3f,"baseline_peak_rss_mib":%s,"rss_ratio":%.3f,"rounds":%d,"steps":%d}\n' \
+  "$model" "$batch" "$precision" "$dlf_tps" "$unit" "$(of dlf_lines median_ms)" "$(of dlf_lines peak_rss_mib)" \
+  "$(of dlf_lines mfu)" "$fp32_ratio" "$peer_tps" "$(echo "$dlf_tps $peer_tps" | awk '{print $1 / $2}')" \
   "$(of peer_lines peak_rss_mib)" \
   "$(echo "$(of dlf_lines peak_rss_mib) $(of peer_lines peak_rss_mib)" | awk '{print $1 / $2}')" \
   "$rounds" "$steps"

@@ -1,4 +1,5 @@
 // The op registry and the dispatch choke point.
+#include <dlf/core/autocast.h>
 #include <dlf/core/op.h>
 #include <dlf/device/allocator.h>
 #include <dlf/device/sim_device.h>
@@ -179,6 +180,7 @@ struct DepthGuard {
 }  // namespace
 
 std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs) {
+  detail::apply_autocast(op, inputs);  // its casts are ops of their own, dispatched first
   for (DispatchObserver* o : observers) o->on_op_start(op);
   std::vector<Tensor> outputs;
   if (op.view) {

@@ -1,4 +1,5 @@
 #include <dlf/autograd/checkpoint.h>
+#include <dlf/core/autocast.h>
 #include <dlf/core/op.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/linalg.h>
@@ -70,7 +71,7 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   std::vector<Tensor> params;
   auto param = [&](const Shape& shape) {
     MemoryScope scope(MemoryCategory::parameters);
-    Tensor t = Tensor::empty(shape, s.dtype, d);
+    Tensor t = Tensor::empty(shape, DType::f32, d);  // master weights in f32 (bf16: autocast)
     t.requires_grad_();
     params.push_back(t);
     return t;
@@ -100,6 +101,7 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   Tensor out, input;
   {
     MemoryScope scope(MemoryCategory::activations);
+    AutocastGuard autocast(s.dtype == DType::bf16 ? std::optional(DType::bf16) : std::nullopt);
     if (s.first) {
       const Tensor idx = Tensor::empty({s.batch, s.seq}, DType::i64, d);
       const Tensor pos = Tensor::empty({s.seq}, DType::i64, d);
@@ -116,8 +118,7 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
       out = s.recompute ? autograd::checkpoint(block, out) : block(out);
     }
     if (s.last) {
-      // The loss in f32 whatever the compute dtype, as mixed-precision training does.
-      const Tensor logits = linear(layer_norm(out, {C}, lnf_w, lnf_b), wte).to(DType::f32);
+      const Tensor logits = linear(layer_norm(out, {C}, lnf_w, lnf_b), wte);
       out = cross_entropy(logits.reshape({s.batch * s.seq, vocab}),
                           Tensor::empty({s.batch * s.seq}, DType::i64, d));
     }
@@ -180,10 +181,11 @@ Plan plan_gpt(const PlanOptions& options) {
   const int64_t m = plan.micro_batches;
 
   const double elem = double(dtype_size(o.dtype));
-  // ZeRO-3 runs whole replicas: the embeddings and ln_f stay whole, a block is gathered at once.
+  // ZeRO-3 runs whole replicas: the embeddings and ln_f stay whole, a block (its f32 master
+  // weights) is gathered at once.
   const ZeroShape zero_shape{
-      .root_param_bytes = int64_t(double((c.vocab + c.context + 2) * c.dim) * elem),
-      .largest_block_bytes = int64_t(double(12 * c.dim * c.dim + 13 * c.dim) * elem)};
+      .root_param_bytes = int64_t(double((c.vocab + c.context + 2) * c.dim) * 4),
+      .largest_block_bytes = int64_t(double(12 * c.dim * c.dim + 13 * c.dim) * 4)};
   const double boundary = double(o.micro_batch * o.seq * c.dim) * elem;  // [b, T, C]
   const std::vector<int> tp_group = strided(l.tp, 1);
   const std::vector<int> dp_group = strided(l.dp, l.tp * l.pp);

@@ -1,3 +1,4 @@
+#include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/op_profile.h>
 #include <dlf/json_line.h>
@@ -40,7 +41,6 @@ Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
   switch (model_family(o.model)) {
     case ModelFamily::gpt: {
       GPTConfig c = gpt_config(o.model);
-      c.dtype = o.dtype;
       const int64_t seq = o.seq > 0 ? o.seq : c.context;
       DLF_CHECK(seq <= c.context, "plan: --seq ", seq, " is longer than ", o.model, "'s context ",
                 c.context);
@@ -50,7 +50,6 @@ Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
     }
     case ModelFamily::bert: {
       BertConfig c = bert_config(o.model);
-      c.dtype = o.dtype;
       const int64_t seq = o.seq > 0 ? o.seq : c.max_positions;
       DLF_CHECK(seq <= c.max_positions, "plan: --seq ", seq, " is longer than ", o.model, "'s ",
                 c.max_positions, " positions");
@@ -64,18 +63,16 @@ Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
     }
     case ModelFamily::vit: {
       ViTConfig c = vit_config(o.model);
-      c.dtype = o.dtype;
       auto m = std::make_shared<VisionTransformer>(c);
-      const Tensor x = input({batch, c.channels, c.image, c.image}, o.dtype);
+      const Tensor x = input({batch, c.channels, c.image, c.image}, DType::f32);
       const Tensor y = input({batch}, DType::i64);
       return {m, [m, x, y] { return m->loss(x, y); }, "images", double(batch)};
     }
     case ModelFamily::unet: {
       UNetConfig c = unet_config(o.model);
-      c.dtype = o.dtype;
       auto m = std::make_shared<UNet>(c);
       const Shape shape{batch, c.channels, c.image, c.image};
-      const Tensor x0 = input(shape, o.dtype), noise = input(shape, o.dtype);
+      const Tensor x0 = input(shape, DType::f32), noise = input(shape, DType::f32);
       const Tensor t = zeros({batch}, {.dtype = DType::i64, .device = kCPU});  // read on host
       return {m, [m, x0, noise, t] { return DDPM().loss(*m, x0, noise, t); }, "images",
               double(batch)};
@@ -152,6 +149,7 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
   double forward_flops = 0;
   {
     MemoryScope scope(MemoryCategory::activations);
+    AutocastGuard autocast(o.dtype == DType::bf16 ? std::optional(DType::bf16) : std::nullopt);
     OpProfile forward;
     loss = replica.loss();
     forward_flops = forward.outermost().flops;

@@ -46,6 +46,18 @@ void check_error(Fn&& fn, const std::vector<std::string>& fragments) {
   }
 }
 
+/// ||a - b|| / ||b|| over all elements (b the reference).
+inline double relative_error(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  REQUIRE(x.size() == y.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    diff += (x[i] - y[i]) * (x[i] - y[i]);
+    norm += y[i] * y[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
 /// Same dtype, shape and bytes.
 inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&

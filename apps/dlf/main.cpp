@@ -129,6 +129,12 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
                   "backward and runs again there: less memory, a third more compute)")
       ->check(CLI::IsMember({"none", "full"}))
       ->capture_default_str();
+  cmd->add_option("--precision", o.precision,
+                  "fp32, or bf16: matmuls, convolutions and attention compute in bf16 with f32 "
+                  "accumulation (dlf::AutocastGuard); master weights, optimizer state, "
+                  "normalisation statistics, softmax and losses stay f32")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("--bucket-mb", o.bucket_mb, "size of the gradient buckets allreduced together")
       ->check(whole(1, 1 << 20))
       ->capture_default_str();
@@ -232,7 +238,11 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_option("--seq", o.seq, "tokens per sequence (default: the model's context)")
       ->check(whole(1, kMaxBatch));
-  cmd->add_option("--dtype", o.dtype, "f32 or bf16")->capture_default_str();
+  cmd->add_option("--precision,--dtype", o.precision,
+                  "fp32, or bf16 mixed precision as dlf train --precision bf16 runs it (f32 "
+                  "master weights and optimizer state)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("--schedule", o.schedule, "pipeline schedule: 1f1b or gpipe")
       ->capture_default_str();
   cmd->add_option("--recompute", o.recompute, "activation recompute: none or full (every block)")

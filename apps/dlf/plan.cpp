@@ -16,8 +16,6 @@ namespace {
 void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dtype) {
   DLF_CHECK(c.tp == 1 && c.pp == 1, "dlf plan: ", c.model,
             " plans data-parallel layouts (--tp and --pp plans are GPT's)");
-  DLF_CHECK(dtype == DType::f32, "dlf plan: ", c.model,
-            " plans in f32 (bf16 plans are GPT's until its family trains in bf16)");
   const bool bert = models::model_family(c.model) == models::ModelFamily::bert;
   const models::ReplicaPlan plan = models::plan_replica(
       {.model = c.model,
@@ -52,8 +50,7 @@ void run_plan(const PlanCommand& c) {
   const DeviceArg device = parse_device_arg(c.device);
   DLF_CHECK(device.type != DeviceType::cpu, "--device '", c.device,
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");
-  DLF_CHECK(c.dtype == "f32" || c.dtype == "bf16", "--dtype is f32 or bf16, not '", c.dtype, "'");
-  const DType dtype = c.dtype == "bf16" ? DType::bf16 : DType::f32;
+  const DType dtype = c.precision == "bf16" ? DType::bf16 : DType::f32;
   if (models::model_family(c.model) != models::ModelFamily::gpt) {
     plan_data_parallel(c, device, dtype);
     return;

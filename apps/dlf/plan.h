@@ -10,7 +10,7 @@ struct PlanCommand {
   int dp = 0, tp = 1, pp = 1;  ///< dp 0: devices / (tp · pp)
   std::string device = "sim:a100-40gb";
   int64_t batch = 0, micro_batch = 1, seq = 0;
-  std::string dtype = "f32";
+  std::string precision = "fp32";  ///< fp32, or bf16 (autocast, f32 master weights)
   std::string schedule = "1f1b";
   std::string recompute = "none";
   int zero = 0;

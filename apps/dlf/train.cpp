@@ -13,6 +13,7 @@
 #include <optional>
 
 #include <dlf/autograd/anomaly.h>
+#include <dlf/core/autocast.h>
 #include <dlf/core/checksum.h>
 #include <dlf/core/factory.h>
 #include <dlf/device/sim_device.h>
@@ -178,6 +179,13 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   const Device device = world.device();
   const bool simulated = device.type != DeviceType::cpu;
   const int64_t first = job.ckpt != nullptr ? job.ckpt->step : 0;
+  // The forward and backward of a step, and evaluations, run under the precision's autocast.
+  const std::optional<DType> precision =
+      o.precision == "bf16" ? std::optional(DType::bf16) : std::nullopt;
+  auto autocast = [&](auto&& fn) {
+    AutocastGuard guard(precision);
+    return fn();
+  };
 
   // Under mpirun every process parsed its own command line: they must describe one run.
   DLF_CHECK(!ranks_disagree(world, checksum64(job.agreement.data(), job.agreement.size())),
@@ -244,7 +252,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   schedule.set_step(first);
   Progress progress(first, run.steps, o.log_every, task->item_unit());
   auto evaluate = [&](int64_t step) {  // every rank
-    const Evaluation e = task->evaluate();
+    const Evaluation e = autocast([&] { return task->evaluate(); });
     if (!lead) return;
     char line[160];
     std::snprintf(line, sizeof line, "step %ld: validation loss %.4f", static_cast<long>(step),
@@ -316,7 +324,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     opt.zero_grad();
     double norm = 0;
     try {
-      loss = task->forward_backward();
+      loss = autocast([&] { return task->forward_backward(); });
       // ZeRO-2 alone has no whole gradients: its norm adds the ranks' pieces.
       norm = zero && !zero->whole_gradients() ? zero->clip_grad_norm(tensors, run.grad_clip)
                                               : task->clip_grad_norm(run.grad_clip);
@@ -595,7 +603,8 @@ double run_train(TrainOptions o) {
                 data,
                 metrics,
                 to_json(run) + " layout " + describe(layout, 1, micro, parse_schedule(o.schedule)) +
-                    " zero " + std::to_string(o.zero) + " recompute " + o.recompute};
+                    " zero " + std::to_string(o.zero) + " recompute " + o.recompute +
+                    " precision " + o.precision};
   RankResult result;
   auto rank = [&](parallel::Communicator& world) {
     const RankResult mine = train_rank(world, job);

@@ -33,6 +33,7 @@ struct TrainOptions {
   int64_t bucket_mb = 25;         ///< DDP gradient bucket size
   int zero = 0;  ///< ZeRO stage: 0 none, 1 optimizer state sharded, 2 gradients too
   std::string recompute = "none";  ///< activation recompute: none or full (every block)
+  std::string precision = "fp32";  ///< fp32, or bf16: matmuls, convs and attention under autocast
   bool detect_anomaly = false;     ///< name the first op that makes NaN or infinity
   int64_t check_replicas = 0;      ///< steps between replica checksums; 0: never
 };

@@ -1,9 +1,10 @@
 // Fine-tuning as a libtorch user writes it: build the model without initialising it, load
 // pretrained weights, fine-tune on a new text with AdamW, a warmup-cosine schedule and
 // gradient clipping, and save. The weights are a `dlf train --checkpoint DIR` directory or a
-// plain HDF5 file of tensors under nanoGPT's names (h5py's, say).
+// plain HDF5 file of tensors under nanoGPT's names (h5py's, say). With `bf16`, the forward
+// runs under autocast (mixed precision: bf16 matmuls and attention, f32 master weights).
 //
-//   example_finetune_gpt MODEL WEIGHTS TEXT OUT_DIR [steps]
+//   example_finetune_gpt MODEL WEIGHTS TEXT OUT_DIR [steps] [fp32|bf16]
 //   e.g. dlf train --model gpt-nano --steps 200 --checkpoint pre
 //        example_finetune_gpt gpt-nano pre README.md tuned 100
 #include <dlf/dlf.h>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 using namespace dlf;
@@ -35,12 +37,17 @@ double validation_loss(const models::GPT& model, const nn::data::TextDataset& te
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s MODEL WEIGHTS TEXT OUT_DIR [steps]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL WEIGHTS TEXT OUT_DIR [steps] [fp32|bf16]\n", argv[0]);
     return 2;
   }
   try {
     const std::string weights = argv[2], out = argv[4];
     const int64_t steps = argc > 5 ? std::stoll(argv[5]) : 100;
+    const std::string precision = argc > 6 ? argv[6] : "fp32";
+    DLF_CHECK(precision == "fp32" || precision == "bf16", "precision is fp32 or bf16, not '",
+              precision, "'");
+    const std::optional<DType> autocast =
+        precision == "bf16" ? std::optional(DType::bf16) : std::nullopt;
 
     // Shapes only: no memory and no random initialisation for weights about to be replaced.
     std::shared_ptr<models::GPT> model;
@@ -61,7 +68,11 @@ int main(int argc, char** argv) {
     model->train();
     for (int64_t step = 0; step < steps; ++step) {
       const nn::data::TextBatch batch = text.sample(Split::train, step, kBatch, kSeq, kSeed);
-      const auto [logits, loss] = model->forward(batch.x, batch.y);
+      Tensor loss;
+      {
+        AutocastGuard mixed_precision(autocast);  // the forward; backward follows its dtypes
+        loss = model->forward(batch.x, batch.y).loss;
+      }
       optimizer.zero_grad();
       loss.backward();
       nn::optim::clip_grad_norm(model->parameters(), 1.0);

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <vector>
 
 #include "core/kernels/convert.h"
+#include "device/cpu/onednn_context.h"
 
 namespace dlf::kernels {
 
@@ -114,6 +116,48 @@ GemmProblem make_gemm_problem(GemmOperand a, GemmOperand b, const Tensor& out) {
   return p;
 }
 
+namespace {
+
+// The operand's bf16 values as a dense f32 operand held in `buffer`.
+GemmOperand widened(const GemmOperand& o, std::vector<float>& buffer) {
+  buffer.resize(static_cast<size_t>(numel(o.dims)));
+  const bf16* src = static_cast<const bf16*>(o.data);
+  Shape index(o.dims.size(), 0);
+  int64_t offset = 0;
+  for (float& v : buffer) {
+    v = float(src[offset]);
+    for (int64_t d = o.rank() - 1; d >= 0; --d) {  // the next index, odometer-wise
+      offset += o.strides[d];
+      if (++index[d] < o.dims[d]) break;
+      offset -= index[d] * o.strides[d];
+      index[d] = 0;
+    }
+  }
+  return {buffer.data(), o.dims, contiguous_strides(o.dims)};
+}
+
+// bf16 where oneDNN has no bf16 kernels (a CPU without AVX-512): the bf16 values widened to
+// f32, multiplied with f32 accumulation as the bf16 units do, and rounded to bf16 once.
+void bf16_gemm_in_f32(const GemmProblem& p) {
+  std::vector<float> a, b, bias, dst(static_cast<size_t>(numel(p.dst.dims)));
+  GemmProblem wide = p;
+  wide.dtype = DType::f32;
+  wide.a = widened(p.a, a);
+  wide.b = widened(p.b, b);
+  wide.dst.data = dst.data();
+  if (p.bias != nullptr) {
+    const bf16* src = static_cast<const bf16*>(p.bias);
+    for (int64_t c = 0; c < p.cols(); ++c) bias.push_back(float(src[c * p.bias_stride]));
+    wide.bias = bias.data();
+    wide.bias_stride = 1;
+  }
+  onednn_gemm(wide);
+  bf16* out = static_cast<bf16*>(p.dst.data);
+  for (size_t i = 0; i < dst.size(); ++i) out[i] = bf16(dst[i]);
+}
+
+}  // namespace
+
 void run_gemm(const GemmProblem& p) {
   if (numel(p.dst.dims) == 0) return;
   if (p.inner() == 0) {  // an empty sum; oneDNN does not take K = 0
@@ -121,6 +165,8 @@ void run_gemm(const GemmProblem& p) {
     apply_epilogue(p);
   } else if (p.dtype == DType::f64) {
     eigen_gemm(p);
+  } else if (p.dtype == DType::bf16 && !cpu::has_bf16()) {
+    bf16_gemm_in_f32(p);
   } else {
     onednn_gemm(p);
   }

@@ -44,7 +44,8 @@ GemmOperand transposed_weight(const Tensor& weight);
 /// (fresh, contiguous, holding the product's elements) as dst.
 GemmProblem make_gemm_problem(GemmOperand a, GemmOperand b, const Tensor& out);
 
-/// Runs the problem: oneDNN for f32/bf16, Eigen for f64.
+/// Runs the problem: oneDNN for f32/bf16 (bf16 through f32 on CPUs without AVX-512), Eigen
+/// for f64.
 void run_gemm(const GemmProblem& p);
 
 // Backends (linalg_onednn.cpp, linalg_eigen.cpp).

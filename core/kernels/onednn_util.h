@@ -10,7 +10,10 @@
 
 namespace dlf::kernels {
 
-inline bool onednn_supports(DType t) { return t == DType::f32 || t == DType::bf16; }
+/// f32 always; bf16 where the CPU has AVX-512 (cpu::has_bf16).
+inline bool onednn_supports(DType t) {
+  return t == DType::f32 || (t == DType::bf16 && cpu::has_bf16());
+}
 
 inline dnnl::memory::data_type onednn_type(DType t) {
   switch (t) {

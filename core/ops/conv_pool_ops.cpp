@@ -4,7 +4,8 @@
 // the plane) of each max as a second output for backward, and oneDNN's pooling workspace is
 // an opaque, implementation-defined buffer that does not give that index. The loop also
 // keeps PyTorch's rules exactly: the first max wins ties and NaN propagates.
-// avg_pool2d uses oneDNN's pooling for f32 and bf16, a loop for f64.
+// avg_pool2d uses oneDNN's pooling for f32 and bf16, a loop for f64 (and bf16 where oneDNN
+// has no bf16: cpu::has_bf16).
 #include <dlf/core/op.h>
 #include <dlf/core/ops/conv.h>
 
@@ -15,6 +16,7 @@
 #include "core/kernels/conv_geometry.h"
 #include "core/kernels/conv_onednn.h"
 #include "core/kernels/convert.h"
+#include "core/kernels/dtype_dispatch.h"
 #include "core/kernels/onednn_util.h"
 #include "core/kernels/row_major.h"
 
@@ -181,7 +183,9 @@ const OpDef& avg_pool2d_op = register_op({
           if (kernels::onednn_supports(in[0].dtype())) {
             kernels::avg_pool2d_onednn(in[0], pool_window(a), out[0], "avg_pool2d|" + a.str());
           } else {
-            avg_pool_loops<double>(in[0], pool_window(a), out[0]);
+            kernels::visit_floating(in[0].dtype(), "avg_pool2d", [&](auto tag) {
+              avg_pool_loops<typename decltype(tag)::type>(in[0], pool_window(a), out[0]);
+            });
           }
         },
     .cost = pool_cost,
@@ -214,7 +218,9 @@ const OpDef& avg_pool2d_backward_op = register_op({
             kernels::avg_pool2d_backward_onednn(in[0], pool_window(a), out[0],
                                                 "avg_pool2d_backward|" + a.str());
           } else {
-            avg_pool_backward_loops<double>(in[0], pool_window(a), out[0]);
+            kernels::visit_floating(in[0].dtype(), "avg_pool2d_backward", [&](auto tag) {
+              avg_pool_backward_loops<typename decltype(tag)::type>(in[0], pool_window(a), out[0]);
+            });
           }
         },
     // One add per window element; all bytes in and out.

@@ -30,8 +30,11 @@ const OpDef& copy_into_op = register_op({
     .inplace = 0,
 });
 
+// A copy in another dtype or on another device keeps a channels-last tensor channels last.
 Tensor copy_to(const Tensor& t, DType dtype, Device device) {
-  return dispatch1(copy_op, {t}, {{"dtype", dtype}, {"device", device}});
+  Attrs attrs{{"dtype", dtype}, {"device", device}};
+  if (t.is_channels_last() && !t.is_contiguous()) attrs.set("channels_last", true);
+  return dispatch1(copy_op, {t}, std::move(attrs));
 }
 
 }  // namespace
@@ -45,7 +48,9 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
   return dispatch1(copy_op, {*this},
                    {{"dtype", dtype()}, {"device", device()}, {"channels_last", true}});
 }
-Tensor Tensor::clone() const { return copy_to(*this, dtype(), device()); }
+Tensor Tensor::clone() const {
+  return dispatch1(copy_op, {*this}, {{"dtype", dtype()}, {"device", device()}});
+}
 Tensor Tensor::to(DType dtype) const {
   return dtype == this->dtype() ? *this : copy_to(*this, dtype, device());
 }

@@ -9,6 +9,10 @@
 namespace dlf::cpu {
 
 dnnl::engine& engine();
+/// Whether oneDNN runs bf16 primitives on this CPU: it needs AVX-512 (native bf16 dot products
+/// from AVX512_BF16 on, emulated before); on an AVX2 CPU it has none, and bf16 takes the loops
+/// (or, for products, f32 primitives on converted operands).
+bool has_bf16();
 /// One stream per calling thread (a stream is not shared across threads).
 dnnl::stream& stream();
 

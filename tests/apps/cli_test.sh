@@ -63,7 +63,7 @@ expect_error 1 train --model gpt-nano --checkpoint "$tmp/straight" --resume
 "$dlf" train --help | grep -q -- "--resume" || fail "train --help"
 
 # plan: GPT-3 175B over 1024 devices on meta devices
-out=$("$dlf" plan --model gpt3-175b --devices 1024 --tp 8 --pp 8 --device sim:h100-80gb --batch 1536 --dtype bf16) ||
+out=$("$dlf" plan --model gpt3-175b --devices 1024 --tp 8 --pp 8 --device sim:h100-80gb --batch 1536 --precision bf16 --recompute full) ||
   fail "plan: $out"
 grep -q "dp 16 x tp 8 x pp 8" <<<"$out" || fail "plan layout: $out"
 grep -q "parameters .* GiB, gradients .* GiB, optimizer state .* GiB, activations" <<<"$out" ||

@@ -42,13 +42,19 @@ TEST_CASE("grad returns an input's gradient at every place it is asked for, as P
 
 TEST_CASE("gradients accumulate over backward calls, and a freed graph refuses a second run") {
   Tensor x = zeros({3}, {.dtype = DType::f64}).requires_grad_();
-  Tensor y = x.view({1, 3}).expand({2, 3});
+  Tensor y = x.view({1, 3}).expand({2, 3}) * 3.0;
   Tensor g = ones({2, 3}, {.dtype = DType::f64});
   y.backward(g, /*retain_graph=*/true);
-  check_close(x.grad(), {2, 2, 2}, {3}, 0);
+  check_close(x.grad(), {6, 6, 6}, {3}, 0);
   y.backward(g);
-  check_close(x.grad(), {4, 4, 4}, {3}, 0);
-  check_error([&] { y.backward(g); }, {"retain_graph"});
+  check_close(x.grad(), {12, 12, 12}, {3}, 0);
+  // Views and scalings save no tensor: as in PyTorch, their nodes may run again.
+  y.backward(g);
+  check_close(x.grad(), {18, 18, 18}, {3}, 0);
+  // A product saves its operands, which the first backward without retain_graph frees.
+  Tensor z = x * x;
+  z.sum().backward();
+  check_error([&] { z.sum().backward(); }, {"retain_graph"});
 }
 
 TEST_CASE("backward refuses what it cannot do") {

@@ -105,6 +105,38 @@ TEST_CASE("GPT: gradients of every parameter match finite differences (tiny f64 
   CHECK(result.ok);
 }
 
+TEST_CASE("GPT: gpt-nano's bf16 mixed-precision gradients are within bf16's error of f64's") {
+  manual_seed(7);
+  models::GPT gpt(models::gpt_config("gpt-nano"));
+  models::GPT ref(models::gpt_config("gpt-nano"));
+  ref.load_state_dict(gpt.state_dict());
+  ref.to(DType::f64);
+  Generator data(8);
+  const Tensor idx = randint(0, 256, {4, 64}, {.dtype = DType::i64}, &data);
+  const Tensor targets = randint(0, 256, {4, 64}, {.dtype = DType::i64}, &data);
+  const Tensor ref_loss = ref.loss(idx, targets);
+  ref_loss.backward();
+  Tensor loss;
+  {
+    AutocastGuard autocast(DType::bf16);
+    loss = gpt.loss(idx, targets);
+  }
+  loss.backward();
+  CHECK(loss.dtype() == DType::f32);
+  // bf16 keeps 8 significant bits: each rounding is within 2^-9, and a gradient passes a few
+  // dozen of them; a dropped cast or an f32 op left in bf16 shows up as several times more.
+  CHECK(std::fabs(loss.item<double>() / ref_loss.item<double>() - 1) < 5e-3);
+  const nn::NamedTensors got = gpt.named_parameters(), want = ref.named_parameters();
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const Tensor g = got[i].second.grad(), w = want[i].second.grad();
+    const double error = test::relative_error(g, w);
+    INFO(got[i].first, ": relative error ", error);
+    CHECK(g.dtype() == DType::f32);
+    CHECK(error < 3e-2);
+  }
+}
+
 TEST_CASE("GPT: gpt-nano overfits a short text and then recites it greedily") {
   manual_seed(0);
   models::GPT gpt(models::gpt_config("gpt-nano"));

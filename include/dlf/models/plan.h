@@ -32,7 +32,7 @@ struct PlanOptions {
   int64_t global_batch = 0;  ///< sequences per step; 0: dp · micro_batch · (4·pp if pp > 1)
   int64_t micro_batch = 1;   ///< sequences per micro-batch
   int64_t seq = 0;           ///< 0: the model's context
-  DType dtype = DType::f32;  ///< the compute dtype (f32, bf16)
+  DType dtype = DType::f32;  ///< f32, or bf16: mixed precision (autocast, f32 master weights)
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  ///< the pipeline's
   bool recompute = false;  ///< every block recomputed in backward (autograd::checkpoint)
   int zero = 0;            ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
@@ -104,7 +104,7 @@ struct ReplicaPlanOptions {
   SimSpec spec;              ///< the device
   int64_t global_batch = 0;  ///< sequences or images per step; 0: one per device
   int64_t seq = 0;           ///< GPT and BERT: tokens per sequence; 0: the model's context
-  DType dtype = DType::f32;  ///< the compute dtype (f32 only for now)
+  DType dtype = DType::f32;  ///< f32, or bf16: mixed precision (autocast, f32 master weights)
   bool recompute = false;    ///< Module::recompute: every block recomputed in backward
   int zero = 0;              ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
 };
