@@ -128,14 +128,6 @@ Workload make_workload(const Options& o, Generator& data) {
   throw Error("train_bench: no workload for " + o.model);
 }
 
-// The matmul rate this process reaches now in `dtype`, at a GPT-2-sized shape: MFU's
-// denominator.
-double matmul_peak_gflops(DType dtype) {
-  const Tensor x = randn({1024, 768}).to(dtype), w = randn({3072, 768}).to(dtype);
-  const bench::Timing t = bench::time_ms([&] { linear(x, w); }, 3, 15);
-  return 2.0 * 1024 * 768 * 3072 / (t.median_ms * 1e6);
-}
-
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -196,7 +188,9 @@ int main(int argc, char** argv) try {
   }
   const bench::Timing t = bench::summarize(ms);
   const double items_per_s = double(w.items) / (t.median_ms / 1e3);
-  const double peak = matmul_peak_gflops(bf16 ? DType::bf16 : DType::f32);
+  // MFU's denominator: the matmul rate this process reaches now, at a GPT-2-sized shape.
+  const double peak =
+      measure_cpu().peak_flops(bf16 ? MathPrecision::bf16 : MathPrecision::f32) / 1e9;
   const double mfu = step_flops / (t.median_ms / 1e3) / (peak * 1e9);
   bench::JsonLine line;
   line.add("bench", "train").add("case", o.model).add("impl", "dlf").add("threads", o.threads);

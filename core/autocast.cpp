@@ -52,7 +52,6 @@ CastPolicy cast_policy(std::string_view op) {
       {"embedding", CastPolicy::lower},
       {"softmax", CastPolicy::f32},
       {"log_softmax", CastPolicy::f32},
-      {"cross_entropy", CastPolicy::f32},
       {"layer_norm", CastPolicy::match},
       {"group_norm", CastPolicy::match},
       {"group_norm_silu", CastPolicy::match},

@@ -130,6 +130,13 @@ Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const
   return c;
 }
 
+double simulated_seconds(Device device, const Cost& cost, Inputs inputs,
+                         std::span<const Tensor> outputs) {
+  const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
+  return sim::op_seconds(sim::spec_of(device), cost.flops, cost.bytes_read + cost.bytes_written,
+                         math_precision(dtype));
+}
+
 namespace {
 Device output_device(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
   if (attrs.has("device")) return attrs.device("device");
@@ -159,15 +166,24 @@ std::string span_name(const OpDef& op, Inputs inputs) {
 void charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs,
                       std::span<const Tensor> outputs) {
   const Cost c = op_cost(op, inputs, attrs, outputs);
-  const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
-  const double bytes = c.bytes_read + c.bytes_written;
-  const double seconds =
-      sim::op_seconds(sim::spec_of(device), c.flops, bytes, math_precision(dtype));
+  const double seconds = simulated_seconds(device, c, inputs, outputs);
   const double start = sim::timeline(device).run(sim::Stream::compute, seconds);
   if (trace::enabled()) {
-    trace::span(device, sim::Stream::compute, span_name(op, inputs), start, seconds,
-                detail::concat("\"flops\":", c.flops, ",\"bytes\":", bytes));
+    trace::span(
+        device, sim::Stream::compute, span_name(op, inputs), start, seconds,
+        detail::concat("\"flops\":", c.flops, ",\"bytes\":", c.bytes_read + c.bytes_written));
   }
+}
+
+// A cpu op's span on the calling thread's track, from `began` (trace::now()) to now, and the
+// memory in use after it.
+void trace_cpu(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs,
+               std::span<const Tensor> outputs, double began) {
+  const Cost c = op_cost(op, inputs, attrs, outputs);
+  const double end = trace::now();
+  trace::span(device, sim::Stream::compute, span_name(op, inputs), began, end - began,
+              detail::concat("\"flops\":", c.flops, ",\"bytes\":", c.bytes_read + c.bytes_written));
+  trace::counter(device, "memory", end, double(allocator_for(device).stats().live_bytes));
 }
 
 // Composite ops dispatch inner ops; only the outermost op is charged to the device clock (its
@@ -196,6 +212,9 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
       for (const TensorMeta& m : metas)
         outputs.push_back(Tensor::empty(m.shape, m.dtype, device, m.format));
     }
+    const bool traced_cpu =
+        device.type == DeviceType::cpu && dispatch_depth == 1 && trace::enabled();
+    const double began = traced_cpu ? trace::now() : 0;
     if (device.has_data()) {
       detail::acquire_kernel_slot();
       detail::apply_num_threads();
@@ -204,6 +223,7 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
     if (op.inplace >= 0) outputs[0].storage()->bump_version();
     if (device.type != DeviceType::cpu && dispatch_depth == 1)
       charge_simulated(device, op, inputs, attrs, outputs);
+    if (traced_cpu) trace_cpu(device, op, inputs, attrs, outputs, began);
   }
   for (DispatchObserver* o : observers) o->on_op(op, inputs, attrs, outputs);
   if (autograd_hook != nullptr) autograd_hook(op, inputs, attrs, outputs);

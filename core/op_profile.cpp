@@ -5,53 +5,80 @@
 
 namespace dlf {
 
-void OpProfile::on_op_start(const OpDef&) { starts_.push_back(std::chrono::steady_clock::now()); }
+void OpProfile::on_op_start(const OpDef&) { stack_.push_back({std::chrono::steady_clock::now()}); }
 
 void OpProfile::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                       std::span<const Tensor> outputs) {
-  double seconds = 0;
-  if (!starts_.empty()) {
-    seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - starts_.back()).count();
-    starts_.pop_back();
-  }
   const Cost c = op_cost(op, inputs, attrs, outputs);
+  double seconds = 0, children = 0;
+  if (!stack_.empty()) {
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stack_.back().start)
+                  .count();
+    children = stack_.back().children;
+    stack_.pop_back();
+    // A simulated device's clock instead: it charges an outermost op its roofline time, which
+    // covers the ops that op dispatches.
+    const Device device = !outputs.empty()  ? outputs[0].device()
+                          : !inputs.empty() ? inputs[0].device()
+                                            : kCPU;
+    if (device.type != DeviceType::cpu) {
+      seconds = stack_.empty() && !op.view ? simulated_seconds(device, c, inputs, outputs) : 0;
+      children = 0;
+    }
+    if (!stack_.empty()) stack_.back().children += seconds;
+  }
   auto add = [&](Row& row) {
     ++row.calls;
     row.seconds += seconds;
+    row.self_seconds += seconds - children;
     row.flops += c.flops;
     row.bytes += c.bytes_read + c.bytes_written;
   };
-  add(rows_[op.name]);
-  if (starts_.empty()) add(outermost_);
+  std::string key = op.name;
+  if (options_.by_shape) {
+    for (const Tensor& t : inputs) {
+      key += ' ';
+      key += t.defined() ? shape_str(t.shape()) : std::string("-");
+    }
+  }
+  add(rows_[key]);
+  if (stack_.empty()) add(outermost_);
 }
 
-void OpProfile::print(std::ostream& os) const {
+void OpProfile::print(std::ostream& os, std::optional<Roofline> roofline) const {
   std::vector<std::pair<std::string, Row>> sorted(rows_.begin(), rows_.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
-  Row total;
-  for (const auto& [name, row] : sorted) {
-    total.calls += row.calls;
-    total.seconds += row.seconds;
-    total.flops += row.flops;
-    total.bytes += row.bytes;
-  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second.self_seconds > b.second.self_seconds;
+  });
+  const double profiled = outermost_.seconds;
+  size_t width = 34;
+  for (const auto& [name, row] : sorted) width = std::max(width, name.size());
   auto print_row = [&](const std::string& name, const Row& row) {
-    char line[200];
-    std::snprintf(line, sizeof line, "%-34s %8ld %10.2f %6.1f%% %12.1f %9.1f %8.1f\n", name.c_str(),
-                  row.calls, row.seconds * 1e3,
-                  total.seconds > 0 ? 100 * row.seconds / total.seconds : 0.0, row.flops / 1e6,
-                  row.seconds > 0 ? row.flops / row.seconds / 1e9 : 0.0,
-                  row.seconds > 0 ? row.bytes / row.seconds / 1e9 : 0.0);
+    const double gflops = row.seconds > 0 ? row.flops / row.seconds / 1e9 : 0.0;
+    const double gbytes = row.seconds > 0 ? row.bytes / row.seconds / 1e9 : 0.0;
+    char line[512];
+    std::snprintf(line, sizeof line, "%-*s %8ld %10.2f %10.2f %6.1f%% %12.1f %9.1f %8.1f",
+                  int(width), name.c_str(), row.calls, row.self_seconds * 1e3, row.seconds * 1e3,
+                  profiled > 0 ? 100 * row.self_seconds / profiled : 0.0, row.flops / 1e6, gflops,
+                  gbytes);
     os << line;
+    if (roofline && row.seconds > 0 && (row.flops > 0 || row.bytes > 0)) {
+      // Compute-bound when the op's FLOPs per byte exceed the peaks' ratio (the ridge point).
+      const bool compute = row.flops * roofline->bytes_per_s > row.bytes * roofline->flops_per_s;
+      const double reached =
+          compute ? gflops * 1e9 / roofline->flops_per_s : gbytes * 1e9 / roofline->bytes_per_s;
+      std::snprintf(line, sizeof line, "  %-7s %6.1f%%", compute ? "compute" : "memory",
+                    100 * reached);
+      os << line;
+    }
+    os << "\n";
   };
-  char header[200];
-  std::snprintf(header, sizeof header, "%-34s %8s %10s %7s %12s %9s %8s\n", "op", "calls", "ms",
-                "time%", "MFLOP", "GFLOP/s", "GB/s");
-  os << header;
+  char header[512];
+  std::snprintf(header, sizeof header, "%-*s %8s %10s %10s %7s %12s %9s %8s", int(width), "op",
+                "calls", "self ms", "total ms", "self%", "MFLOP", "GFLOP/s", "GB/s");
+  os << header << (roofline ? "  bound   of peak" : "") << "\n";
   for (const auto& [name, row] : sorted) print_row(name, row);
-  print_row("total (nested ops count twice)", total);
+  print_row("all ops (outermost)", outermost_);
 }
 
 }  // namespace dlf

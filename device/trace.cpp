@@ -2,6 +2,7 @@
 #include <dlf/error.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +16,7 @@ namespace {
 
 struct Record {
   Device device;
-  int stream;  // -1 for a counter
+  int stream;  // -1 for a counter; on the cpu, the recording thread's track of that stream
   std::string name;
   double start, seconds;  // a counter's value in `seconds`
   std::string args;
@@ -25,11 +26,28 @@ struct Sink {
   std::atomic<bool> on{false};
   std::mutex mutex;
   std::vector<Record> records;
+  std::chrono::steady_clock::time_point origin;
+  std::vector<std::string> thread_names;  // the cpu tracks' threads, by index
+  int generation = 0;                     // start()s so far
 };
 
 Sink& sink() {
   static Sink s;
   return s;
+}
+
+// The calling thread's index among the cpu tracks' threads of this trace (the sink's mutex
+// held).
+thread_local int thread_index = -1, thread_generation = -1;
+thread_local std::string thread_label;
+int this_thread(Sink& s) {
+  if (thread_generation != s.generation) {
+    thread_generation = s.generation;
+    thread_index = int(s.thread_names.size());
+    s.thread_names.push_back(thread_label.empty() ? "thread " + std::to_string(thread_index)
+                                                  : thread_label);
+  }
+  return thread_index;
 }
 
 // Chrome trace ids: one process per device (sim:i is pid i, meta and cpu come after), one
@@ -57,7 +75,8 @@ void write_escaped(std::ostream& os, const std::string& text) {
   }
 }
 
-void write_json(std::ostream& os, const std::vector<Record>& records) {
+void write_json(std::ostream& os, const std::vector<Record>& records,
+                const std::vector<std::string>& thread_names) {
   os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   std::set<std::pair<int, int>> threads;
   std::set<int> processes;
@@ -91,9 +110,14 @@ void write_json(std::ostream& os, const std::vector<Record>& records) {
       continue;
     }
     if (threads.insert({pid, r.stream}).second) {
+      const auto stream = static_cast<sim::Stream>(r.stream % sim::kStreams);
+      std::string name(sim::stream_name(stream));
+      if (r.device.type == DeviceType::cpu)
+        name = thread_names[size_t(r.stream / sim::kStreams)] + " " + name;
       os << R"({"ph":"M","name":"thread_name","pid":)" << pid << R"(,"tid":)" << r.stream
-         << R"(,"args":{"name":")" << sim::stream_name(static_cast<sim::Stream>(r.stream))
-         << "\"}},\n";
+         << R"(,"args":{"name":")";
+      write_escaped(os, name);
+      os << "\"}},\n";
     }
     os << R"({"ph":"X","pid":)" << pid << R"(,"tid":)" << r.stream << R"(,"name":")";
     write_escaped(os, r.name);
@@ -111,24 +135,35 @@ void start() {
   Sink& s = sink();
   std::lock_guard lock(s.mutex);
   s.records.clear();
+  s.thread_names.clear();
+  ++s.generation;
+  s.origin = std::chrono::steady_clock::now();
   s.on = true;
 }
 
 bool enabled() { return sink().on.load(std::memory_order_relaxed); }
 
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - sink().origin).count();
+}
+
+void name_thread(std::string name) { thread_label = std::move(name); }
+
 void stop_and_write(const std::string& path) {
   Sink& s = sink();
   std::vector<Record> records;
+  std::vector<std::string> thread_names;
   {
     std::lock_guard lock(s.mutex);
     s.on = false;
     records.swap(s.records);
+    thread_names.swap(s.thread_names);
   }
   const std::string temp = path + ".tmp";
   {
     std::ofstream out(temp);
     DLF_CHECK(out, "cannot write trace file '", temp, "'");
-    write_json(out, records);
+    write_json(out, records, thread_names);
     DLF_CHECK(out.flush(), "writing trace file '", temp, "' failed");
   }
   std::error_code ec;
@@ -141,8 +176,9 @@ void span(Device device, sim::Stream stream, std::string name, double start, dou
   Sink& s = sink();
   if (!s.on) return;
   std::lock_guard lock(s.mutex);
-  s.records.push_back(
-      {device, static_cast<int>(stream), std::move(name), start, seconds, std::move(args_json)});
+  int track = static_cast<int>(stream);
+  if (device.type == DeviceType::cpu) track += this_thread(s) * sim::kStreams;
+  s.records.push_back({device, track, std::move(name), start, seconds, std::move(args_json)});
 }
 
 void counter(Device device, std::string name, double time, double value) {

@@ -28,12 +28,13 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   DLF_CHECK(options.zero < 2 || mesh.layout().tp * mesh.layout().pp == 1, "ZeRO-", options.zero,
             " shards whole replicas: not with tensor or pipeline parallelism");
   if (mesh.layout().dp > 1 && options.zero == 3) {
-    fsdp_.emplace(*model_, mesh.dp(), options.micro_batches);
+    fsdp_.emplace(*model_, mesh.dp(), options.micro_batches, options.reduce_in_bf16);
   } else if (mesh.layout().dp > 1) {
     ddp_.emplace(*model_, mesh.dp(),
                  parallel::DDPOptions{.bucket_bytes = options.bucket_bytes,
                                       .backward_passes = options.micro_batches,
-                                      .shard_gradients = options.zero == 2});
+                                      .shard_gradients = options.zero == 2,
+                                      .reduce_in_bf16 = options.reduce_in_bf16});
   }
 }
 

@@ -13,16 +13,33 @@ void Communicator::wait(const Work& work) const {
 }
 
 namespace detail {
+namespace {
+
+// "allreduce dp 12.0 MiB": a collective's span in a trace, and its args.
+std::string collective_span_name(sim::Collective kind, std::string_view group, double bytes) {
+  return ::dlf::detail::concat(sim::collective_name(kind), " ", group, " ", format_bytes(bytes));
+}
+std::string collective_span_args(double bytes, size_t ranks) {
+  return ::dlf::detail::concat("\"bytes\":", static_cast<int64_t>(bytes), ",\"ranks\":", ranks);
+}
+
+}  // namespace
 
 double ready_time(Device device) {
-  if (device.type == DeviceType::cpu) return 0;
+  if (device.type == DeviceType::cpu) return trace::enabled() ? trace::now() : 0;
   const sim::Timeline& clock = sim::timeline(device);
   return std::max(clock.now(sim::Stream::compute), clock.now(sim::Stream::comm));
 }
 
 Work run_collective(Device self, sim::Collective kind, double bytes, std::span<const int> group,
                     double start, bool async, std::string_view group_name, int peer) {
-  if (self.type == DeviceType::cpu) return {};
+  if (self.type == DeviceType::cpu) {  // done by now: its wall-clock span, when tracing
+    if (trace::enabled()) {
+      trace::span(self, sim::Stream::comm, collective_span_name(kind, group_name, bytes), start,
+                  trace::now() - start, collective_span_args(bytes, group.size()));
+    }
+    return {};
+  }
   const int pair[] = {self.index, peer >= 0 ? group[peer] : 0};
   if (peer >= 0) group = pair;
   const double seconds = sim::collective_seconds(sim::spec_of(self), kind, bytes, group);
@@ -31,12 +48,8 @@ Work run_collective(Device self, sim::Collective kind, double bytes, std::span<c
   const Work work{{begin}, {begin + seconds}};
   if (!async) clock.wait(sim::Stream::compute, work.done);
   if (trace::enabled()) {
-    trace::span(self, sim::Stream::comm,
-                ::dlf::detail::concat(sim::collective_name(kind), " ", group_name, " ",
-                                      format_bytes(bytes)),
-                begin, seconds,
-                ::dlf::detail::concat("\"bytes\":", static_cast<int64_t>(bytes),
-                                      ",\"ranks\":", group.size()));
+    trace::span(self, sim::Stream::comm, collective_span_name(kind, group_name, bytes), begin,
+                seconds, collective_span_args(bytes, group.size()));
   }
   return work;
 }

@@ -14,11 +14,13 @@ struct DistributedDataParallel::Reducer {
     int pending = 0;  // gradients not final yet in this step (parameters x backward passes)
     bool launched = false;
     Tensor gradient_part;  // shard_gradients: this rank's part of the average
+    Tensor wire;           // reduce_in_bf16: the bf16 buffer being averaged
   };
 
   Communicator* comm;
   int backward_passes = 1;
   bool shard_gradients = false;
+  bool reduce_in_bf16 = false;
   std::vector<Bucket> buckets;
   std::vector<Work> works;
   double step_comm_seconds = 0;                  // reductions started in this backward
@@ -43,6 +45,7 @@ struct DistributedDataParallel::Reducer {
     {
       MemoryScope scope(MemoryCategory::gradients);
       buffer = flat.size() == 1 ? flat[0].clone() : cat(flat, 0);
+      if (reduce_in_bf16) buffer = buffer.to(DType::bf16);
     }
     b.launched = true;
     if (shard_gradients) {
@@ -50,7 +53,7 @@ struct DistributedDataParallel::Reducer {
       // one would overlap backward as the allreduces do).
       MemoryScope scope(MemoryCategory::gradients);
       const double before = ready();
-      b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg);
+      b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg).to(any.dtype());
       step_comm_seconds += ready() - before;
       step_blocking_seconds += ready() - before;
       for (Tensor& p : b.params) p.set_grad(Tensor());
@@ -58,6 +61,15 @@ struct DistributedDataParallel::Reducer {
     }
     works.push_back(comm->allreduce(buffer, ReduceOp::avg, /*async=*/true));
     step_comm_seconds += works.back().done.time - works.back().start.time;
+    if (reduce_in_bf16) {
+      b.wire = buffer;  // the gradients take the average once it has arrived (synchronize)
+    } else {
+      point_gradients_at(b, buffer);
+    }
+  }
+
+  // Each gradient of the bucket becomes its part of the flat averaged buffer.
+  static void point_gradients_at(Bucket& b, const Tensor& buffer) {
     int64_t offset = 0;
     for (Tensor& p : b.params) {
       p.set_grad(buffer.narrow(0, offset, p.numel()).reshape(p.shape()));
@@ -85,6 +97,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
   reducer_->comm = &comm;
   reducer_->backward_passes = options.backward_passes;
   reducer_->shard_gradients = options.shard_gradients;
+  reducer_->reduce_in_bf16 = options.reduce_in_bf16;
   {
     autograd::NoGradGuard no_grad;
     for (auto& [name, t] : module.named_parameters()) comm.broadcast(t, 0);
@@ -139,6 +152,12 @@ void DistributedDataParallel::synchronize() {
   r.step_comm_seconds = 0;
   r.step_blocking_seconds = 0;
   for (Reducer::Bucket& b : r.buckets) {
+    if (b.wire.defined()) {
+      autograd::NoGradGuard no_grad;
+      MemoryScope scope(MemoryCategory::gradients);
+      Reducer::point_gradients_at(b, b.wire.to(b.params.front().dtype()));
+      b.wire = Tensor();
+    }
     b.pending = static_cast<int>(b.params.size()) * r.backward_passes;
     b.launched = false;
   }

@@ -20,6 +20,7 @@ struct FullyShardedDataParallel::State {
   };
   Communicator* comm = nullptr;
   int backward_passes = 1;
+  bool reduce_in_bf16 = false;
   std::vector<Unit> units;
 
   // The unit's parameters flattened, padded to a multiple of the ranks.
@@ -69,7 +70,9 @@ struct FullyShardedDataParallel::State {
     }
     for (const Tensor& p : u.params) p.set_grad(Tensor());
     MemoryScope scope(MemoryCategory::gradients);
-    u.gradient_part = comm->reduce_scatter(flat, ReduceOp::avg);
+    const DType dtype = flat.dtype();
+    if (reduce_in_bf16) flat = flat.to(DType::bf16);
+    u.gradient_part = comm->reduce_scatter(flat, ReduceOp::avg).to(dtype);
     u.pending = -1;  // reduced in this step
   }
 
@@ -95,12 +98,13 @@ void find_blocks(const nn::Module& m, std::vector<const nn::Module*>& out) {
 }  // namespace
 
 FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communicator& comm,
-                                                   int backward_passes)
+                                                   int backward_passes, bool reduce_in_bf16)
     : state_(std::make_shared<State>()) {
   DLF_CHECK(backward_passes > 0, "FSDP: backward_passes must be positive");
   State& s = *state_;
   s.comm = &comm;
   s.backward_passes = backward_passes;
+  s.reduce_in_bf16 = reduce_in_bf16;
   {
     autograd::NoGradGuard no_grad;
     for (auto& [name, t] : module.named_parameters()) comm.broadcast(t, 0);

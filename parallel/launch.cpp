@@ -1,4 +1,5 @@
 #include <dlf/device/threads.h>
+#include <dlf/device/trace.h>
 #include <dlf/parallel/launch.h>
 
 #include <algorithm>
@@ -35,6 +36,7 @@ void run_ranks(const std::vector<Device>& devices,
       try {
         set_thread_num_threads(per_rank);
         set_rank_thread(true);
+        trace::name_thread("rank " + std::to_string(r));
         fn(*world.ranks[r]);
         set_rank_thread(false);
       } catch (...) {

@@ -24,7 +24,8 @@ class GPTTask final : public RankTask {
              {.micro_batches = int(rows_ / s.micro_batch),
               .schedule = s.schedule,
               .bucket_bytes = s.bucket_bytes,
-              .zero = s.zero}),
+              .zero = s.zero,
+              .reduce_in_bf16 = s.reduce_in_bf16}),
         batches_(
             [this](int64_t step) {
               return mine(data_.sample(nn::data::Split::train, step, run_.batch, seq_, run_.seed));

@@ -34,10 +34,7 @@ using dlf::app::non_negative;
 using dlf::app::positive;
 using dlf::app::whole;
 
-void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
-  cmd = app.add_subcommand("train",
-                           "Train a model: GPT and BERT on text (the fortunes corpus by default), "
-                           "ViT and UNet on Fashion-MNIST");
+void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
   dlf::app::RunConfig& r = o.run;
   cmd->add_option("--model", r.model,
                   "model name: gpt-nano, gpt-mini, gpt-small, gpt-medium, bert-tiny, bert-mini, "
@@ -116,7 +113,10 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
                   "cpu, sim (a100-40gb), sim:PRESET (a100-40gb, a100-80gb, h100-80gb, l4-24gb) or "
                   "sim:SPEC.json; auto: cpu for one device, sim for more")
       ->capture_default_str();
-  cmd->add_option("--trace", o.trace, "write a Chrome trace of the simulated devices (Perfetto)");
+  cmd->add_option("--trace", o.trace,
+                  "write a Chrome trace (Perfetto): steps, ops with shapes, FLOPs and bytes, "
+                  "collectives and memory, per rank; the sim clock on sim devices, the wall clock "
+                  "on the cpu");
   cmd->add_option("--zero", o.zero,
                   "ZeRO stage over the data-parallel ranks: 1 shards the optimizer state and the "
                   "update (1/N per rank), 2 the gradients too, 3 the parameters too (each "
@@ -135,6 +135,12 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
                   "normalisation statistics, softmax and losses stay f32")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
+  cmd->add_option("--grad-reduce", o.grad_reduce,
+                  "the dtype the data-parallel gradient average crosses the wire in: fp32, or "
+                  "bf16 (half the bytes, the average rounded to bf16 once; PyTorch's "
+                  "bf16_compress_hook)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("--bucket-mb", o.bucket_mb, "size of the gradient buckets allreduced together")
       ->check(whole(1, 1 << 20))
       ->capture_default_str();
@@ -145,6 +151,38 @@ void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
                   "every N steps, compare a checksum of the data-parallel replicas' parameters "
                   "and stop if they drifted apart")
       ->check(whole(1, kMaxSteps));
+}
+
+void add_train(CLI::App& app, dlf::app::TrainOptions& o, CLI::App*& cmd) {
+  cmd = app.add_subcommand("train",
+                           "Train a model: GPT and BERT on text (the fortunes corpus by default), "
+                           "ViT and UNet on Fashion-MNIST");
+  add_train_options(cmd, o);
+}
+
+// `dlf profile`: train's options for a few steps, and rank 0's ops as a table.
+void add_profile(CLI::App& app, dlf::app::TrainOptions& o, dlf::app::ProfileRequest& request,
+                 CLI::App*& cmd) {
+  cmd = app.add_subcommand(
+      "profile",
+      "Train a few steps (every option of train) and print rank 0's ops as a table: calls, self "
+      "and total time, share, FLOPs, GFLOP/s, GB/s and the roofline bound (against the sim "
+      "device's peaks, or this CPU's measured ones); then the step's time in and outside ops, "
+      "exposed communication and MFU");
+  o.run.steps = 4;
+  add_train_options(cmd, o);
+  cmd->add_option("--skip", request.skip, "steps run before profiling starts (warm-up)")
+      ->check(whole(0, kMaxSteps))
+      ->capture_default_str();
+  cmd->add_flag("--by-shape", request.by_shape, "one row per op and input shapes");
+}
+
+void add_calibrate(CLI::App& app, std::string& out, CLI::App*& cmd) {
+  cmd = app.add_subcommand("calibrate",
+                           "Measure this CPU as the simulator describes a device (matmul peak per "
+                           "precision, memory bandwidth, per-op overhead) and write its JSON spec, "
+                           "for --device sim:FILE.json");
+  cmd->add_option("--out", out, "the spec file (default: standard output)");
 }
 
 void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
@@ -351,6 +389,13 @@ int run(int argc, char** argv) {
   dlf::app::EvalOptions eval;
   CLI::App *train_cmd = nullptr, *generate_cmd = nullptr, *eval_cmd = nullptr;
   add_train(app, train, train_cmd);
+  dlf::app::TrainOptions profile;
+  dlf::app::ProfileRequest profile_request;
+  CLI::App* profile_cmd = nullptr;
+  add_profile(app, profile, profile_request, profile_cmd);
+  std::string calibrate_out;
+  CLI::App* calibrate_cmd = nullptr;
+  add_calibrate(app, calibrate_out, calibrate_cmd);
   add_generate(app, generate, generate_cmd);
   add_eval(app, eval, eval_cmd);
   dlf::app::PlanCommand plan;
@@ -394,12 +439,21 @@ int run(int argc, char** argv) {
     if (threads > 0) dlf::set_num_threads(threads);
     if (collective_timeout > 0) dlf::parallel::set_collective_timeout(collective_timeout);
     if (*demo_cmd) dlf::app::run_demo(demo);
-    if (*train_cmd) {
-      for (const CLI::Option* option : train_cmd->get_options()) {
-        if (option->count() > 0) train.given.insert(option->get_name());
+    auto given = [](const CLI::App* cmd, dlf::app::TrainOptions& o) {
+      for (const CLI::Option* option : cmd->get_options()) {
+        if (option->count() > 0) o.given.insert(option->get_name());
       }
+    };
+    if (*train_cmd) {
+      given(train_cmd, train);
       dlf::app::run_train(train);
     }
+    if (*profile_cmd) {
+      given(profile_cmd, profile);
+      profile.profile = profile_request;
+      dlf::app::run_train(profile);
+    }
+    if (*calibrate_cmd) dlf::app::run_calibrate(calibrate_out);
     if (*generate_cmd) dlf::app::run_generate(generate);
     if (*eval_cmd) dlf::app::run_eval(eval);
     if (*plan_cmd) dlf::app::run_plan(plan);

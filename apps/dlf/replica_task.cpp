@@ -26,11 +26,12 @@ ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
   model_->to(device());
   model_->recompute(s.recompute);
   if (l.dp > 1 && s.zero == 3) {
-    fsdp_.emplace(*model_, s.mesh.dp());
+    fsdp_.emplace(*model_, s.mesh.dp(), 1, s.reduce_in_bf16);
   } else if (l.dp > 1) {
-    ddp_.emplace(
-        *model_, s.mesh.dp(),
-        parallel::DDPOptions{.bucket_bytes = s.bucket_bytes, .shard_gradients = s.zero == 2});
+    ddp_.emplace(*model_, s.mesh.dp(),
+                 parallel::DDPOptions{.bucket_bytes = s.bucket_bytes,
+                                      .shard_gradients = s.zero == 2,
+                                      .reduce_in_bf16 = s.reduce_in_bf16});
   }
 }
 

@@ -39,6 +39,7 @@ struct TaskSetup {
   bool recompute = false;  ///< activation recompute of every block (Module::recompute)
   int zero =
       0;  ///< ZeRO stage: 2 reduce-scatters the gradients (DDP), 3 shards the parameters (FSDP)
+  bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
 };
 
 class RankTask {

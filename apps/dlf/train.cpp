@@ -9,11 +9,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 
 #include <dlf/autograd/anomaly.h>
 #include <dlf/core/autocast.h>
+#include <dlf/core/calibrate.h>
 #include <dlf/core/checksum.h>
 #include <dlf/core/factory.h>
 #include <dlf/device/sim_device.h>
@@ -95,6 +97,7 @@ struct Job {
   const TaskData& data;
   std::ofstream& metrics;
   std::string agreement;  // what every rank's command line must agree on
+  SimSpec roofline;       // dlf profile: the device's peaks (measured on the cpu)
 };
 
 // A step on the simulated devices, the worst over the ranks.
@@ -204,7 +207,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                  .eval_batches = o.eval_batches > 0 ? o.eval_batches : default_eval_batches(run),
                  .first_step = first,
                  .recompute = o.recompute == "full",
-                 .zero = o.zero},
+                 .zero = o.zero,
+                 .reduce_in_bf16 = o.grad_reduce == "bf16"},
                 job.data);
   const nn::NamedTensors params = task->named_parameters();
   std::vector<Tensor> tensors;
@@ -313,13 +317,18 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
 
   const int64_t stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps;
   double loss = 0, my_peak = 0;
+  std::optional<StepProfiler> profiler;
+  if (o.profile && lead)
+    profiler.emplace(*o.profile, job.roofline, precision.value_or(DType::f32), simulated);
   for (int64_t step = first; step < stop; ++step) {
+    if (profiler) profiler->begin_step(step - first);
     const auto start = std::chrono::steady_clock::now();
     double sim_start = 0;
     if (simulated) {
       sim_start = sim::timeline(device).now();
       allocator_for(device).reset_peak();
     }
+    const double trace_start = simulated ? sim_start : trace::enabled() ? trace::now() : 0;
     const double lr = opt.lr();
     opt.zero_grad();
     double norm = 0;
@@ -349,12 +358,19 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
       if (world.size() > 1) sim_step = worst_over_ranks(world, sim_step);
     }
     const bool last = step + 1 == stop;
-    if (lead) {
-      report(step, loss, lr, norm,
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-             sim_step);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (lead) report(step, loss, lr, norm, seconds, sim_step);
+    if (profiler) {
+      profiler->end_step(simulated ? sim_step.seconds : seconds, sim_step.exposed_comm_seconds);
     }
-    if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last) evaluate(step + 1);
+    if (trace::enabled()) {  // the step as a span around its ops on this rank's track
+      const double end = simulated ? sim::timeline(device).now() : trace::now();
+      trace::span(device, sim::Stream::compute, "step " + std::to_string(step + 1), trace_start,
+                  end - trace_start);
+    }
+    if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last && !o.profile)
+      evaluate(step + 1);
     if (!o.checkpoint.empty() && o.save_every > 0 && (step + 1) % o.save_every == 0 && !last)
       save(step + 1);
     if (o.check_replicas > 0 && (step + 1) % o.check_replicas == 0) {
@@ -371,6 +387,13 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     }
   }
   if (lead) progress.finish();
+  if (profiler) {
+    const int micro_batches = int(run.batch / job.layout.dp / job.micro_batch);
+    profiler->print(std::cout,
+                    run.model + " (" +
+                        describe(job.layout, micro_batches, job.micro_batch, job.schedule) + ", " +
+                        o.precision + ")");
+  }
   if (simulated && job.layout.pp > 1) {  // each stage's peak: the worst of its ranks
     Tensor peak = full({1}, my_peak, {.dtype = DType::f64, .device = device});
     mesh.dp().allreduce(peak, parallel::ReduceOp::max);
@@ -387,7 +410,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
       record(line);
     }
   }
-  evaluate(stop);
+  if (!o.profile) evaluate(stop);  // a profile is of training steps
   if (!o.checkpoint.empty()) save(stop);
   return {loss, stop};
 }
@@ -410,6 +433,7 @@ models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int
           .spec = spec,
           .global_batch = o.run.batch,
           .seq = seq,
+          .dtype = o.precision == "bf16" ? DType::bf16 : DType::f32,
           .schedule = parse_schedule(o.schedule),
           .recompute = o.recompute == "full",
           .zero = o.zero};
@@ -534,8 +558,6 @@ double run_train(TrainOptions o) {
   const std::vector<Device> devices = setup_devices(ranks, device);
   DLF_CHECK(devices[0].type != DeviceType::meta,
             "dlf train computes: use --device cpu or sim (meta devices are for dlf plan)");
-  DLF_CHECK(o.trace.empty() || devices[0].type == DeviceType::sim,
-            "--trace records the simulated devices' timelines: use --device sim[:PRESET]");
   DLF_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive");
   const bool gpt = models::model_family(run.model) == models::ModelFamily::gpt;
   const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
@@ -604,7 +626,8 @@ double run_train(TrainOptions o) {
                 metrics,
                 to_json(run) + " layout " + describe(layout, 1, micro, parse_schedule(o.schedule)) +
                     " zero " + std::to_string(o.zero) + " recompute " + o.recompute +
-                    " precision " + o.precision};
+                    " precision " + o.precision + " grad-reduce " + o.grad_reduce,
+                o.profile && device.type == DeviceType::cpu ? measure_cpu() : device.spec};
   RankResult result;
   auto rank = [&](parallel::Communicator& world) {
     const RankResult mine = train_rank(world, job);

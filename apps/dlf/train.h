@@ -1,10 +1,12 @@
 // `dlf train`: trains a registered model on text, with checkpoints, resume and metrics.
 #pragma once
+#include <optional>
 #include <set>
 #include <string>
 
 #include <dlf/error.h>
 
+#include "profile.h"
 #include "run_config.h"
 
 namespace dlf::app {
@@ -32,10 +34,12 @@ struct TrainOptions {
   std::string trace;              ///< Chrome trace of the simulated devices; empty: none
   int64_t bucket_mb = 25;         ///< DDP gradient bucket size
   int zero = 0;  ///< ZeRO stage: 0 none, 1 optimizer state sharded, 2 gradients too
-  std::string recompute = "none";  ///< activation recompute: none or full (every block)
-  std::string precision = "fp32";  ///< fp32, or bf16: matmuls, convs and attention under autocast
-  bool detect_anomaly = false;     ///< name the first op that makes NaN or infinity
-  int64_t check_replicas = 0;      ///< steps between replica checksums; 0: never
+  std::string recompute = "none";    ///< activation recompute: none or full (every block)
+  std::string precision = "fp32";    ///< fp32, or bf16: matmuls, convs and attention under autocast
+  std::string grad_reduce = "fp32";  ///< the dtype gradients are averaged over dp in
+  bool detect_anomaly = false;       ///< name the first op that makes NaN or infinity
+  int64_t check_replicas = 0;        ///< steps between replica checksums; 0: never
+  std::optional<ProfileRequest> profile;  ///< `dlf profile`: rank 0's ops as a table at the end
 };
 
 /// A run stopped by SIGINT or SIGTERM after saving what it could; `what()` says where.

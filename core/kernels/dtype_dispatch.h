@@ -51,4 +51,7 @@ decltype(auto) visit_floating(DType t, const char* op, Fn&& fn) {
 template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, bf16>, float, T>;
 
+/// acc_t's dtype: what statistics and losses of `t` data are kept in (f32 for bf16).
+inline DType acc_dtype(DType t) { return t == DType::bf16 ? DType::f32 : t; }
+
 }  // namespace dlf::kernels

@@ -19,15 +19,16 @@ const OpDef& cross_entropy_backward_op = register_op({
     .name = "cross_entropy_backward",
     .infer = [](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
       const Tensor &grad = in[0], &logits = in[1], &target = in[2], &lse = in[3];
-      DLF_CHECK(logits.dim() >= 2 && (logits.dtype() == DType::f32 || logits.dtype() == DType::f64),
-                "cross_entropy_backward: logits must be f32 or f64 [N, C, d...], got ",
+      DLF_CHECK(logits.dim() >= 2 && is_floating(logits.dtype()),
+                "cross_entropy_backward: logits must be f32, f64 or bf16 [N, C, d...], got ",
                 dtype_name(logits.dtype()), " ", shape_str(logits.shape()));
+      const DType loss = kernels::acc_dtype(logits.dtype());
       Shape rows = logits.shape();
       rows.erase(rows.begin() + 1);
       const Shape grad_shape = a.s("reduction") == "none" ? rows : Shape{};
       DLF_CHECK(target.shape() == rows && lse.shape() == rows && grad.shape() == grad_shape &&
                     (target.dtype() == DType::i32 || target.dtype() == DType::i64) &&
-                    grad.dtype() == logits.dtype() && lse.dtype() == logits.dtype(),
+                    grad.dtype() == loss && lse.dtype() == loss,
                 "cross_entropy_backward: expected grad ", shape_str(grad_shape),
                 ", integer targets and logsumexp ", shape_str(rows), " for logits ",
                 shape_str(logits.shape()), ", got grad ", shape_str(grad.shape()), ", targets ",
@@ -54,7 +55,8 @@ const OpDef& cross_entropy_backward_op = register_op({
           }
           kernels::visit_floating(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
             using T = typename decltype(tag)::type;
-            kernels::RowMajorData<T> g(in[0]), x(logits), lse(in[3]);
+            kernels::RowMajorData<T> x(logits);
+            kernels::RowMajorData<kernels::acc_t<T>> g(in[0]), lse(in[3]);
             T* dx = out[0].data<T>();
             // The loss's weight on every counted row, unless each row has its own.
             const double shared = reduction == "mean"  ? double(g[0]) / double(counted)

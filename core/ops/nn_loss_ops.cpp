@@ -1,4 +1,6 @@
-// cross_entropy as PyTorch defines it, with a max-subtracted log-softmax in the kernel.
+// cross_entropy as PyTorch defines it, with a max-subtracted log-softmax in the kernel. bf16
+// logits are read as they are and the loss computed and returned in f32 (what mixed precision
+// wants of a loss, without an f32 copy of the logits).
 #include <dlf/core/op.h>
 #include <dlf/core/ops/nn_ops.h>
 
@@ -38,8 +40,8 @@ const OpDef& cross_entropy_op = register_op({
                 shape_str(logits.shape()));
       DLF_CHECK(logits.shape()[1] > 0, "cross_entropy: logits of shape ", shape_str(logits.shape()),
                 " have no classes");
-      DLF_CHECK(logits.dtype() == DType::f32 || logits.dtype() == DType::f64,
-                "cross_entropy: logits must be f32 or f64, got ", dtype_name(logits.dtype()));
+      DLF_CHECK(is_floating(logits.dtype()), "cross_entropy: logits must be f32, f64 or bf16, got ",
+                dtype_name(logits.dtype()));
       DLF_CHECK(target.dtype() == DType::i32 || target.dtype() == DType::i64,
                 "cross_entropy: targets must be i32 or i64, got ", dtype_name(target.dtype()));
       const Shape rows = row_shape(logits);
@@ -50,7 +52,8 @@ const OpDef& cross_entropy_op = register_op({
       DLF_CHECK(eps >= 0 && eps <= 1, "cross_entropy: label_smoothing must be in [0, 1], got ",
                 eps);
       const bool none = a.s("reduction") == "none";
-      return {{none ? rows : Shape{}, logits.dtype()}, {rows, logits.dtype()}};
+      const DType loss = kernels::acc_dtype(logits.dtype());
+      return {{none ? rows : Shape{}, loss}, {rows, loss}};
     },
     .kernel =
         [](Inputs in, const Attrs& a, Outputs out) {
@@ -72,8 +75,9 @@ const OpDef& cross_entropy_op = register_op({
           std::vector<double> row_loss(static_cast<size_t>(rows));
           kernels::visit_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
             using T = typename decltype(tag)::type;
+            using L = kernels::acc_t<T>;  // the loss's type: f32 for bf16 logits
             kernels::RowMajorData<T> x(logits);
-            T* lse_out = out[1].data<T>();
+            L* lse_out = out[1].data<L>();
 #pragma omp parallel for if (rows * classes > 32768)
             for (int64_t r = 0; r < rows; ++r) {
               // Row r = (batch b, position j) reads x[b, c, j] = base[c * inner].
@@ -87,7 +91,7 @@ const OpDef& cross_entropy_op = register_op({
                 total += v;
               }
               const double lse = max + std::log(sum_exp);
-              lse_out[r] = static_cast<T>(lse);
+              lse_out[r] = static_cast<L>(lse);
               if (y[r] == ignore) {
                 row_loss[r] = 0;
               } else {
@@ -96,15 +100,15 @@ const OpDef& cross_entropy_op = register_op({
                 row_loss[r] = (1 - eps) * nll + eps / static_cast<double>(classes) * smooth;
               }
             }
-            T* loss = out[0].data<T>();
+            L* loss = out[0].data<L>();
             if (a.s("reduction") == "none") {
-              for (int64_t r = 0; r < rows; ++r) loss[r] = static_cast<T>(row_loss[r]);
+              for (int64_t r = 0; r < rows; ++r) loss[r] = static_cast<L>(row_loss[r]);
               return;
             }
             double sum = 0;
             for (double l : row_loss) sum += l;
             // mean over an all-ignored batch is 0/0 = NaN, as in PyTorch.
-            loss[0] = static_cast<T>(a.s("reduction") == "sum" ? sum : sum / double(counted));
+            loss[0] = static_cast<L>(a.s("reduction") == "sum" ? sum : sum / double(counted));
           });
         },
     // Per logit: max, subtract, exp, add (and the smoothing sum).

@@ -3,6 +3,7 @@
 #include <dlf/core/op.h>
 #include <dlf/core/ops/normalization.h>
 
+#include "core/kernels/dtype_dispatch.h"
 #include "core/kernels/normalization_kernels.h"
 #include "core/kernels/reduce_common.h"
 
@@ -58,9 +59,6 @@ const OpDef& log_softmax_op = register_op({
     .cost = softmax_cost,
 });
 
-// Statistics of bf16 data are kept in f32.
-DType stat_dtype(DType t) { return t == DType::bf16 ? DType::f32 : t; }
-
 void check_param(const char* op, const char* what, const Tensor& p, const Shape& shape,
                  const Tensor& x) {
   if (!p.defined()) return;
@@ -84,7 +82,7 @@ const OpDef& layer_norm_op = register_op({
       check_param("layer_norm", "weight", in[1], normalized, x);
       check_param("layer_norm", "bias", in[2], normalized, x);
       const Shape rows{numel(Shape(x.shape().begin(), x.shape().begin() + lead))};
-      const DType stat = stat_dtype(x.dtype());
+      const DType stat = kernels::acc_dtype(x.dtype());
       return {{x.shape(), x.dtype()}, {rows, stat}, {rows, stat}};
     },
     .kernel =
@@ -111,7 +109,7 @@ const OpDef& register_group_norm(const std::string& name, bool silu) {
                   " groups");
         check_param(name.c_str(), "weight", in[1], {x.shape()[1]}, x);
         check_param(name.c_str(), "bias", in[2], {x.shape()[1]}, x);
-        const DType stat = stat_dtype(x.dtype());
+        const DType stat = kernels::acc_dtype(x.dtype());
         return {{x.shape(), x.dtype(), x.memory_format()},
                 {{x.shape()[0], groups}, stat},
                 {{x.shape()[0], groups}, stat}};

@@ -9,6 +9,7 @@
 #include <dlf/autograd/gradcheck.h>
 #include <dlf/autograd/node.h>
 #include <dlf/core/autocast.h>
+#include <dlf/core/calibrate.h>
 #include <dlf/core/checksum.h>
 #include <dlf/core/dtype.h>
 #include <dlf/core/factory.h>

@@ -90,7 +90,6 @@ grep -q "planned to fit with --zero" <<<"$out" || fail "plan: no flags that fit:
 expect_error 1 train --model gpt-nano --steps 1 --batch 4 --devices 3 --dp 3
 expect_error 1 train --model gpt-nano --steps 1 --device tpu
 expect_error 1 train --model gpt-nano --steps 1 --device sim:b200
-expect_error 1 train --model gpt-nano --steps 1 --device cpu --trace "$tmp/t.json"
 expect_error 2 train --model gpt-nano --steps 1 --devices 0
 expect_error 1 train --model gpt3-175b --steps 1
 echo "cli over several devices: all checks passed"

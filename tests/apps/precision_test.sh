@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --precision bf16 (mixed precision under dlf::AutocastGuard): gpt-nano learns the fortunes as
 # well as in fp32, a run resumes bit for bit from its f32 master weights, recompute gives the
-# same losses, and a simulated device's memory agrees with `dlf plan --precision bf16`.
+# same losses, every layout trains, --grad-reduce bf16 halves the gradients' bytes, and a
+# simulated device's memory agrees with `dlf plan --precision bf16`.
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh" "$1"
 
 # 300 steps on the default text: the validation loss within 2 % of fp32's
@@ -44,6 +45,29 @@ for layout in "--dp 2" "--tp 2" "--pp 2" "--dp 2 --zero 3"; do
     awk '{ d = ($2 - $1) / $1; if (d < 0) d = -d; if (d > 0.01) exit 1 }' ||
     fail "bf16 $layout: losses $(losses "$tmp/layout.jsonl" | tr '\n' ' ') against one device's"
 done
+
+# --grad-reduce bf16: the gradient average crosses the wire in bf16 (DDP's buckets, ZeRO-2's
+# reduce-scatter, FSDP's): the same losses to 1 %, and on simulated devices half the time
+for layout in "" "--zero 2" "--zero 3"; do
+  # shellcheck disable=SC2086
+  train --steps 3 --devices 2 --device cpu $layout --grad-reduce bf16 \
+    --metrics "$tmp/reduce.jsonl" 2>"$tmp/log" || fail "--grad-reduce bf16 $layout: $(cat "$tmp/log")"
+  train --steps 3 --devices 2 --device cpu $layout --metrics "$tmp/reduce32.jsonl" 2>/dev/null ||
+    fail "dp 2 $layout"
+  paste <(losses "$tmp/reduce32.jsonl") <(losses "$tmp/reduce.jsonl") |
+    awk '{ d = ($2 - $1) / $1; if (d < 0) d = -d; if (d > 0.01) exit 1 }' ||
+    fail "--grad-reduce bf16 $layout: losses $(losses "$tmp/reduce.jsonl" | tr '\n' ' ')"
+done
+allreduce_ms() { sed -n 's/.*"sim_allreduce_ms":\([^,}]*\).*/\1/p' "$1" | tail -1; }
+for g in fp32 bf16; do  # gpt-mini: gradients big enough for bandwidth to rule the time
+  "$dlf" --threads 1 train --model gpt-mini --batch 2 --seq 32 --steps 1 --devices 2 --dp 2 \
+    --device sim --grad-reduce $g --metrics "$tmp/sim-$g.jsonl" 2>/dev/null ||
+    fail "--grad-reduce $g on sim"
+done
+awk -v a="$(allreduce_ms "$tmp/sim-fp32.jsonl")" -v b="$(allreduce_ms "$tmp/sim-bf16.jsonl")" \
+  'BEGIN { exit !(b < 0.6 * a) }' ||
+  fail "bf16 allreduce $(allreduce_ms "$tmp/sim-bf16.jsonl") ms, fp32 $(allreduce_ms "$tmp/sim-fp32.jsonl") ms"
+expect_error 2 train --model gpt-nano --grad-reduce f16
 
 # a simulated A100's peak memory in training and in the plan, within 10 % of each other
 "$dlf" train --model gpt-nano --steps 2 --precision bf16 --device sim:a100-80gb \

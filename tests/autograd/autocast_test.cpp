@@ -106,6 +106,24 @@ TEST_CASE("autocast: a parameter is cast once per region, again after an in-plac
   }
 }
 
+TEST_CASE(
+    "autocast: cross_entropy reads bf16 logits: an f32 loss, f32's on the same values, and bf16 "
+    "gradients") {
+  Generator gen(3);
+  const Tensor logits16 = (randn({6, 50}, {}, &gen) * 4.0).to(DType::bf16);
+  const Tensor exact = logits16.to(DType::f32);  // the same values in f32
+  const Tensor target = randint(0, 50, {6}, {.dtype = DType::i64}, &gen);
+  Tensor x16 = logits16.detach().requires_grad_(), x32 = exact.detach().requires_grad_();
+  const Tensor loss16 = cross_entropy(x16, target, {.label_smoothing = 0.1});
+  const Tensor loss32 = cross_entropy(x32, target, {.label_smoothing = 0.1});
+  CHECK(loss16.dtype() == DType::f32);
+  CHECK(loss16.item<double>() == loss32.item<double>());
+  loss16.backward();
+  loss32.backward();
+  CHECK(x16.grad().dtype() == DType::bf16);
+  CHECK(test::bitwise_equal(x16.grad(), x32.grad().to(DType::bf16)));
+}
+
 TEST_CASE("autocast: gradients of an MLP reach the f32 parameters within bf16's error of f64") {
   manual_seed(3);
   const Tensor x = randn({32, 24}), labels = randint(0, 5, {32}, {.dtype = DType::i64});

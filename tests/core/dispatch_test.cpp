@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <sstream>
 #include <thread>
 
 using namespace dlf;
@@ -98,4 +99,34 @@ TEST_CASE("a profile's outermost totals count a composite op's inner work once")
   CHECK(profile.outermost().calls == 1);
   CHECK(profile.outermost().flops == 2 * 2 * 4 * 8 * 8);  // not 4 matmuls' worth
   CHECK(sum(y).item<float>() == 4 * 8 * 64);
+  // Self time leaves the inner ops out: every moment is counted once over the rows' self times.
+  const OpProfile::Row& outer = profile.rows().at("test_matmul_twice");
+  CHECK(outer.self_seconds < outer.seconds);
+  double self = 0;
+  for (const auto& [name, row] : profile.rows()) self += row.self_seconds;
+  CHECK(self == doctest::Approx(profile.outermost().seconds).epsilon(1e-9));
+}
+
+TEST_CASE("a profile groups by input shapes on request and keeps a sim device's clock") {
+  OpProfile by_shape({.by_shape = true});
+  (void)matmul(ones({2, 3}), ones({3, 4}));
+  (void)matmul(ones({5, 3}), ones({3, 4}));
+  CHECK(by_shape.rows().count("matmul [2, 3] [3, 4]") == 1);
+  CHECK(by_shape.rows().count("matmul [5, 3] [3, 4]") == 1);
+
+  const Device sim{DeviceType::sim, 0};
+  sim::configure(sim, sim_preset("a100-40gb"));
+  const Tensor a = ones({64, 64}, {.device = sim});
+  const double before = sim::timeline(sim).now();
+  OpProfile profile;
+  (void)matmul(a, a);
+  const double charged = sim::timeline(sim).now() - before;
+  CHECK(charged > 0);
+  // the simulated time, not the host's
+  CHECK(profile.outermost().seconds == doctest::Approx(charged).epsilon(1e-9));
+  CHECK(profile.rows().at("matmul").self_seconds == doctest::Approx(charged).epsilon(1e-9));
+  // A roofline table names the bound: a 64^3 matmul on an A100 is memory-bound.
+  std::ostringstream table;
+  profile.print(table, Roofline{.flops_per_s = 19.5e12, .bytes_per_s = 1.555e12});
+  CHECK(table.str().find("memory") != std::string::npos);
 }

@@ -1,6 +1,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "test_util.h"
 
@@ -179,6 +180,34 @@ TEST_CASE("trace: ops on a sim device become spans with shapes, memory a counter
   CHECK(json.find("{\"ph\":\"C\",\"pid\":3,\"name\":\"memory\"") != std::string::npos);
   CHECK(json.find("\"flops\":128") != std::string::npos);
   CHECK_FALSE(trace::enabled());
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("trace: cpu ops are wall-clock spans on a track per thread, memory a counter") {
+  const auto path = std::filesystem::temp_directory_path() / "dlf_cpu_trace_test.json";
+  trace::start();
+  const double before = trace::now();
+  (void)matmul(ones({2, 3}), ones({3, 4}));
+  std::thread rank([] {
+    trace::name_thread("rank 1");
+    (void)matmul(ones({5, 3}), ones({3, 4}));
+  });
+  rank.join();
+  CHECK(trace::now() > before);
+  trace::stop_and_write(path.string());
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  const std::string json = text.str();
+  INFO(json);
+  CHECK(json.find("\"name\":\"matmul [2, 3] [3, 4]\"") != std::string::npos);
+  CHECK(json.find("\"name\":\"matmul [5, 3] [3, 4]\"") != std::string::npos);
+  CHECK(json.find("\"process_name\",\"pid\":200000,\"args\":{\"name\":\"cpu\"") !=
+        std::string::npos);
+  // This thread's tracks come first (tid 0 and 1), the rank's next (tid 2 and 3).
+  CHECK(json.find("\"tid\":0,\"args\":{\"name\":\"thread 0 compute\"") != std::string::npos);
+  CHECK(json.find("\"tid\":2,\"args\":{\"name\":\"rank 1 compute\"") != std::string::npos);
+  CHECK(json.find("{\"ph\":\"C\",\"pid\":200000,\"name\":\"memory\"") != std::string::npos);
+  CHECK(json.find("\"flops\":48") != std::string::npos);  // 2 x 3 x 4 multiply-adds
   std::filesystem::remove(path);
 }
 

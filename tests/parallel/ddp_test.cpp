@@ -102,16 +102,6 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
   return {params, state, losses};
 }
 
-double relative_difference(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    diff += (x[i] - y[i]) * (x[i] - y[i]);
-    norm += y[i] * y[i];
-  }
-  return std::sqrt(diff / norm);
-}
-
 }  // namespace
 
 // SGD for the parameters: Adam divides each gradient by its own running scale, so where the
@@ -133,12 +123,39 @@ TEST_CASE("DDP: dp=N with global batch B gives one device's parameters after 3 s
       REQUIRE(params.size() == reference.size());
       for (size_t i = 0; i < params.size(); ++i) {
         CAPTURE(params[i].first);
-        CHECK(relative_difference(params[i].second, reference[i].second) <= 1e-5);
+        CHECK(test::relative_error(params[i].second, reference[i].second) <= 1e-5);
       }
       for (int s = 0; s < kSteps; ++s)
         CHECK(losses[s] == doctest::Approx(reference_losses[s]).epsilon(1e-5));
     }
   }
+}
+
+TEST_CASE(
+    "DDP: gradients averaged in bf16 are the bf16 rounding of the ranks' bf16 gradients' mean") {
+  parallel::run_ranks({kCPU, kCPU}, [](parallel::Communicator& world) {
+    manual_seed(5);
+    nn::Linear layer(16, 8);
+    Generator data(11 + uint64_t(world.rank()));
+    const Tensor x = randn({4, 16}, {}, &data);
+    auto backward = [&] {
+      layer.weight.set_grad(Tensor());
+      layer.bias.set_grad(Tensor());
+      (layer.forward(x) * layer.forward(x)).sum().backward();
+    };
+    backward();
+    const Tensor local = layer.weight.grad().clone();
+    Tensor exact = local.clone(), rounded = local.to(DType::bf16).to(DType::f32);
+    world.allreduce(exact, parallel::ReduceOp::avg);
+    world.allreduce(rounded, parallel::ReduceOp::avg);  // two bf16 values: their f32 mean is exact
+    parallel::DistributedDataParallel ddp(layer, world, {.reduce_in_bf16 = true});
+    backward();
+    ddp.synchronize();
+    CHECK(layer.weight.grad().dtype() == DType::f32);
+    CHECK(test::bitwise_equal(layer.weight.grad(), rounded.to(DType::bf16).to(DType::f32)));
+    CHECK_FALSE(test::bitwise_equal(layer.weight.grad(), exact));
+    CHECK(test::relative_error(layer.weight.grad(), exact) < 1e-2);
+  });
 }
 
 TEST_CASE("DDP: AdamW under dp=N gives one device's losses") {

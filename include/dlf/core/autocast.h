@@ -3,7 +3,8 @@
 //
 //   lower   matmuls, convolutions, attention, embedding: f32 inputs are cast to the guard's
 //           dtype (bf16), so these run on the bf16 units with f32 accumulation;
-//   f32     softmax, log_softmax, cross_entropy: bf16 inputs are cast up to f32;
+//   f32     softmax, log_softmax: bf16 inputs are cast up to f32 (cross_entropy needs no entry:
+//           it reads bf16 logits and computes and returns its loss in f32 itself);
 //   match   layer_norm, group_norm: weight and bias take the input's dtype (their kernels keep
 //           the statistics in f32), so a bf16 activation stays bf16;
 //   widest  element-wise ops mixing bf16 and f32 compute in f32 (type promotion; the MSE of a

@@ -112,6 +112,10 @@ Tensor dispatch1(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs = {});
 
 /// The FLOPs and bytes of an op as dispatched (its cost function's).
 Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const Tensor> outputs);
+/// The time a sim or meta device charges an outermost op of that cost: its roofline time at the
+/// peak of the outputs' precision, plus the launch overhead.
+double simulated_seconds(Device device, const Cost& cost, Inputs inputs,
+                         std::span<const Tensor> outputs);
 
 /// Something that watches every dispatched op (the profiler, the sim clock, graph capture).
 /// Observers run on the thread that dispatched the op.

@@ -1,7 +1,9 @@
-// Per-op profile of what a thread dispatches: calls, wall time, FLOPs and bytes by op name.
+// Per-op profile of what a thread dispatches: calls, self and total wall time, FLOPs and bytes,
+// by op name (or by op and input shapes) — torch.profiler's key_averages().
 #pragma once
 #include <chrono>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -10,11 +12,26 @@
 
 namespace dlf {
 
-/// Observes the dispatching thread while it lives. Time is inclusive: an op that dispatches
-/// other ops (a composite backward) counts theirs too, and they count again on their own rows.
+/// How an OpProfile groups its rows.
+struct OpProfileOptions {
+  bool by_shape = false;  ///< one row per op and input shapes ("matmul [8, 64] [64, 32]")
+};
+
+/// The peaks a profile row is judged against (a roofline): which bound applies to an op, and
+/// how close to it the op ran.
+struct Roofline {
+  double flops_per_s = 0;  ///< the compute peak of the precision the ops run in
+  double bytes_per_s = 0;  ///< the memory bandwidth
+};
+
+/// Observes the dispatching thread while it lives. An op that dispatches other ops (a composite
+/// backward) counts their time in its total and not in its self time; their FLOPs count on their
+/// own rows too. Time is wall time on the cpu device; on sim and meta devices it is the
+/// simulated clock's (each outermost op its roofline time, the ops inside it none of their own).
 class OpProfile : public DispatchObserver {
  public:
-  OpProfile() { add_observer(this); }
+  /// Starts observing the calling thread.
+  explicit OpProfile(OpProfileOptions options = {}) : options_(options) { add_observer(this); }
   ~OpProfile() override { remove_observer(this); }
   OpProfile(const OpProfile&) = delete;
   OpProfile& operator=(const OpProfile&) = delete;
@@ -27,23 +44,30 @@ class OpProfile : public DispatchObserver {
   /// One op's totals.
   struct Row {
     long calls = 0;  ///< dispatches
-    /// wall time, FLOPs and bytes moved, summed over the calls
+    /// wall time with and without the ops it dispatched, FLOPs and bytes moved, summed
     ///@{
-    double seconds = 0, flops = 0, bytes = 0;
+    double seconds = 0, self_seconds = 0, flops = 0, bytes = 0;
     ///@}
   };
-  /// By op name.
+  /// By op name, or by op and input shapes (OpProfileOptions::by_shape).
   const std::map<std::string, Row>& rows() const { return rows_; }
   /// The ops dispatched at the outermost level only: the work done, each FLOP counted once
-  /// (the rows' sum counts a composite op's inner ops twice).
+  /// (the rows' sum counts a composite op's inner ops twice), and the time spent in ops.
   const Row& outermost() const { return outermost_; }
-  /// A table sorted by time, with each op's share, GFLOP/s and GB/s.
-  void print(std::ostream& os) const;
+  /// A table sorted by self time: calls, self and total time, the share of the profiled time,
+  /// FLOPs, GFLOP/s and GB/s over the total time and, given the peaks, the bound that applies
+  /// (compute or memory) and the share of that bound reached.
+  void print(std::ostream& os, std::optional<Roofline> roofline = std::nullopt) const;
 
  private:
+  struct Frame {
+    std::chrono::steady_clock::time_point start;
+    double children = 0;  // seconds of the ops it dispatched
+  };
+  OpProfileOptions options_;
   std::map<std::string, Row> rows_;
   Row outermost_;
-  std::vector<std::chrono::steady_clock::time_point> starts_;
+  std::vector<Frame> stack_;
 };
 
 }  // namespace dlf

@@ -1,6 +1,8 @@
 // The profiler sink: spans and counters on device tracks, written as Chrome trace JSON
 // (opens in Perfetto or chrome://tracing). One process per device, one thread per stream,
-// memory as a counter track. Times are the device's clock in seconds (virtual on sim/meta).
+// memory as a counter track. Times are the device's clock in seconds: virtual on sim/meta, on
+// the cpu the wall clock since start() (now()), with a compute and a comm track per thread that
+// records (the ranks of one process share the cpu device).
 #pragma once
 #include <string>
 
@@ -12,6 +14,10 @@ namespace dlf::trace {
 /// Starts collecting (drops what an earlier run collected).
 void start();
 bool enabled();  ///< whether a trace is being recorded
+/// Seconds since start(): the time of the cpu device's records.
+double now();
+/// Names the calling thread's cpu tracks ("rank 1"); unnamed threads are "thread N".
+void name_thread(std::string name);
 /// Stops collecting and writes the trace to `path` (temporary file + rename).
 void stop_and_write(const std::string& path);
 

@@ -23,6 +23,7 @@ struct DistributedGPTOptions {
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;  ///< 1F1B or GPipe
   int64_t bucket_bytes = int64_t(25) << 20;                                       ///< DDP's
   int zero = 0;  ///< 2: DDP reduce-scatters the gradients; 3: FSDP shards the parameters
+  bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
 };
 
 /// One rank's part of a GPT over a dp x tp x pp mesh (see above).

@@ -30,6 +30,10 @@ struct DDPOptions {
   /// ZeRO-2: each rank keeps only its part of each bucket's averaged gradient
   /// (gradient_part()); the parameters' own gradients are dropped once their bucket goes.
   bool shard_gradients = false;
+  /// Gradients cross the wire in bf16 (PyTorch's bf16_compress_hook): half the bytes; each
+  /// rank's share is summed in f32 and the average rounded to bf16 once, then widened back into
+  /// the gradients' own dtype.
+  bool reduce_in_bf16 = false;
 };
 
 /// Data parallelism over a communicator (see above); a ShardedParameters for ZeRO-1 and -2.

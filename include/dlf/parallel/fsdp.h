@@ -25,8 +25,10 @@ class FullyShardedDataParallel : public ShardedParameters {
   /// Broadcasts rank 0's parameters and buffers, shards every block's parameters and frees
   /// their whole values. Every rank of `comm` constructs it with the same module structure.
   /// `backward_passes`: backward passes per step (micro-batches) whose gradients accumulate
-  /// before they are reduced.
-  FullyShardedDataParallel(nn::Module& module, Communicator& comm, int backward_passes = 1);
+  /// before they are reduced. `reduce_in_bf16`: the gradients are reduce-scattered in bf16
+  /// (DDPOptions::reduce_in_bf16).
+  FullyShardedDataParallel(nn::Module& module, Communicator& comm, int backward_passes = 1,
+                           bool reduce_in_bf16 = false);
   ~FullyShardedDataParallel() override;
   FullyShardedDataParallel(const FullyShardedDataParallel&) = delete;
   FullyShardedDataParallel& operator=(const FullyShardedDataParallel&) = delete;

@@ -1,0 +1,92 @@
+#include "profile.h"
+
+#include <dlf/core/calibrate.h>
+#include <dlf/device/threads.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+namespace dlf::app {
+StepProfiler::StepProfiler(ProfileRequest request, SimSpec peaks, DType precision, bool simulated)
+    : request_(request), peaks_(std::move(peaks)), precision_(precision), simulated_(simulated) {}
+
+// Only the steps are watched: evaluations and checkpoints between them are not.
+void StepProfiler::begin_step(int64_t n) {
+  if (n == request_.skip) {
+    ops_.emplace(OpProfileOptions{.by_shape = request_.by_shape});
+  } else if (ops_) {
+    add_observer(&*ops_);
+  }
+}
+
+void StepProfiler::end_step(double seconds, double exposed_comm_seconds) {
+  if (!ops_) return;
+  remove_observer(&*ops_);
+  ++steps_;
+  seconds_ += seconds;
+  exposed_comm_seconds_ += exposed_comm_seconds;
+}
+
+void StepProfiler::print(std::ostream& os, const std::string& what) const {
+  char line[512];
+  if (!ops_ || steps_ == 0) {
+    std::snprintf(line, sizeof line,
+                  "%s: no step profiled (the run has no step after the %ld skipped)\n",
+                  what.c_str(), long(request_.skip));
+    os << line;
+    return;
+  }
+  const double peak = peaks_.peak_flops(math_precision(precision_));
+  const double bandwidth = peaks_.memory_bandwidth;
+  std::snprintf(line, sizeof line,
+                "%s: %ld step%s profiled on rank 0 (%s time); roofline of %s: %.1f GFLOP/s "
+                "(%s), %.1f GB/s\n",
+                what.c_str(), long(steps_), steps_ > 1 ? "s" : "",
+                simulated_ ? "simulated" : "wall-clock", peaks_.name.c_str(), peak / 1e9,
+                dtype_name(precision_), bandwidth / 1e9);
+  os << line;
+  ops_->print(os, Roofline{.flops_per_s = peak, .bytes_per_s = bandwidth});
+  const double n = double(steps_);
+  const double step = seconds_ / n, in_ops = ops_->outermost().seconds / n;
+  const double flops = ops_->outermost().flops / n;
+  std::snprintf(line, sizeof line,
+                "per step: %.2f ms; in ops %.2f ms (%.1f %%), outside them %.2f ms (%.1f %%: %s)\n",
+                step * 1e3, in_ops * 1e3, 100 * in_ops / step, (step - in_ops) * 1e3,
+                100 * (step - in_ops) / step,
+                simulated_ ? "communication not hidden behind compute"
+                           : "autograd and optimizer bookkeeping, data, waiting for other ranks");
+  os << line;
+  if (simulated_) {
+    std::snprintf(line, sizeof line, "  exposed data-parallel communication %.2f ms (%.1f %%)\n",
+                  exposed_comm_seconds_ / n * 1e3, 100 * exposed_comm_seconds_ / seconds_);
+    os << line;
+  }
+  std::snprintf(line, sizeof line,
+                "  %.2f GFLOP a step as dispatched: %.1f GFLOP/s, MFU %.3f of the %s peak\n",
+                flops / 1e9, flops / step / 1e9, flops / step / peak, dtype_name(precision_));
+  os << line;
+}
+
+void run_calibrate(const std::string& out) {
+  const SimSpec spec = measure_cpu();
+  std::fprintf(stderr,
+               "this CPU on %d threads: matmul %.1f GFLOP/s f32, %.1f bf16, %.1f f64; copy "
+               "%.1f GB/s; %.2f us an op; %.1f GiB\n",
+               num_threads(), spec.peak_flops_f32 / 1e9, spec.peak_flops_bf16 / 1e9,
+               spec.peak_flops_f64 / 1e9, spec.memory_bandwidth / 1e9, spec.launch_overhead * 1e6,
+               double(spec.memory_bytes) / double(int64_t(1) << 30));
+  if (out.empty()) {
+    std::cout << to_json(spec);
+    return;
+  }
+  std::ofstream file(out);
+  file << to_json(spec);
+  file.close();
+  DLF_CHECK(file.good(), "cannot write ", out, " (", std::strerror(errno), ")");
+  std::fprintf(stderr, "written to %s: use it as --device sim:%s\n", out.c_str(), out.c_str());
+}
+
+}  // namespace dlf::app

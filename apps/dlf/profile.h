@@ -1,0 +1,48 @@
+// `dlf profile`: a few training steps with rank 0's ops tabulated, as torch.profiler's
+// key_averages() does, and what a step is made of; `dlf calibrate`: this CPU as a sim spec.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <dlf/core/op_profile.h>
+#include <dlf/device/sim_spec.h>
+
+namespace dlf::app {
+
+/// What `dlf profile` asks of a training run.
+struct ProfileRequest {
+  int64_t skip = 1;       ///< steps run before profiling starts (primitives built, caches warm)
+  bool by_shape = false;  ///< one row per op and input shapes
+};
+
+/// Rank 0's ops and steps once the skipped steps are done.
+class StepProfiler {
+ public:
+  /// `peaks`: the device's (its sim spec, or measure_cpu() on the cpu); `precision`: the dtype
+  /// the run's matmuls compute in (f32, bf16); `simulated`: times are the sim clock's.
+  StepProfiler(ProfileRequest request, SimSpec peaks, DType precision, bool simulated);
+  /// Before step `n` of the run (0: its first): profiling starts after the skipped steps.
+  void begin_step(int64_t n);
+  /// After the step begun last: its time (simulated on sim devices) and its exposed
+  /// communication (simulated; 0 on the cpu, where waiting shows as time outside ops).
+  void end_step(double seconds, double exposed_comm_seconds);
+  /// The table and the per-step figures; `what` names the run.
+  void print(std::ostream& os, const std::string& what) const;
+
+ private:
+  ProfileRequest request_;
+  SimSpec peaks_;
+  DType precision_;
+  bool simulated_;
+  std::optional<OpProfile> ops_;
+  int64_t steps_ = 0;
+  double seconds_ = 0, exposed_comm_seconds_ = 0;
+};
+
+/// `dlf calibrate`: measure_cpu()'s spec as JSON, to `out` (a file) or standard output; a
+/// summary on standard error.
+void run_calibrate(const std::string& out);
+
+}  // namespace dlf::app

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# dlf profile: rank 0's ops as a table with the roofline bound, and the step's figures, on the
+# cpu (wall clock, this CPU's measured peaks) and on simulated devices (their clock and peaks),
+# for every family; a Chrome trace of a cpu run; dlf calibrate writes a spec a sim device runs
+# on.
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh" "$1"
+
+out=$("$dlf" --threads 1 profile --model gpt-nano --batch 4 --seq 32 --steps 3 2>"$tmp/log") ||
+  fail "profile: $(cat "$tmp/log")"
+grep -q "2 steps profiled on rank 0 (wall-clock time)" <<<"$out" || fail "profile header: $out"
+grep -Eq "^linear +[0-9]+ .* (compute|memory) " <<<"$out" || fail "no linear row with a bound: $out"
+grep -Eq "^scaled_dot_product_attention " <<<"$out" || fail "no attention row: $out"
+grep -q "per step: .* in ops .* outside them" <<<"$out" || fail "no per-step line: $out"
+grep -q "MFU" <<<"$out" || fail "no MFU: $out"
+# the other runs on simulated devices: no CPU to measure first
+out=$("$dlf" profile --model gpt-nano --batch 4 --seq 32 --steps 3 --devices 2 --dp 2 --device sim \
+  --by-shape 2>/dev/null) || fail "profile on sim"
+grep -q "(simulated time); roofline of a100-40gb" <<<"$out" || fail "sim profile header: $out"
+grep -q "exposed data-parallel communication" <<<"$out" || fail "sim: no exposed communication: $out"
+grep -Eq "^linear \[2, 32, 64\] \[" <<<"$out" || fail "--by-shape rows: $out"
+for m in bert-tiny vit-tiny unet-tiny; do
+  out=$("$dlf" --threads 1 profile --model $m --batch 4 --steps 2 --device sim 2>"$tmp/log") ||
+    fail "profile $m: $(cat "$tmp/log")"
+  grep -q "per step:" <<<"$out" || fail "profile $m: $out"
+done
+out=$("$dlf" profile --model gpt-nano --batch 4 --seq 32 --steps 1 --device sim 2>/dev/null) ||
+  fail "profile --steps 1"
+grep -q "no step profiled" <<<"$out" || fail "one step, one skipped: $out"
+expect_error 2 profile --model gpt-nano --skip -1
+
+# --trace of a cpu run: valid trace-event JSON, each rank a compute and a comm track of wall-clock
+# spans: steps, ops with FLOPs and bytes, the gradient allreduces; memory as a counter
+train --steps 2 --devices 2 --dp 2 --device cpu --trace "$tmp/cpu.json" 2>"$tmp/log" ||
+  fail "train --trace on cpu: $(cat "$tmp/log")"
+/usr/bin/python3 - "$tmp/cpu.json" <<'PY' || fail "the cpu trace: $(head -c 2000 "$tmp/cpu.json")"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+spans = [e for e in events if e["ph"] == "X"]
+assert spans and all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans), "spans need ts and dur"
+assert all(isinstance(e[k], int) for e in spans for k in ("pid", "tid")), "ids are integers"
+threads = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+assert {"rank 0 compute", "rank 1 compute", "rank 0 comm", "rank 1 comm"} <= threads, threads
+names = [e["name"] for e in spans]
+assert "step 1" in names and "step 2" in names, "steps"
+assert any(n.startswith("linear [") for n in names), "ops with shapes"
+assert any(n.startswith("allreduce dp") and "bytes" in e["args"] for e, n in zip(spans, names)), "allreduces"
+assert all("flops" in e["args"] for e in spans if e["name"].startswith("linear")), "op args"
+assert any(e["ph"] == "C" and e["name"] == "memory" for e in events), "memory counter"
+PY
+
+"$dlf" --threads 1 calibrate --out "$tmp/cpu.json" 2>"$tmp/log" || fail "calibrate: $(cat "$tmp/log")"
+grep -q "matmul .* GFLOP/s f32" "$tmp/log" || fail "calibrate summary: $(cat "$tmp/log")"
+grep -q '"peak_flops_f32"' "$tmp/cpu.json" || fail "calibrate spec: $(cat "$tmp/cpu.json")"
+train --steps 1 --device "sim:$tmp/cpu.json" 2>"$tmp/log" || fail "train on the calibrated spec: $(cat "$tmp/log")"
+grep -q "on cpu (measured)" "$tmp/log" || fail "the calibrated device: $(cat "$tmp/log")"
+echo "ok"
