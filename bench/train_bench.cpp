@@ -145,6 +145,7 @@ int main(int argc, char** argv) try {
   nn::optim::AdamW opt({{.params = w.model->parameters(), .weight_decay = 0.1}},
                        {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   const bool recompute = o.recompute == "full", bf16 = o.precision == "bf16";
+  const DType precision = bf16 ? DType::bf16 : DType::f32;
   const bool compared = recompute || bf16;  // the plain f32 step alternates as the baseline
   double first_loss = 0, last_loss = 0;
   int64_t held[2] = {0, 0};  // bytes live between forward and backward, [measured, baseline]
@@ -155,7 +156,7 @@ int main(int argc, char** argv) try {
     const int64_t before = memory.stats().live_bytes;
     Tensor loss;
     {
-      AutocastGuard autocast(bf16 && !baseline ? std::optional(DType::bf16) : std::nullopt);
+      AutocastGuard autocast(autocast_for(baseline ? DType::f32 : precision));
       loss = w.loss();
     }
     held[baseline] = std::max(held[baseline], memory.stats().live_bytes - before);
@@ -179,7 +180,7 @@ int main(int argc, char** argv) try {
     w.model->recompute(false);  // the model's FLOPs, without what a recompute adds
     OpProfile profile;
     {
-      AutocastGuard autocast(bf16 ? std::optional(DType::bf16) : std::nullopt);
+      AutocastGuard autocast(autocast_for(precision));
       Tensor loss = w.loss();
       loss.backward();
     }

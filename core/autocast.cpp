@@ -38,7 +38,7 @@ Tensor cast(const Tensor& t, DType to) {
   return c;
 }
 
-bool floating_input(const Tensor& t, DType dtype) { return t.defined() && t.dtype() == dtype; }
+bool has_dtype(const Tensor& t, DType dtype) { return t.defined() && t.dtype() == dtype; }
 
 }  // namespace
 
@@ -71,6 +71,10 @@ CastPolicy cast_policy(std::string_view op) {
 
 std::optional<DType> autocast_dtype() { return state.dtype; }
 
+std::optional<DType> autocast_for(DType precision) {
+  return precision == DType::bf16 ? std::optional(precision) : std::nullopt;
+}
+
 namespace {
 std::optional<DType> checked(std::optional<DType> dtype) {
   DLF_CHECK(!dtype || *dtype == DType::bf16, "autocast: computes in bf16, not ",
@@ -99,12 +103,12 @@ void apply_autocast(const OpDef& op, std::vector<Tensor>& inputs) {
       return;
     case CastPolicy::lower:
       for (Tensor& t : inputs) {
-        if (floating_input(t, DType::f32)) t = cast(t, low);
+        if (has_dtype(t, DType::f32)) t = cast(t, low);
       }
       return;
     case CastPolicy::f32:
       for (Tensor& t : inputs) {
-        if (floating_input(t, low)) t = t.to(DType::f32);
+        if (has_dtype(t, low)) t = t.to(DType::f32);
       }
       return;
     case CastPolicy::match: {
@@ -112,18 +116,18 @@ void apply_autocast(const OpDef& op, std::vector<Tensor>& inputs) {
       if (x != low && x != DType::f32) return;
       const DType other = x == low ? DType::f32 : low;
       for (size_t i = 1; i < inputs.size(); ++i) {
-        if (floating_input(inputs[i], other)) inputs[i] = cast(inputs[i], x);
+        if (has_dtype(inputs[i], other)) inputs[i] = cast(inputs[i], x);
       }
       return;
     }
     case CastPolicy::widest: {
       const auto is = [&](DType d) {
         return std::any_of(inputs.begin(), inputs.end(),
-                           [&](const Tensor& t) { return floating_input(t, d); });
+                           [&](const Tensor& t) { return has_dtype(t, d); });
       };
       if (!is(low) || !is(DType::f32)) return;
       for (Tensor& t : inputs) {
-        if (floating_input(t, low)) t = t.to(DType::f32);
+        if (has_dtype(t, low)) t = t.to(DType::f32);
       }
       return;
     }

@@ -162,6 +162,11 @@ std::string span_name(const OpDef& op, Inputs inputs) {
   return name.str();
 }
 
+// A span's args: the op's FLOPs and bytes.
+std::string cost_args(const Cost& c) {
+  return detail::concat("\"flops\":", c.flops, ",\"bytes\":", c.bytes_read + c.bytes_written);
+}
+
 // Advances a sim or meta device's compute stream by the op's roofline time.
 void charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs,
                       std::span<const Tensor> outputs) {
@@ -169,9 +174,7 @@ void charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs
   const double seconds = simulated_seconds(device, c, inputs, outputs);
   const double start = sim::timeline(device).run(sim::Stream::compute, seconds);
   if (trace::enabled()) {
-    trace::span(
-        device, sim::Stream::compute, span_name(op, inputs), start, seconds,
-        detail::concat("\"flops\":", c.flops, ",\"bytes\":", c.bytes_read + c.bytes_written));
+    trace::span(device, sim::Stream::compute, span_name(op, inputs), start, seconds, cost_args(c));
   }
 }
 
@@ -182,7 +185,7 @@ void trace_cpu(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs
   const Cost c = op_cost(op, inputs, attrs, outputs);
   const double end = trace::now();
   trace::span(device, sim::Stream::compute, span_name(op, inputs), began, end - began,
-              detail::concat("\"flops\":", c.flops, ",\"bytes\":", c.bytes_read + c.bytes_written));
+              cost_args(c));
   trace::counter(device, "memory", end, double(allocator_for(device).stats().live_bytes));
 }
 

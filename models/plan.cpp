@@ -101,7 +101,7 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   Tensor out, input;
   {
     MemoryScope scope(MemoryCategory::activations);
-    AutocastGuard autocast(s.dtype == DType::bf16 ? std::optional(DType::bf16) : std::nullopt);
+    AutocastGuard autocast(autocast_for(s.dtype));
     if (s.first) {
       const Tensor idx = Tensor::empty({s.batch, s.seq}, DType::i64, d);
       const Tensor pos = Tensor::empty({s.seq}, DType::i64, d);

@@ -149,7 +149,7 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
   double forward_flops = 0;
   {
     MemoryScope scope(MemoryCategory::activations);
-    AutocastGuard autocast(o.dtype == DType::bf16 ? std::optional(DType::bf16) : std::nullopt);
+    AutocastGuard autocast(autocast_for(o.dtype));
     OpProfile forward;
     loss = replica.loss();
     forward_flops = forward.outermost().flops;

@@ -2,10 +2,12 @@
 
 #include <dlf/core/calibrate.h>
 #include <dlf/device/threads.h>
+#include <dlf/nn/atomic_file.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -72,6 +74,14 @@ void StepProfiler::print(std::ostream& os, const std::string& what) const {
 
 void run_calibrate(const std::string& out) {
   const SimSpec spec = measure_cpu();
+  if (!out.empty()) {
+    nn::replace_file(out, "device spec", [&](const std::filesystem::path& temp) {
+      std::ofstream file(temp);
+      file << to_json(spec);
+      file.close();
+      DLF_CHECK(file.good(), "writing ", temp.string(), " failed (", std::strerror(errno), ")");
+    });
+  }
   std::fprintf(stderr,
                "this CPU on %d threads: matmul %.1f GFLOP/s f32, %.1f bf16, %.1f f64; copy "
                "%.1f GB/s; %.2f us an op; %.1f GiB\n",
@@ -80,13 +90,9 @@ void run_calibrate(const std::string& out) {
                double(spec.memory_bytes) / double(int64_t(1) << 30));
   if (out.empty()) {
     std::cout << to_json(spec);
-    return;
+  } else {
+    std::fprintf(stderr, "written to %s: use it as --device sim:%s\n", out.c_str(), out.c_str());
   }
-  std::ofstream file(out);
-  file << to_json(spec);
-  file.close();
-  DLF_CHECK(file.good(), "cannot write ", out, " (", std::strerror(errno), ")");
-  std::fprintf(stderr, "written to %s: use it as --device sim:%s\n", out.c_str(), out.c_str());
 }
 
 }  // namespace dlf::app

@@ -41,8 +41,8 @@ class StepProfiler {
   double seconds_ = 0, exposed_comm_seconds_ = 0;
 };
 
-/// `dlf calibrate`: measure_cpu()'s spec as JSON, to `out` (a file) or standard output; a
-/// summary on standard error.
+/// `dlf calibrate`: measure_cpu()'s spec as JSON, to `out` (a file, replaced whole or left as it
+/// was) or standard output; a summary on standard error.
 void run_calibrate(const std::string& out);
 
 }  // namespace dlf::app

@@ -183,10 +183,9 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   const bool simulated = device.type != DeviceType::cpu;
   const int64_t first = job.ckpt != nullptr ? job.ckpt->step : 0;
   // The forward and backward of a step, and evaluations, run under the precision's autocast.
-  const std::optional<DType> precision =
-      o.precision == "bf16" ? std::optional(DType::bf16) : std::nullopt;
+  const DType precision = o.precision == "bf16" ? DType::bf16 : DType::f32;
   auto autocast = [&](auto&& fn) {
-    AutocastGuard guard(precision);
+    AutocastGuard guard(autocast_for(precision));
     return fn();
   };
 
@@ -318,8 +317,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   const int64_t stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps;
   double loss = 0, my_peak = 0;
   std::optional<StepProfiler> profiler;
-  if (o.profile && lead)
-    profiler.emplace(*o.profile, job.roofline, precision.value_or(DType::f32), simulated);
+  if (o.profile && lead) profiler.emplace(*o.profile, job.roofline, precision, simulated);
   for (int64_t step = first; step < stop; ++step) {
     if (profiler) profiler->begin_step(step - first);
     const auto start = std::chrono::steady_clock::now();

@@ -139,7 +139,9 @@ GemmOperand widened(const GemmOperand& o, std::vector<float>& buffer) {
 // bf16 where oneDNN has no bf16 kernels (a CPU without AVX-512): the bf16 values widened to
 // f32, multiplied with f32 accumulation as the bf16 units do, and rounded to bf16 once.
 void bf16_gemm_in_f32(const GemmProblem& p) {
-  std::vector<float> a, b, bias, dst(static_cast<size_t>(numel(p.dst.dims)));
+  thread_local std::vector<float> a, b, bias, dst;  // kept: no allocation per product
+  dst.resize(static_cast<size_t>(numel(p.dst.dims)));
+  bias.clear();
   GemmProblem wide = p;
   wide.dtype = DType::f32;
   wide.a = widened(p.a, a);

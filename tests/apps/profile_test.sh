@@ -52,5 +52,7 @@ PY
 grep -q "matmul .* GFLOP/s f32" "$tmp/log" || fail "calibrate summary: $(cat "$tmp/log")"
 grep -q '"peak_flops_f32"' "$tmp/cpu.json" || fail "calibrate spec: $(cat "$tmp/cpu.json")"
 train --steps 1 --device "sim:$tmp/cpu.json" 2>"$tmp/log" || fail "train on the calibrated spec: $(cat "$tmp/log")"
+expect_error 1 --threads 1 calibrate --out "$tmp/cpu.json/under-a-file.json"
+grep -q '"peak_flops_f32"' "$tmp/cpu.json" || fail "a failed calibrate damaged the spec it could not write under"
 grep -q "on cpu (measured)" "$tmp/log" || fail "the calibrated device: $(cat "$tmp/log")"
 echo "ok"

@@ -36,6 +36,9 @@ CastPolicy cast_policy(std::string_view op);
 
 /// The dtype `lower` ops compute in on this thread; nullopt outside autocast.
 std::optional<DType> autocast_dtype();
+/// What an AutocastGuard takes for a run in `precision`: bf16 for bf16, nullopt (no autocast)
+/// for f32.
+std::optional<DType> autocast_for(DType precision);
 
 /// Autocast to `dtype` (bf16) for the guard's lifetime on this thread; nullopt turns it off
 /// (backward does). Nests; the parameter cast cache is dropped when the outermost guard that
