@@ -14,9 +14,7 @@
 #include <sys/resource.h>
 
 #include <cstdio>
-#include <functional>
 #include <iostream>
-#include <memory>
 #include <string>
 
 #include <dlf/dlf.h>
@@ -61,73 +59,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// One model on its fixed batch: what a training step runs and what it is counted in.
-struct Workload {
-  std::shared_ptr<nn::Module> model;
-  std::function<Tensor()> loss;
-  int64_t batch = 0, seq = 0;  // seq: tokens per sequence, patches + 1 (ViT), pixels (UNet)
-  int64_t items = 0;           // tokens or images per step
-  std::string unit;
-};
-
-Workload gpt_workload(const Options& o, Generator& data) {
-  const models::GPTConfig config = models::gpt_config(o.model);
-  const bool small_batch = config.vocab > 256;  // the peer's gpt-small runs 4 x 256
-  const int64_t B = o.batch ? o.batch : (small_batch ? 4 : 8);
-  const int64_t T = o.seq ? o.seq : std::min<int64_t>(config.context, 256);
-  auto model = std::make_shared<models::GPT>(config);
-  const Tensor x = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
-  const Tensor y = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
-  return {model, [model, x, y] { return model->loss(x, y); }, B, T, B * T, "tok/s"};
-}
-
-Workload bert_workload(const Options& o, Generator& data) {
-  const models::BertConfig config = models::bert_config(o.model);
-  const int64_t B = o.batch ? o.batch : 16, T = o.seq ? o.seq : 128;
-  auto model = std::make_shared<models::BertForMaskedLM>(config);
-  const Tensor tokens = randint(1, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
-  const nn::data::MaskedBatch batch =
-      nn::data::mask_tokens(tokens, data, models::kMaskToken, config.vocab);
-  return {model,  [model, batch] { return model->loss(batch.inputs, batch.labels); }, B, T, B * T,
-          "tok/s"};
-}
-
-Workload vit_workload(const Options& o, Generator& data) {
-  const models::ViTConfig config = models::vit_config(o.model);
-  const int64_t B = o.batch ? o.batch : 64, side = config.image / config.patch;
-  auto model = std::make_shared<models::VisionTransformer>(config);
-  const Tensor x = randn({B, config.channels, config.image, config.image}, {}, &data);
-  const Tensor y = randint(0, config.classes, {B}, {.dtype = DType::i64}, &data);
-  return {model, [model, x, y] { return model->loss(x, y); }, B, side * side + 1, B, "img/s"};
-}
-
-Workload unet_workload(const Options& o, Generator& data) {
-  const models::UNetConfig config = models::unet_config(o.model);
-  const int64_t B = o.batch ? o.batch : 32, S = config.image;
-  auto model = std::make_shared<models::UNet>(config);
-  auto ddpm = std::make_shared<models::DDPM>();
-  const Tensor x0 = rand({B, config.channels, S, S}, {}, &data) * 2.0 - 1.0;
-  const Tensor noise = randn({B, config.channels, S, S}, {}, &data);
-  const Tensor t = randint(0, ddpm->steps(), {B}, {.dtype = DType::i64}, &data);
-  return {model, [model, ddpm, x0, noise, t] { return ddpm->loss(*model, x0, noise, t); },
-          B,     S * S,
-          B,     "img/s"};
-}
-
-Workload make_workload(const Options& o, Generator& data) {
-  switch (models::model_family(o.model)) {
-    case models::ModelFamily::gpt:
-      return gpt_workload(o, data);
-    case models::ModelFamily::bert:
-      return bert_workload(o, data);
-    case models::ModelFamily::vit:
-      return vit_workload(o, data);
-    case models::ModelFamily::unet:
-      return unet_workload(o, data);
-  }
-  throw Error("train_bench: no workload for " + o.model);
-}
-
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -141,7 +72,7 @@ int main(int argc, char** argv) try {
   set_num_threads(o.threads);
   manual_seed(1234);
   Generator data(1234);
-  const Workload w = make_workload(o, data);
+  const models::ExampleStep w = models::example_step(o.model, o.batch, o.seq, data);
   nn::optim::AdamW opt({{.params = w.model->parameters(), .weight_decay = 0.1}},
                        {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   const bool recompute = o.recompute == "full", bf16 = o.precision == "bf16";
@@ -157,7 +88,7 @@ int main(int argc, char** argv) try {
     Tensor loss;
     {
       AutocastGuard autocast(autocast_for(baseline ? DType::f32 : precision));
-      loss = w.loss();
+      loss = w.loss(w.batch);
     }
     held[baseline] = std::max(held[baseline], memory.stats().live_bytes - before);
     loss.backward();
@@ -181,7 +112,7 @@ int main(int argc, char** argv) try {
     OpProfile profile;
     {
       AutocastGuard autocast(autocast_for(precision));
-      Tensor loss = w.loss();
+      Tensor loss = w.loss(w.batch);
       loss.backward();
     }
     step_flops = profile.outermost().flops;
@@ -195,7 +126,7 @@ int main(int argc, char** argv) try {
   const double mfu = step_flops / (t.median_ms / 1e3) / (peak * 1e9);
   bench::JsonLine line;
   line.add("bench", "train").add("case", o.model).add("impl", "dlf").add("threads", o.threads);
-  line.add("batch", w.batch)
+  line.add("batch", w.batch_size)
       .add("seq", w.seq)
       .add("metric", "throughput")
       .add("value", items_per_s);

@@ -61,6 +61,11 @@ std::string Attrs::str() const {
   return os.str();
 }
 
+void draw_random_attrs(Generator& g, uint64_t count, Attrs& attrs) {
+  attrs.set("seed", static_cast<int64_t>(g.seed()));
+  attrs.set("offset", static_cast<int64_t>(g.take(count)));
+}
+
 // ---- registry ----
 
 namespace {
@@ -198,23 +203,15 @@ struct DepthGuard {
 };
 }  // namespace
 
-std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs) {
-  detail::apply_autocast(op, inputs);  // its casts are ops of their own, dispatched first
+bool detail::running_kernel() { return dispatch_depth > 0; }
+
+void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<Tensor>& outputs) {
   for (DispatchObserver* o : observers) o->on_op_start(op);
-  std::vector<Tensor> outputs;
   if (op.view) {
     outputs = op.view(inputs, attrs);
   } else {
     DepthGuard depth;
-    const Device device = output_device(op, inputs, attrs);
-    std::vector<TensorMeta> metas = op.infer(inputs, attrs);
-    if (op.inplace >= 0) {
-      outputs = {inputs[op.inplace]};
-    } else {
-      outputs.reserve(metas.size());
-      for (const TensorMeta& m : metas)
-        outputs.push_back(Tensor::empty(m.shape, m.dtype, device, m.format));
-    }
+    const Device device = outputs.empty() ? inputs[0].device() : outputs[0].device();
     const bool traced_cpu =
         device.type == DeviceType::cpu && dispatch_depth == 1 && trace::enabled();
     const double began = traced_cpu ? trace::now() : 0;
@@ -229,6 +226,23 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
     if (traced_cpu) trace_cpu(device, op, inputs, attrs, outputs, began);
   }
   for (DispatchObserver* o : observers) o->on_op(op, inputs, attrs, outputs);
+}
+
+std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs) {
+  detail::apply_autocast(op, inputs);  // its casts are ops of their own, dispatched first
+  std::vector<Tensor> outputs;
+  if (!op.view) {
+    const Device device = output_device(op, inputs, attrs);
+    std::vector<TensorMeta> metas = op.infer(inputs, attrs);
+    if (op.inplace >= 0) {
+      outputs = {inputs[op.inplace]};
+    } else {
+      outputs.reserve(metas.size());
+      for (const TensorMeta& m : metas)
+        outputs.push_back(Tensor::empty(m.shape, m.dtype, device, m.format));
+    }
+  }
+  launch_op(op, inputs, attrs, outputs);
   if (autograd_hook != nullptr) autograd_hook(op, inputs, attrs, outputs);
   return outputs;
 }

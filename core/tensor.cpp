@@ -14,10 +14,10 @@ Storage::Storage(size_t nbytes, Device device)
       device_(device),
       category_(MemoryScope::current()) {}
 
-Storage::Storage(void* data, size_t nbytes, std::shared_ptr<const void> owner)
+Storage::Storage(void* data, size_t nbytes, std::shared_ptr<const void> owner, Device device)
     : data_(data),
       nbytes_(nbytes),
-      device_(kCPU),
+      device_(device),
       category_(MemoryScope::current()),
       owner_(std::move(owner)) {}
 
@@ -94,8 +94,15 @@ MemoryFormat Tensor::memory_format() const {
                                                                 : MemoryFormat::contiguous;
 }
 
+namespace {
+thread_local detail::HostReadHook host_read_hook = nullptr;
+}  // namespace
+
+void detail::set_host_read_hook(HostReadHook hook) { host_read_hook = hook; }
+
 void Tensor::check_access(DType requested) const {
   DLF_CHECK(defined(), "access to an undefined tensor");
+  if (host_read_hook != nullptr && !detail::running_kernel()) host_read_hook(*this);
   DLF_CHECK(requested == dtype(), "data<", dtype_name(requested), ">() on a tensor of dtype ",
             dtype_name(dtype()));
   DLF_CHECK(device().has_data(), "the data of a ", device().str(), " tensor cannot be read");

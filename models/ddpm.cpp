@@ -1,6 +1,7 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/nn_ops.h>
 #include <dlf/models/ddpm.h>
 #include <dlf/nn/functional.h>
 
@@ -17,6 +18,14 @@ DDPM::DDPM(int64_t steps, double beta_start, double beta_end) {
     betas_.push_back(beta);
     alphas_cumprod_.push_back(alpha_bar *= 1 - beta);
   }
+  std::vector<double> signal, noise_scale;
+  for (double ab : alphas_cumprod_) {
+    signal.push_back(std::sqrt(ab));
+    noise_scale.push_back(std::sqrt(1 - ab));
+  }
+  DefaultDeviceGuard host(kCPU);
+  signal_ = from_vector(signal, {steps, 1});
+  noise_scale_ = from_vector(noise_scale, {steps, 1});
 }
 
 Tensor DDPM::add_noise(const Tensor& x0, const Tensor& noise, const Tensor& t) const {
@@ -26,19 +35,13 @@ Tensor DDPM::add_noise(const Tensor& x0, const Tensor& noise, const Tensor& t) c
                 (t.dtype() == DType::i64 || t.dtype() == DType::i32),
             "DDPM add_noise: expected integer timesteps [", x0.size(0), "], got ",
             shape_str(t.shape()), " ", dtype_name(t.dtype()));
-  std::vector<double> signal, noise_scale;
-  for (int64_t step : t.to_vector<int64_t>()) {
-    DLF_CHECK(step >= 0 && step < steps(), "DDPM add_noise: timestep ", step, " is outside 0..",
-              steps() - 1);
-    signal.push_back(std::sqrt(alphas_cumprod_[size_t(step)]));
-    noise_scale.push_back(std::sqrt(1 - alphas_cumprod_[size_t(step)]));
-  }
   Shape per_image(size_t(x0.dim()), 1);
   per_image[0] = x0.size(0);
-  const auto column = [&](const std::vector<double>& v) {
-    return from_vector(v, per_image).to(x0.dtype()).to(x0.device());
+  // Gathered by embedding(), which names a timestep outside the table.
+  const auto column = [&](const Tensor& table) {
+    return embedding(table.to(t.device()), t.to(DType::i64)).view(per_image).to(x0.dtype());
   };
-  return column(signal) * x0 + column(noise_scale) * noise;
+  return column(signal_) * x0 + column(noise_scale_) * noise;
 }
 
 Tensor DDPM::loss(const UNet& model, const Tensor& x0, Generator& gen) const {

@@ -27,6 +27,16 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   model_->load_shard(whole);
   DLF_CHECK(options.zero < 2 || mesh.layout().tp * mesh.layout().pp == 1, "ZeRO-", options.zero,
             " shards whole replicas: not with tensor or pipeline parallelism");
+  if (options.compile) {
+    DLF_CHECK(mesh.layout().devices() == 1 && options.micro_batches == 1,
+              "a compiled GPT step runs on one device, one micro-batch: the collectives and the "
+              "pipeline schedule are not captured yet");
+    compiled_.emplace([this](const std::vector<Tensor>& batch) {
+      const Tensor loss = model_->loss(batch[0], batch[1]);
+      loss.backward();
+      return std::vector<Tensor>{loss};
+    });
+  }
   if (mesh.layout().dp > 1 && options.zero == 3) {
     fsdp_.emplace(*model_, mesh.dp(), options.micro_batches, options.reduce_in_bf16);
   } else if (mesh.layout().dp > 1) {
@@ -68,6 +78,10 @@ double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) 
 }
 
 double DistributedGPT::forward_backward(const Tensor& x, const Tensor& y) {
+  if (compiled_) {
+    const Device device = mesh_.tp().device();
+    return (*compiled_)({x.to(device), y.to(device)})[0].item<double>();
+  }
   const double loss = run(x, y, false);
   if (ddp_) ddp_->synchronize();
   if (fsdp_) fsdp_->synchronize();

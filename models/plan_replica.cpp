@@ -73,7 +73,7 @@ Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
       auto m = std::make_shared<UNet>(c);
       const Shape shape{batch, c.channels, c.image, c.image};
       const Tensor x0 = input(shape, DType::f32), noise = input(shape, DType::f32);
-      const Tensor t = zeros({batch}, {.dtype = DType::i64, .device = kCPU});  // read on host
+      const Tensor t = input({batch}, DType::i64);
       return {m, [m, x0, noise, t] { return DDPM().loss(*m, x0, noise, t); }, "images",
               double(batch)};
     }

@@ -51,17 +51,11 @@ Tensor timestep_embedding(const Tensor& t, int64_t dim, DType dtype) {
             dtype_name(t.dtype()));
   DLF_CHECK(dim > 0 && dim % 2 == 0, "timestep_embedding: dim must be even, got ", dim);
   const int64_t half = dim / 2;
-  const std::vector<int64_t> steps = t.to_vector<int64_t>();
-  std::vector<double> out;
-  out.reserve(steps.size() * size_t(dim));
-  for (int64_t step : steps) {
-    std::vector<double> args;
-    for (int64_t k = 0; k < half; ++k)
-      args.push_back(double(step) * std::exp(-std::log(10000.0) * double(k) / double(half)));
-    for (double a : args) out.push_back(std::cos(a));
-    for (double a : args) out.push_back(std::sin(a));
-  }
-  return from_vector(out, {t.size(0), dim}).to(dtype).to(t.device());
+  // In f64 and in tensor ops (no timestep read on the host): t · 10000^(-k/half), k < half.
+  const TensorOptions f64{.dtype = DType::f64, .device = t.device()};
+  const Tensor freqs = exp(arange(double(half), f64) * (-std::log(10000.0) / double(half)));
+  const Tensor args = t.to(DType::f64).unsqueeze(1) * freqs.unsqueeze(0);
+  return cat({cos(args), sin(args)}, 1).to(dtype);
 }
 
 ResnetBlock::ResnetBlock(int64_t in, int64_t out, const UNetConfig& c) {
@@ -125,9 +119,8 @@ TimestepEmbedding::TimestepEmbedding(const UNetConfig& c)
       linear_2(register_module("linear_2", linear(c.time_dim, c.time_dim, c.dtype))) {}
 
 Tensor TimestepEmbedding::forward(const Tensor& t) const {
-  // The timesteps are read on the host (they may live there): the embedding goes to the weights.
-  const Tensor e = timestep_embedding(t, linear_1->weight.size(1), linear_1->weight.dtype())
-                       .to(linear_1->weight.device());
+  const Tensor e = timestep_embedding(t.to(linear_1->weight.device()), linear_1->weight.size(1),
+                                      linear_1->weight.dtype());
   return linear_2->forward(silu(linear_1->forward(e)));
 }
 

@@ -54,8 +54,11 @@ class BertTask final : public ReplicaTask {
 
   double forward_backward() override {
     const RankBatch b = batches_.next();
-    return finish_backward(bert().loss(b.rows.inputs.to(device()), b.rows.labels.to(device())) *
-                           b.weight);
+    weight_ = b.weight;
+    return train_on({b.rows.inputs.to(device()), b.rows.labels.to(device())});
+  }
+  Tensor batch_loss(const std::vector<Tensor>& b) const override {
+    return bert().loss(b[0], b[1]) * weight_;
   }
 
   Evaluation evaluate() override {
@@ -108,6 +111,7 @@ class BertTask final : public ReplicaTask {
   const nn::data::TextDataset& data_;
   int64_t seq_, eval_batches_;
   nn::data::Prefetcher<RankBatch> batches_;
+  double weight_ = 1;  // the current batch's RankBatch::weight, for batch_loss
 };
 
 }  // namespace

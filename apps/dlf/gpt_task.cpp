@@ -25,7 +25,8 @@ class GPTTask final : public RankTask {
               .schedule = s.schedule,
               .bucket_bytes = s.bucket_bytes,
               .zero = s.zero,
-              .reduce_in_bf16 = s.reduce_in_bf16}),
+              .reduce_in_bf16 = s.reduce_in_bf16,
+              .compile = s.compile}),
         batches_(
             [this](int64_t step) {
               return mine(data_.sample(nn::data::Split::train, step, run_.batch, seq_, run_.seed));

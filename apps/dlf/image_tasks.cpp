@@ -61,8 +61,9 @@ class ViTTask final : public ImageTask {
 
   double forward_backward() override {
     const ImageDataset b = batches_.next();
-    return finish_backward(vit().loss(b.images.to(device()), b.labels.to(device())));
+    return train_on({b.images.to(device()), b.labels.to(device())});
   }
+  Tensor batch_loss(const std::vector<Tensor>& b) const override { return vit().loss(b[0], b[1]); }
 
   // The whole test set (or its first eval_batches x batch images), cut between the replicas.
   Evaluation evaluate() override {
@@ -108,7 +109,10 @@ class UNetTask final : public ImageTask {
 
   double forward_backward() override {
     const ImageDataset b = batches_.next();
-    return finish_backward(loss(b.images, kTrainStream, step_++));
+    return train_on(noised(b.images, kTrainStream, step_++));
+  }
+  Tensor batch_loss(const std::vector<Tensor>& b) const override {
+    return ddpm_.loss(unet(), b[0], b[1], b[2]);
   }
 
   // The first eval_batches x batch test images, with the same noise every time.
@@ -118,7 +122,7 @@ class UNetTask final : public ImageTask {
     for (int64_t i = 0; i < eval_batches_; ++i) {
       const int64_t first = (i * run_.batch) % (test_.images.size(0) - run_.batch + 1);
       const ImageDataset all{test_.images.narrow(0, first, run_.batch), test_.labels};
-      total += loss(mine(all).images, kTestStream, i).item<double>();
+      total += batch_loss(noised(mine(all).images, kTestStream, i)).item<double>();
     }
     return {.loss = average(total / double(eval_batches_)), .metric = {}, .value = 0};
   }
@@ -126,10 +130,10 @@ class UNetTask final : public ImageTask {
  private:
   static constexpr uint64_t kTrainStream = 0x6e6f697365, kTestStream = 0x74657374;
 
-  // DDPM's loss on this replica's images x0: the timesteps and noise are drawn for the whole
-  // batch (from the batch's own counter stream) and cut as the images are, so any number of
-  // replicas trains on what one device would.
-  Tensor loss(const Tensor& x0, uint64_t stream, int64_t index) const {
+  // DDPM's inputs for this replica's images x0, on its device: {x0, noise, timesteps}. The
+  // timesteps and noise are drawn for the whole batch (from the batch's own counter stream) and
+  // cut as the images are, so any number of replicas trains on what one device would.
+  std::vector<Tensor> noised(const Tensor& x0, uint64_t stream, int64_t index) const {
     Generator gen(run_.seed ^ stream);
     gen.set_offset(uint64_t(index) << 32);
     const Tensor t = randint(0, ddpm_.steps(), {run_.batch}, {.dtype = DType::i64}, &gen);
@@ -137,8 +141,8 @@ class UNetTask final : public ImageTask {
     shape[0] = run_.batch;
     const Tensor noise = randn(shape, {.dtype = x0.dtype()}, &gen);
     const int64_t first = row0(run_.batch), n = rows(run_.batch);
-    return ddpm_.loss(unet(), x0.to(device()), noise.narrow(0, first, n).contiguous().to(device()),
-                      t.narrow(0, first, n).contiguous().to(device()));
+    return {x0.to(device()), noise.narrow(0, first, n).contiguous().to(device()),
+            t.narrow(0, first, n).contiguous().to(device())};
   }
   const models::UNet& unet() const { return static_cast<const models::UNet&>(*model_); }
 

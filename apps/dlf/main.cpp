@@ -17,6 +17,7 @@
 
 #include "convert.h"
 #include "demo.h"
+#include "graph_command.h"
 #include "plan.h"
 #include "sample.h"
 #include "train.h"
@@ -124,6 +125,9 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
       ->expected(0, 1)
       ->default_str("1")
       ->check(CLI::Range(1, 3));
+  cmd->add_flag("--compile", o.compile,
+                "graph mode: capture forward and backward at the first step, optimise the graph, "
+                "plan its memory in one arena and replay it at every later step (one device)");
   cmd->add_option("--recompute", o.recompute,
                   "activation recompute: none, or full (each block keeps only its input for "
                   "backward and runs again there: less memory, a third more compute)")
@@ -293,6 +297,25 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }
 
+void add_graph(CLI::App& app, dlf::app::GraphCommand& o, CLI::App*& cmd) {
+  cmd = app.add_subcommand("graph",
+                           "Capture one training step of a model as a graph, optimise it and plan "
+                           "its memory; print node counts per pass, its ops and its arena, and "
+                           "write it as DOT or JSON");
+  cmd->add_option("--model", o.model, "model name")->check(model_name())->capture_default_str();
+  cmd->add_option("--batch", o.batch, "sequences or images (default: the benchmarks')")
+      ->check(whole(1, kMaxBatch));
+  cmd->add_option("--seq", o.seq, "tokens per sequence (default: the benchmarks')")
+      ->check(whole(1, kMaxBatch));
+  cmd->add_option("--device", o.device, "cpu, meta:PRESET (shapes only) or sim:PRESET")
+      ->capture_default_str();
+  cmd->add_option("--precision", o.precision, "fp32 or bf16 (autocast)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  cmd->add_option("--dot", o.dot, "write the graph as Graphviz DOT to this file");
+  cmd->add_option("--json", o.json, "save the graph (JSON, and its external bytes beside it)");
+}
+
 // One line on stderr and exit code 1; under mpirun the other processes, which may be waiting
 // for this one in a collective, end with it.
 int fail(const std::string& line) {
@@ -404,6 +427,9 @@ int run(int argc, char** argv) {
   dlf::app::ConvertOptions convert;
   CLI::App* convert_cmd = nullptr;
   add_convert(app, convert, convert_cmd);
+  dlf::app::GraphCommand graph;
+  CLI::App* graph_cmd = nullptr;
+  add_graph(app, graph, graph_cmd);
 
   CLI::App* help_cmd = app.add_subcommand("help", "Show the commands, or one command's options");
   std::string help_topic;
@@ -458,6 +484,7 @@ int run(int argc, char** argv) {
     if (*eval_cmd) dlf::app::run_eval(eval);
     if (*plan_cmd) dlf::app::run_plan(plan);
     if (*convert_cmd) dlf::app::run_convert(convert);
+    if (*graph_cmd) dlf::app::run_graph(graph);
   } catch (const dlf::app::Interrupted& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 128 + e.signal();

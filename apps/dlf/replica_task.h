@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include <dlf/graph/executable.h>
 #include <dlf/nn/linear.h>
 #include <dlf/parallel/fsdp.h>
 #include <dlf/parallel/tp_sharding.h>
@@ -36,9 +37,12 @@ class ReplicaTask : public RankTask {
   /// What a family's config needs to build its layers split over the setup's tp group.
   static nn::LinearMaker linears(const TaskSetup& setup);
 
-  /// After backward of this rank's loss: the gradients averaged over the replicas, and the
-  /// loss too (returned, the same on every rank).
-  double finish_backward(const Tensor& loss);
+  /// The family's loss on a batch of its inputs, on this rank's device.
+  virtual Tensor batch_loss(const std::vector<Tensor>& batch) const = 0;
+  /// batch_loss(batch), its backward and the gradients averaged over the replicas (under
+  /// --compile the loss and its backward run as one captured graph); returns the loss averaged
+  /// over the replicas, the same on every rank.
+  double train_on(const std::vector<Tensor>& batch);
   /// `value` averaged over the replicas.
   double average(double value) const;
   /// This replica's rows [row0, row0 + rows) of a global batch of `batch` rows.
@@ -51,6 +55,7 @@ class ReplicaTask : public RankTask {
   std::unique_ptr<nn::Module> model_;
 
  private:
+  std::optional<graph::Compiled> compiled_;  ///< --compile: batch_loss and backward, captured
   std::optional<parallel::DistributedDataParallel> ddp_;
   std::optional<parallel::FullyShardedDataParallel> fsdp_;  ///< ZeRO-3, instead of ddp_
   parallel::SplitRule tp_split_;                            // empty without tensor parallelism

@@ -40,6 +40,7 @@ struct TaskSetup {
   int zero =
       0;  ///< ZeRO stage: 2 reduce-scatters the gradients (DDP), 3 shards the parameters (FSDP)
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
+  bool compile = false;         ///< forward and backward as one captured graph (one device)
 };
 
 class RankTask {

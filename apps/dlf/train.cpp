@@ -207,7 +207,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                  .first_step = first,
                  .recompute = o.recompute == "full",
                  .zero = o.zero,
-                 .reduce_in_bf16 = o.grad_reduce == "bf16"},
+                 .reduce_in_bf16 = o.grad_reduce == "bf16",
+                 .compile = o.compile},
                 job.data);
   const nn::NamedTensors params = task->named_parameters();
   std::vector<Tensor> tensors;
@@ -246,6 +247,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
       std::fprintf(stderr, " (%s)", layout.c_str());
     }
     if (simulated) std::fprintf(stderr, " on %s", sim::spec_of(device).name.c_str());
+    if (o.compile) std::fprintf(stderr, ", compiled");
     std::fprintf(stderr, ", %s from step %ld to %ld\n", first > 0 ? "resuming" : "training",
                  static_cast<long>(first), static_cast<long>(run.steps));
   }
@@ -295,7 +297,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                     const SimStep& s) {
     const double per_s = task->items_per_step() / seconds;
     progress.update(step, loss, per_s,
-                    simulated ? describe(s, sim::spec_of(device).memory_bytes) : "");
+                    std::string(o.compile ? "  compiled" : "") +
+                        (simulated ? describe(s, sim::spec_of(device).memory_bytes) : ""));
     JsonLine line;
     line.add("step", step + 1)
         .add_exact("loss", loss)
@@ -552,6 +555,10 @@ double run_train(TrainOptions o) {
     DLF_CHECK(o.trace.empty(), "--trace is not supported under mpirun yet: trace one process");
     ranks = parallel::mpi_world_size();
   }
+  DLF_CHECK(!o.compile || ranks == 1,
+            "--compile runs on one device for now: the collectives of data, tensor and pipeline "
+            "parallelism are not captured yet (got ",
+            ranks, " ranks)");
   const DeviceArg device = parse_device_arg(o.device, ranks);
   const std::vector<Device> devices = setup_devices(ranks, device);
   DLF_CHECK(devices[0].type != DeviceType::meta,
@@ -567,6 +574,9 @@ double run_train(TrainOptions o) {
   DLF_CHECK(o.zero < 2 || layout.tp * layout.pp == 1, "--zero ", o.zero,
             " shards whole replicas: it does not combine with --tp or --pp "
             "yet (--zero 1 does)");
+  DLF_CHECK(!o.compile || models::model_family(run.model) != models::ModelFamily::bert,
+            "--compile: BERT's masked-LM loss picks its masked positions on the host (a shape "
+            "that depends on the data), which a graph cannot replay; train it without --compile");
   DLF_CHECK(run.batch % layout.dp == 0, "--batch ", run.batch, " does not split over dp ",
             layout.dp, ": each replica takes an equal share, so the batch must be a multiple");
   const int64_t micro =

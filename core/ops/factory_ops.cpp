@@ -84,6 +84,10 @@ const OpDef& rand_op = register_op({
           }
         },
     .cost = write_only,
+    .redraw =
+        [](Inputs, Attrs& a) {
+          draw_random_attrs(default_generator(), static_cast<uint64_t>(numel(a.ints("shape"))), a);
+        },
 });
 
 Attrs shape_attrs(const Shape& shape, TensorOptions o) {
@@ -94,8 +98,7 @@ Attrs shape_attrs(const Shape& shape, TensorOptions o) {
 Tensor random(const Shape& shape, TensorOptions o, Generator* gen, Attrs extra) {
   Generator& g = gen ? *gen : default_generator();
   Attrs a = shape_attrs(shape, o);
-  a.set("seed", static_cast<int64_t>(g.seed()));
-  a.set("offset", static_cast<int64_t>(g.take(static_cast<uint64_t>(numel(shape)))));
+  draw_random_attrs(g, static_cast<uint64_t>(numel(shape)), a);
   for (auto& [k, v] : extra.items()) a.set(k, v);
   return dispatch1(rand_op, {}, std::move(a));
 }

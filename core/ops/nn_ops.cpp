@@ -97,6 +97,10 @@ const OpDef& dropout_op = register_op({
       return {static_cast<double>(in[0].numel()), static_cast<double>(in[0].nbytes()),
               static_cast<double>(out[0].nbytes() + out[1].nbytes())};
     },
+    .redraw =
+        [](Inputs in, Attrs& a) {
+          draw_random_attrs(default_generator(), static_cast<uint64_t>(in[0].numel()), a);
+        },
 });
 
 }  // namespace
@@ -110,8 +114,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
             shape_str(x.shape()), ")");
   if (!training || p == 0) return x;
   Generator& g = gen ? *gen : default_generator();
-  Attrs a{{"p", p}, {"seed", static_cast<int64_t>(g.seed())}};
-  a.set("offset", static_cast<int64_t>(g.take(static_cast<uint64_t>(x.numel()))));
+  Attrs a{{"p", p}};
+  draw_random_attrs(g, static_cast<uint64_t>(x.numel()), a);
   return dispatch1(dropout_op, {x}, std::move(a));
 }
 

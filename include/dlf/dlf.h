@@ -33,9 +33,16 @@
 #include <dlf/device/threads.h>
 #include <dlf/device/trace.h>
 #include <dlf/error.h>
+#include <dlf/graph/capture.h>
+#include <dlf/graph/executable.h>
+#include <dlf/graph/graph.h>
+#include <dlf/graph/io.h>
+#include <dlf/graph/memory_plan.h>
+#include <dlf/graph/passes.h>
 #include <dlf/json_line.h>
 #include <dlf/models/bert.h>
 #include <dlf/models/ddpm.h>
+#include <dlf/models/example_step.h>
 #include <dlf/models/gpt.h>
 #include <dlf/models/gpt_distributed.h>
 #include <dlf/models/gpt_parallel.h>

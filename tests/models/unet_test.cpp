@@ -163,7 +163,7 @@ TEST_CASE("DDPM: the linear schedule, add_noise and sampling") {
       [&] {
         ddpm.add_noise(ones, ones, from_vector<int64_t>({0, 1, 1000}));
       },
-      {"timestep 1000", "0..999"});
+      {"index 1000", "table of 1000 rows"});  // the schedule's 1000 steps: 0..999
   check_error([&] { ddpm.add_noise(ones, zeros({3, 1, 2}), t); }, {"noise [3, 1, 2]"});
 
   manual_seed(4);

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include <dlf/core/random.h>
 #include <dlf/core/tensor.h>
 #include <dlf/device/sim_spec.h>
 
@@ -95,7 +96,14 @@ struct OpDef {
   std::function<Cost(Inputs, const Attrs&, std::span<const Tensor> outputs)> cost = {};
   /// When >= 0 the op writes into that input, which is also its only output.
   int inplace = -1;
+  /// For ops whose attrs hold state drawn from a random stream when dispatched (dropout's seed
+  /// and offset): draws them afresh, as dispatching the op again would. Graph replay calls it.
+  std::function<void(Inputs, Attrs&)> redraw = {};
 };
+
+/// Sets attrs "seed" and "offset" to `g`'s next `count` counters: how a random op draws its
+/// stream state when dispatched, and how its redraw draws it again.
+void draw_random_attrs(Generator& g, uint64_t count, Attrs& attrs);
 
 /// Adds an op to the registry; returns a reference that stays valid for the process.
 /// Throws dlf::Error when the name is taken.
@@ -109,6 +117,10 @@ std::vector<const OpDef*> registered_ops();  ///< every op's definition, by name
 std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs = {});
 /// The first output of dispatch().
 Tensor dispatch1(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs = {});
+/// dispatch() without autocast, shape inference, allocation or autograd: runs `op` into the
+/// `outputs` given (a view op builds them), telling the observers and the device clock and
+/// trace as dispatch() does. What a graph executor replays a captured op with.
+void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<Tensor>& outputs);
 
 /// The FLOPs and bytes of an op as dispatched (its cost function's).
 Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const Tensor> outputs);

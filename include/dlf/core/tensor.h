@@ -24,9 +24,9 @@ class Storage {
  public:
   /// Allocates on `device`, counted under the calling thread's MemoryScope category.
   Storage(size_t nbytes, Device device);
-  /// Borrows `nbytes` of host memory at `data` that `owner` keeps alive (a memory-mapped
-  /// file): not allocated, counted or freed by dlf. It cannot be released.
-  Storage(void* data, size_t nbytes, std::shared_ptr<const void> owner);
+  /// Borrows `nbytes` at `data` on `device` that `owner` keeps alive (a memory-mapped file, a
+  /// slice of a graph's arena): not allocated, counted or freed by dlf. It cannot be released.
+  Storage(void* data, size_t nbytes, std::shared_ptr<const void> owner, Device device = kCPU);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -241,6 +241,16 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);  ///< prints t.str()
+
+namespace detail {
+/// Called with the tensor whenever code outside an op's kernel touches its values on the host
+/// (data(), item(), to_vector()), on this thread: graph capture refuses that, as what the step
+/// does then depends on data the graph cannot see. Null: none.
+using HostReadHook = void (*)(const Tensor& read);
+void set_host_read_hook(HostReadHook hook);
+/// Whether this thread is inside an op's kernel (launch_op()).
+bool running_kernel();
+}  // namespace detail
 
 extern template float Tensor::item<float>() const;
 extern template double Tensor::item<double>() const;

@@ -49,6 +49,9 @@ class DDPM {
 
  private:
   std::vector<double> betas_, alphas_cumprod_;
+  // sqrt(ᾱ_t) and sqrt(1 - ᾱ_t) as [steps, 1] f64 tables on the host, gathered per image by
+  // tensor ops (a step reads no timestep on the host, so graph capture can record it).
+  Tensor signal_, noise_scale_;
 };
 
 }  // namespace dlf::models

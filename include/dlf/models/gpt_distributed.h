@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include <dlf/graph/executable.h>
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/parallel/ddp.h>
 #include <dlf/parallel/fsdp.h>
@@ -24,6 +25,9 @@ struct DistributedGPTOptions {
   int64_t bucket_bytes = int64_t(25) << 20;                                       ///< DDP's
   int zero = 0;  ///< 2: DDP reduce-scatters the gradients; 3: FSDP shards the parameters
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
+  /// Forward and backward captured as a graph at the first step and replayed after
+  /// (graph::Compiled); one device and one micro-batch only.
+  bool compile = false;
 };
 
 /// One rank's part of a GPT over a dp x tp x pp mesh (see above).
@@ -75,6 +79,7 @@ class DistributedGPT {
   std::unique_ptr<ParallelGPT> model_;
   std::optional<parallel::DistributedDataParallel> ddp_;
   std::optional<parallel::FullyShardedDataParallel> fsdp_;
+  std::optional<graph::Compiled> compiled_;
 };
 
 }  // namespace dlf::models

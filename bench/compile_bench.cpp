@@ -1,0 +1,112 @@
+// Graph mode against eager on a zoo model's training step: the same model and AdamW, a step =
+// zero_grad + forward + loss + backward + optimizer step, where the compiled step runs forward
+// and backward as one captured graph (the optimizer steps eagerly after it). Eager and
+// compiled steps alternate on one model after warm-up; one `compile` line per model with the
+// median step times, the step's peak tensor memory above what lives between steps (activations,
+// gradients, temporaries) for both, the planned arena, and what capture and the passes took.
+//
+//   compile_bench [MODEL...] [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K]
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <dlf/dlf.h>
+
+#include "bench/bench_cli.h"
+#include "bench/bench_json.h"
+
+using namespace dlf;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> models = {"gpt-nano", "unet-small", "gpt-mini", "gpt-small"};
+  int steps = 5, warmup = 2, threads = 2;
+  int64_t batch = 0, seq = 0;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Compiled against eager training steps: one JSON line per model"};
+  app.add_option("models", o.models, "zoo models")->capture_default_str();
+  app.add_option("--steps", o.steps, "timed steps of each")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed steps of each first")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU threads")->capture_default_str();
+  app.add_option("--batch", o.batch, "sequences or images per step (default: the peer's)");
+  app.add_option("--seq", o.seq, "tokens per sequence (default: the peer's)");
+  bench::parse_or_exit(app, argc, argv);
+  return o;
+}
+
+void run(const std::string& name, const Options& o) {
+  manual_seed(1234);
+  Generator data(1234);
+  const models::ExampleStep w = models::example_step(name, o.batch, o.seq, data);
+  nn::optim::AdamW opt(w.model->parameters(), {.lr = 3e-4});
+  graph::Compiled compiled([&](const std::vector<Tensor>& batch) {
+    const Tensor loss = w.loss(batch);
+    loss.backward();
+    return std::vector<Tensor>{loss};
+  });
+  Allocator& memory = allocator_for(kCPU);
+  int64_t peak[2] = {0, 0};  // [compiled, eager], over the timed steps
+  bool timed = false;        // the first compiled step captures, eagerly: not counted
+  auto step = [&](bool eager) {
+    opt.zero_grad();
+    const int64_t before = memory.stats().live_bytes;
+    memory.reset_peak();
+    Tensor loss;
+    if (eager) {
+      loss = w.loss(w.batch);
+      loss.backward();
+    } else {
+      loss = compiled(w.batch)[0];
+    }
+    if (timed) peak[eager] = std::max(peak[eager], memory.stats().peak_bytes - before);
+    opt.step();
+  };
+  for (int i = 0; i < o.warmup; ++i) step(false), step(true);
+  timed = true;
+  const auto [compiled_t, eager_t] =
+      bench::time_alternating([&] { step(false); }, [&] { step(true); }, 0, o.steps);
+  const graph::CompileReport& report = compiled.last_report();
+  const graph::Graph& g = compiled.last_executable().graph();
+  JsonLine line;
+  line.add("bench", "compile").add("case", name).add("impl", "dlf-compiled");
+  line.add("threads", o.threads).add("batch", w.batch_size).add("seq", w.seq);
+  line.add("metric", "throughput").add("value", double(w.items) / (compiled_t.median_ms / 1e3));
+  line.add("unit", w.unit);
+  bench::add_timing(line, compiled_t);
+  const double eager_rate = double(w.items) / (eager_t.median_ms / 1e3);
+  line.add("baseline_impl", "dlf-eager").add("baseline", eager_rate);
+  line.add("ratio", double(w.items) / (compiled_t.median_ms / 1e3) / eager_rate);
+  line.add("baseline_median_ms", eager_t.median_ms);
+  line.add("peak_bytes", peak[0]).add("baseline_peak_bytes", peak[1]);
+  line.add("peak_ratio", double(peak[0]) / double(peak[1]));
+  line.add("planned_arena_bytes", int64_t(g.arena_bytes));
+  line.add("arena_lower_bound_bytes", int64_t(graph::arena_lower_bound(g)));
+  line.add("nodes_captured", int64_t(report.nodes_captured)).add("nodes", int64_t(g.nodes.size()));
+  line.add("capture_ms", report.capture_ms).add("optimise_ms", report.optimise_ms);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  line.add("peak_rss_mib", double(usage.ru_maxrss) / 1024);
+  line.print();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  set_num_threads(o.threads);
+  int failed = 0;
+  for (const std::string& name : o.models) {
+    try {
+      run(name, o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "compile_bench: %s: %s\n", name.c_str(), e.what());
+      ++failed;
+    }
+  }
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,193 @@
+// Capture: a dispatch observer that turns each outermost op into a node. Tensors are told apart
+// by their TensorImpl, buffers by their Storage; both maps hold weak references, so a freed
+// tensor whose address comes back is not mistaken for the old one.
+#include <dlf/graph/capture.h>
+
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+namespace dlf::graph {
+namespace {
+
+bool same_view(const Value& v, const Tensor& t) {
+  return v.shape == t.shape() && v.strides == t.strides() && v.offset == t.offset() &&
+         v.dtype == t.dtype();
+}
+
+class Recorder final : public DispatchObserver {
+ public:
+  explicit Recorder(const std::vector<Tensor>& inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      DLF_CHECK(inputs[i].defined(), "graph capture: input ", i, " is undefined");
+      auto known = buffers_.find(inputs[i].storage().get());
+      int b = known != buffers_.end() ? known->second.first : -1;
+      if (b < 0) {
+        b = add_buffer({.kind = BufferKind::argument,
+                        .nbytes = inputs[i].storage()->nbytes(),
+                        .device = inputs[i].device(),
+                        .argument = int64_t(i)},
+                       inputs[i].storage());
+      }
+      g_.arguments.push_back(add_value(inputs[i], b, -1));
+    }
+  }
+
+  void on_op_start(const OpDef&) override { ++depth_; }
+
+  void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
+             std::span<const Tensor> outputs) override {
+    if (--depth_ > 0) return;  // inside a composite op: its kernel runs it again on replay
+    Node node{.op = &op, .attrs = attrs, .inputs = {}, .outputs = {}};
+    for (const Tensor& t : inputs) node.inputs.push_back(t.defined() ? value_of(t) : -1);
+    const int n = int(g_.nodes.size());
+    for (const Tensor& t : outputs) {
+      int b;
+      if (op.view || op.inplace >= 0) {
+        b = buffer_of(t);  // the input's bytes
+      } else {
+        b = add_buffer(
+            {.kind = BufferKind::arena, .nbytes = t.storage()->nbytes(), .device = t.device()},
+            t.storage());
+      }
+      node.outputs.push_back(add_value(t, b, n));
+    }
+    g_.nodes.push_back(std::move(node));
+  }
+
+  // The op whose output `t` is, for an error message.
+  std::string made_by(const Tensor& t) const {
+    auto it = values_.find(t.impl());
+    if (it == values_.end()) return "a tensor made outside the step's ops";
+    const Value& v = g_.values[it->second.value];
+    if (v.producer < 0 && g_.buffers[v.buffer].kind == BufferKind::argument)
+      return "input " + std::to_string(g_.buffers[v.buffer].argument) + " of the step";
+    if (v.producer < 0) return "a tensor from outside the step";
+    return "the output of '" + g_.nodes[g_.values[it->second.value].producer].op->name + "'";
+  }
+
+  Graph finish(const std::vector<Tensor>& results) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      DLF_CHECK(results[i].defined(), "graph capture: result ", i, " of the step is undefined");
+      const int v = value_of(results[i]);
+      escape(v);
+      g_.outputs.push_back(v);
+    }
+    std::set<const TensorImpl*> bound;
+    for (const auto& [param_value, p] : externals_) {
+      if (!p.requires_grad() || !bound.insert(p.impl()).second) continue;
+      const Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      auto it = values_.find(grad.impl());
+      if (it == values_.end() || g_.values[it->second.value].producer < 0) continue;
+      escape(it->second.value);
+      g_.grads.push_back({.param = p, .param_value = param_value, .value = it->second.value});
+    }
+    return std::move(g_);
+  }
+
+ private:
+  struct Seen {
+    int value;
+    std::weak_ptr<Storage> storage;
+  };
+
+  int add_buffer(Buffer b, const std::shared_ptr<Storage>& storage) {
+    const int id = int(g_.buffers.size());
+    if (b.kind == BufferKind::external) b.storage = storage;
+    g_.buffers.push_back(std::move(b));
+    buffers_[storage.get()] = {id, storage};
+    return id;
+  }
+
+  int add_value(const Tensor& t, int buffer, int producer) {
+    const int id = int(g_.values.size());
+    g_.values.push_back({.shape = t.shape(),
+                         .strides = t.strides(),
+                         .offset = t.offset(),
+                         .dtype = t.dtype(),
+                         .buffer = buffer,
+                         .producer = producer});
+    values_[t.impl()] = {id, t.storage()};
+    return id;
+  }
+
+  int buffer_of(const Tensor& t) {
+    auto it = buffers_.find(t.storage().get());
+    if (it != buffers_.end() && it->second.second.lock() == t.storage()) return it->second.first;
+    return add_buffer(
+        {.kind = BufferKind::external, .nbytes = t.storage()->nbytes(), .device = t.device()},
+        t.storage());
+  }
+
+  int value_of(const Tensor& t) {
+    auto it = values_.find(t.impl());
+    if (it != values_.end() && it->second.storage.lock() == t.storage() &&
+        same_view(g_.values[it->second.value], t))
+      return it->second.value;
+    const int b = buffer_of(t);
+    if (g_.buffers[b].kind == BufferKind::external) {
+      DLF_CHECK(!t.requires_grad() || !t.grad().defined(), "graph capture: a parameter ",
+                shape_str(t.shape()),
+                " already has a gradient when the step starts; clear gradients (zero_grad) "
+                "before a captured step: a graph computes them, it does not add to old ones");
+      externals_.emplace_back(int(g_.values.size()), t);
+    }
+    return add_value(t, b, -1);
+  }
+
+  // A value the step hands out: its bytes must outlive the run, so not in the arena.
+  void escape(int v) {
+    Buffer& b = g_.buffers[g_.values[v].buffer];
+    if (b.kind == BufferKind::arena) b.kind = BufferKind::output;
+  }
+
+  Graph g_;
+  int depth_ = 0;
+  std::unordered_map<const TensorImpl*, Seen> values_;
+  std::unordered_map<const Storage*, std::pair<int, std::weak_ptr<Storage>>> buffers_;
+  std::vector<std::pair<int, Tensor>> externals_;  // reads from outside, for their gradients
+};
+
+thread_local const Recorder* recording = nullptr;
+
+void refuse_host_read(const Tensor& t) {
+  throw Error(
+      "graph capture: the step reads or writes values on the host (data(), item(), "
+      "to_vector()) of " +
+      recording->made_by(t) + ", shape " + shape_str(t.shape()) +
+      "; what it does next would depend on data a graph cannot replay: keep that "
+      "computation in tensor ops, or read the value after the step");
+}
+
+// Observes and refuses host reads while alive, even when the step throws.
+struct Recording {
+  explicit Recording(Recorder& r) : recorder(r) {
+    DLF_CHECK(recording == nullptr, "graph capture: already capturing on this thread");
+    add_observer(&recorder);
+    recording = &recorder;
+    detail::set_host_read_hook(refuse_host_read);
+  }
+  ~Recording() {
+    detail::set_host_read_hook(nullptr);
+    recording = nullptr;
+    remove_observer(&recorder);
+  }
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+  Recorder& recorder;
+};
+
+}  // namespace
+
+Capture capture(const StepFn& step, const std::vector<Tensor>& inputs) {
+  Recorder recorder(inputs);
+  std::vector<Tensor> results;
+  {
+    Recording on(recorder);
+    results = step(inputs);
+  }
+  return {.graph = recorder.finish(results), .results = std::move(results)};
+}
+
+}  // namespace dlf::graph

@@ -1,0 +1,30 @@
+// Capture: run a step once, eagerly, and record every op it dispatches into a Graph.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include <dlf/graph/graph.h>
+
+namespace dlf::graph {
+
+/// A step: tensors in, tensors out. Everything else it touches (parameters, their gradients,
+/// module buffers) is reached through the closure, as in torch.compile.
+using StepFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+
+/// What a capture gives: the graph and the step's results from the eager run that made it.
+struct Capture {
+  Graph graph;                  ///< the ops the step dispatched
+  std::vector<Tensor> results;  ///< what the step returned, run eagerly
+};
+
+/// Runs `step(inputs)` eagerly on this thread, recording each op it dispatches (forward,
+/// backward, anything else), on any device (on meta it only plans). Tensors the step reads
+/// that existed before are external buffers, bound by reference: later runs see their current
+/// contents. Gradients it leaves on parameters are bound so a run leaves them too; the
+/// parameters must have none when the step starts (zero_grad before it: a graph computes
+/// gradients, it does not accumulate into old ones). Throws a dlf::Error naming the op when the
+/// step touches values on the host outside a kernel (data(), item(), to_vector()): what it
+/// does next could depend on data, which a graph cannot replay.
+Capture capture(const StepFn& step, const std::vector<Tensor>& inputs);
+
+}  // namespace dlf::graph

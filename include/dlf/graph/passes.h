@@ -1,0 +1,38 @@
+// Passes: each rewrites a Graph in place and keeps what it computes for the step's results,
+// gradients and external writes unchanged.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <dlf/graph/graph.h>
+
+namespace dlf::graph {
+
+/// Removes nodes whose values nothing needs: not a result, not a gradient, not read by a node
+/// that is needed, not a write into bytes the step does not own. Returns the nodes removed.
+int eliminate_dead_code(Graph& g);
+
+/// Merges nodes that compute the same thing — same op, attributes and input values, with no
+/// in-place write to those inputs between them, and no random draw — keeping the first.
+/// Returns the nodes removed.
+int eliminate_common_subexpressions(Graph& g);
+
+/// Rematerialisation: a value made by a cheap op (at most 16 FLOPs an output element by its
+/// cost formula: element-wise ops, normalisations) and read again more than 16 nodes after its
+/// previous read is made again just before that read, from inputs alive there anyway — so its
+/// bytes are free in between (forward's activations, between forward and backward). The
+/// results are the same bits. Returns the nodes added.
+int rematerialize(Graph& g);
+
+/// What one pass did.
+struct PassReport {
+  std::string pass;         ///< its name
+  size_t nodes_before = 0;  ///< the graph's nodes before it
+  size_t nodes_after = 0;   ///< and after
+  double ms = 0;            ///< its own time
+};
+
+/// The default pipeline: common subexpressions, dead code, rematerialisation.
+std::vector<PassReport> optimize(Graph& g);
+
+}  // namespace dlf::graph

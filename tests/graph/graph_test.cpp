@@ -1,0 +1,229 @@
+// Graph mode's machinery on small steps: what capture records, what each pass removes, what the
+// memory plan gives, guards, gradients, random ops, and the errors.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <dlf/dlf.h>
+
+#include "test_util.h"
+
+using namespace dlf;
+using dlf::test::check_error;
+
+namespace {
+
+std::vector<std::string> op_names(const graph::Graph& g) {
+  std::vector<std::string> names;
+  for (const graph::Node& n : g.nodes) names.push_back(n.op->name);
+  return names;
+}
+
+std::vector<float> values_of(const Tensor& t) { return t.to_vector<float>(); }
+
+}  // namespace
+
+TEST_CASE("graph: capture records each outermost op; CSE and DCE remove a repeat and a dead op") {
+  const auto step = [](const std::vector<Tensor>& in) {
+    const Tensor p = in[0] * in[1];
+    const Tensor q = in[0] * in[1];  // the same product again
+    const Tensor unused = exp(in[0]);
+    return std::vector<Tensor>{relu(p + q)};
+  };
+  Generator gen(3);
+  const Tensor a = randn({4, 8}, {}, &gen), b = randn({4, 8}, {}, &gen);
+  graph::Capture c = graph::capture(step, {a, b});
+  CHECK(op_names(c.graph) == std::vector<std::string>{"mul", "mul", "exp", "add", "relu"});
+  CHECK(values_of(c.results[0]) == values_of(step({a, b})[0]));
+
+  CHECK(graph::eliminate_common_subexpressions(c.graph) == 1);
+  CHECK(op_names(c.graph) == std::vector<std::string>{"mul", "exp", "add", "relu"});
+  CHECK(graph::eliminate_dead_code(c.graph) == 1);
+  CHECK(op_names(c.graph) == std::vector<std::string>{"mul", "add", "relu"});
+  // Both inputs of the add are now the one product.
+  CHECK(c.graph.nodes[1].inputs[0] == c.graph.nodes[1].inputs[1]);
+
+  const graph::Executable exe(std::move(c.graph));
+  const Tensor a2 = randn({4, 8}, {}, &gen), b2 = randn({4, 8}, {}, &gen);
+  CHECK(values_of(exe.run({a2, b2})[0]) == values_of(step({a2, b2})[0]));
+}
+
+TEST_CASE("graph: CSE keeps a read before and after an in-place write apart") {
+  const auto step = [](const std::vector<Tensor>& in) {
+    Tensor x = in[0] * 1.0;  // an intermediate the step owns
+    const Tensor before = exp(x);
+    x.copy_(in[0] + 1.0);  // x changes in place
+    const Tensor after = exp(x);
+    return std::vector<Tensor>{before + after};
+  };
+  graph::Capture c = graph::capture(step, {full({3}, 0.5)});
+  CHECK(graph::eliminate_common_subexpressions(c.graph) == 0);
+  const graph::Executable exe(std::move(c.graph));
+  CHECK(values_of(exe.run({full({3}, 0.25)})[0]) == values_of(step({full({3}, 0.25)})[0]));
+}
+
+TEST_CASE("graph: the memory plan reuses the bytes of values no longer needed") {
+  // x -> r1 -> r2 -> r3 -> out: r1 dies when r2 is made, so r1 and r3 share their bytes.
+  const auto step = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{relu(relu(relu(relu(in[0]))))};
+  };
+  graph::Capture c = graph::capture(step, {full({256}, 1.0)});
+  graph::Executable exe(std::move(c.graph));
+  CHECK(exe.graph().arena_bytes == 2 * 1024);  // three 1 KiB intermediates, two alive at once
+  CHECK(graph::arena_lower_bound(exe.graph()) == 2 * 1024);
+  int arena = 0, output = 0;
+  for (const graph::Buffer& b : exe.graph().buffers) {
+    arena += b.kind == graph::BufferKind::arena;
+    output += b.kind == graph::BufferKind::output;
+  }
+  CHECK(arena == 3);
+  CHECK(output == 1);  // the result: in the arena, alive to the end and after
+  const Tensor out = exe.run({full({256}, -2.0)})[0];
+  CHECK(values_of(out) == std::vector<float>(256, 0.0f));
+}
+
+TEST_CASE("graph: rematerialisation makes a cheap value again for a late read, in less memory") {
+  // a = exp(x) is read at once and again 21 nodes later: between the two it need not be kept.
+  const auto step = [](const std::vector<Tensor>& in) {
+    const Tensor a = exp(in[0]);
+    Tensor t = a * 3.0;
+    for (int i = 0; i < 20; ++i) t = relu(t);
+    return std::vector<Tensor>{t + a.sum()};
+  };
+  const Tensor x = full({256}, 0.5);
+  graph::Graph kept = graph::capture(step, {x}).graph;
+  graph::Graph remat = kept;
+  CHECK(graph::rematerialize(remat) == 1);
+  const std::vector<std::string> names = op_names(remat);
+  REQUIRE(names.size() == 25);
+  CHECK(names[0] == "exp");
+  CHECK(names[22] == "exp");  // made again just before the read that needs it
+  CHECK(names[23] == "sum");
+  graph::plan_memory(kept);
+  graph::plan_memory(remat);
+  CHECK(kept.arena_bytes == 3 * 1024);  // a, and the two relus alive at once
+  // a is gone while the relus run; at the end a again, the last relu and the sum (64 bytes).
+  CHECK(remat.arena_bytes == 2 * 1024 + 64);
+  const graph::Executable exe(std::move(remat));
+  const Tensor x2 = full({256}, -0.25);
+  CHECK(values_of(exe.run({x2})[0]) == values_of(step({x2})[0]));
+}
+
+TEST_CASE("graph: compile captures once per input signature and runs the graph after") {
+  int traced = 0;
+  graph::Compiled f([&](const std::vector<Tensor>& in) {
+    ++traced;
+    return std::vector<Tensor>{gelu(in[0]).sum({1})};
+  });
+  Generator gen(5);
+  for (int i = 0; i < 3; ++i) {
+    const Tensor x = randn({4, 6}, {}, &gen);
+    CHECK(values_of(f({x})[0]) == values_of(gelu(x).sum({1})));
+  }
+  CHECK(traced == 1);
+  CHECK(f.captures() == 1);
+  const Tensor other = randn({2, 6}, {}, &gen);  // another shape: captured again
+  CHECK(values_of(f({other})[0]) == values_of(gelu(other).sum({1})));
+  CHECK(f.captures() == 2);
+  {
+    autograd::NoGradGuard no_grad;  // another grad mode: a guard of its own
+    f({randn({4, 6}, {}, &gen)});
+  }
+  CHECK(f.captures() == 3);
+  CHECK(traced == 3);
+}
+
+TEST_CASE("graph: a captured step leaves the gradients eager leaves") {
+  Generator gen(11);
+  const Tensor w = randn({8, 3}, {}, &gen).requires_grad_();
+  const auto step = [&](const std::vector<Tensor>& in) {
+    const Tensor loss = (relu(matmul(in[0], w)) * in[0].sum({1}, true)).mean();
+    loss.backward();
+    return std::vector<Tensor>{loss};
+  };
+  graph::Compiled f(step);
+  for (int i = 0; i < 3; ++i) {
+    const Tensor x = randn({5, 8}, {}, &gen);
+    w.set_grad(Tensor());
+    const float eager_loss = step({x})[0].item<float>();
+    const std::vector<float> eager_grad = values_of(w.grad());
+    w.set_grad(Tensor());
+    CHECK(f({x})[0].item<float>() == eager_loss);
+    CHECK(values_of(w.grad()) == eager_grad);
+  }
+  CHECK(f.captures() == 1);
+  check_error([&] { f({randn({5, 8}, {}, &gen)}); }, {"already has a gradient", "zero_grad"});
+}
+
+TEST_CASE("graph: random ops draw afresh at each run, as eager does") {
+  const auto step = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{dropout(in[0], 0.5, true) + rand({16})};
+  };
+  const Tensor x = full({16}, 1.0);
+  manual_seed(7);
+  std::vector<std::vector<float>> eager;
+  for (int i = 0; i < 3; ++i) eager.push_back(values_of(step({x})[0]));
+  CHECK(eager[0] != eager[1]);
+  manual_seed(7);
+  graph::Compiled f(step);
+  for (int i = 0; i < 3; ++i) CHECK(values_of(f({x})[0]) == eager[size_t(i)]);
+}
+
+TEST_CASE("graph: a step that reads values on the host cannot be captured") {
+  const auto step = [](const std::vector<Tensor>& in) {
+    const Tensor s = in[0].sum();
+    return std::vector<Tensor>{s.item<float>() > 0 ? in[0] * 2.0 : in[0]};
+  };
+  check_error([&] { graph::capture(step, {full({3}, 1.0)}); },
+              {"graph capture", "item()", "'sum'", "tensor ops"});
+  // The failed capture left nothing behind: the next works.
+  CHECK(graph::capture([](const std::vector<Tensor>& in) { return std::vector<Tensor>{-in[0]}; },
+                       {full({3}, 1.0)})
+            .graph.nodes.size() == 1);
+  graph::Executable exe(
+      graph::capture([](const std::vector<Tensor>& in) { return std::vector<Tensor>{-in[0]}; },
+                     {full({3}, 1.0)})
+          .graph);
+  check_error([&] { exe.run({full({4}, 1.0)}); }, {"differ from the captured ones", "shape"});
+}
+
+TEST_CASE("graph: a saved graph loads and runs without the code that captured it") {
+  Generator gen(13);
+  const Tensor w = randn({6, 4}, {}, &gen).requires_grad_();
+  const Tensor b = randn({4}, {}, &gen).requires_grad_();
+  graph::Capture c = graph::capture(
+      [&](const std::vector<Tensor>& in) {
+        const Tensor loss = gelu(matmul(in[0], w) + b).square().mean();
+        loss.backward();
+        return std::vector<Tensor>{loss};
+      },
+      {randn({3, 6}, {}, &gen)});
+  w.set_grad(Tensor());
+  b.set_grad(Tensor());
+  graph::optimize(c.graph);
+  const graph::Executable original(std::move(c.graph));
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("dlf_graph_test_" + std::to_string(::getpid()) + ".json");
+  graph::save(original.graph(), path);
+  const graph::Executable loaded(graph::load(path));
+  CHECK(loaded.graph().nodes.size() == original.graph().nodes.size());
+  CHECK(loaded.graph().arena_bytes == original.graph().arena_bytes);
+  REQUIRE(loaded.graph().grads.size() == 2);
+
+  const Tensor x = randn({3, 6}, {}, &gen);
+  const float expected = original.run({x})[0].item<float>();
+  CHECK(loaded.run({x})[0].item<float>() == expected);
+  // The loaded graph's parameters are its own copies, with the same values and gradients.
+  for (const graph::GradBinding& g : loaded.graph().grads) {
+    const Tensor& mine = g.param.shape() == w.shape() ? w : b;
+    CHECK(values_of(g.param) == values_of(mine));
+    CHECK(values_of(g.param.grad()) == values_of(mine.grad()));
+  }
+  // A damaged file is named.
+  { std::ofstream(path) << "{\"graph\": {\"version\": 1, \"buffers\": ["; }
+  check_error([&] { graph::load(path); }, {"not a saved graph", path});
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".safetensors");
+}
