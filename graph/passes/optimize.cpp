@@ -8,6 +8,7 @@ namespace dlf::graph {
 
 std::vector<PassReport> optimize(Graph& g) {
   const std::pair<const char*, std::function<int(Graph&)>> passes[] = {
+      {"constant folding", fold_constants},
       {"common subexpressions", eliminate_common_subexpressions},
       {"dead code", eliminate_dead_code},
       {"rematerialisation", rematerialize},

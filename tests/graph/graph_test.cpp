@@ -50,6 +50,23 @@ TEST_CASE("graph: capture records each outermost op; CSE and DCE remove a repeat
   CHECK(values_of(exe.run({a2, b2})[0]) == values_of(step({a2, b2})[0]));
 }
 
+TEST_CASE("graph: constant folding computes once what depends on no input of the step") {
+  const auto step = [](const std::vector<Tensor>& in) {
+    const Tensor freqs = exp(arange(8.0) * -0.5);  // arange, mul_scalar, exp: no input
+    return std::vector<Tensor>{in[0] * freqs};
+  };
+  graph::Graph g = graph::capture(step, {full({8}, 2.0)}).graph;
+  CHECK(op_names(g) == std::vector<std::string>{"arange", "mul_scalar", "exp", "mul"});
+  CHECK(graph::fold_constants(g) == 3);
+  CHECK(op_names(g) == std::vector<std::string>{"mul"});
+  int external = 0;
+  for (const graph::Buffer& b : g.buffers) external += b.kind == graph::BufferKind::external;
+  CHECK(external == 1);  // the frequencies, computed once
+  const graph::Executable exe(std::move(g));
+  const Tensor x = full({8}, -3.0);
+  CHECK(values_of(exe.run({x})[0]) == values_of(step({x})[0]));
+}
+
 TEST_CASE("graph: CSE keeps a read before and after an in-place write apart") {
   const auto step = [](const std::vector<Tensor>& in) {
     Tensor x = in[0] * 1.0;  // an intermediate the step owns

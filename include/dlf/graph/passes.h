@@ -17,6 +17,11 @@ int eliminate_dead_code(Graph& g);
 /// Returns the nodes removed.
 int eliminate_common_subexpressions(Graph& g);
 
+/// Constant folding: nodes computed from no input of the step — factories (full, arange) and
+/// pure ops over their results, not random — run once, now, and their values become external
+/// bytes of the graph (on meta, shapes only). Returns the nodes removed.
+int fold_constants(Graph& g);
+
 /// Rematerialisation: a value made by a cheap op (at most 16 FLOPs an output element by its
 /// cost formula: element-wise ops, normalisations) and read again more than 16 nodes after its
 /// previous read is made again just before that read, from inputs alive there anyway — so its
@@ -32,7 +37,8 @@ struct PassReport {
   double ms = 0;            ///< its own time
 };
 
-/// The default pipeline: common subexpressions, dead code, rematerialisation.
+/// The default pipeline: constant folding, common subexpressions, dead code,
+/// rematerialisation.
 std::vector<PassReport> optimize(Graph& g);
 
 }  // namespace dlf::graph
