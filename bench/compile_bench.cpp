@@ -44,11 +44,8 @@ void run(const std::string& name, const Options& o) {
   Generator data(1234);
   const models::ExampleStep w = models::example_step(name, o.batch, o.seq, data);
   nn::optim::AdamW opt(w.model->parameters(), {.lr = 3e-4});
-  graph::Compiled compiled([&](const std::vector<Tensor>& batch) {
-    const Tensor loss = w.loss(batch);
-    loss.backward();
-    return std::vector<Tensor>{loss};
-  });
+  const graph::StepFn eager_step = graph::backward_step(w.loss);
+  graph::Compiled compiled(eager_step);
   Allocator& memory = allocator_for(kCPU);
   int64_t peak[2] = {0, 0};  // [compiled, eager], over the timed steps
   bool timed = false;        // the first compiled step captures, eagerly: not counted
@@ -56,13 +53,7 @@ void run(const std::string& name, const Options& o) {
     opt.zero_grad();
     const int64_t before = memory.stats().live_bytes;
     memory.reset_peak();
-    Tensor loss;
-    if (eager) {
-      loss = w.loss(w.batch);
-      loss.backward();
-    } else {
-      loss = compiled(w.batch)[0];
-    }
+    eager ? eager_step(w.batch) : compiled(w.batch);
     if (timed) peak[eager] = std::max(peak[eager], memory.stats().peak_bytes - before);
     opt.step();
   };

@@ -180,6 +180,14 @@ struct Recording {
 
 }  // namespace
 
+StepFn backward_step(std::function<Tensor(const std::vector<Tensor>& batch)> loss) {
+  return [loss = std::move(loss)](const std::vector<Tensor>& batch) {
+    const Tensor l = loss(batch);
+    l.backward();
+    return std::vector<Tensor>{l};
+  };
+}
+
 Capture capture(const StepFn& step, const std::vector<Tensor>& inputs) {
   Recorder recorder(inputs);
   std::vector<Tensor> results;

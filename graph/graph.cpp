@@ -51,6 +51,13 @@ std::vector<int> Graph::buffer_first_def() const {
   return first;
 }
 
+std::vector<bool> Graph::buffers_written_in_place() const {
+  std::vector<bool> written(buffers.size(), false);
+  for (const Node& node : nodes)
+    if (node.op->inplace >= 0) written[values[node.outputs[0]].buffer] = true;
+  return written;
+}
+
 void Graph::compact() {
   // A view or an in-place op's outputs live in its input's buffer: a pass that gave it another
   // input moved them too.

@@ -77,11 +77,11 @@ struct ValueRecord {
   std::vector<int64_t> shape, strides;
   int64_t offset = 0;
   std::string dtype;
-  int buffer = -1, producer = -1;
+  int buffer = -1;  // a value's producer is not kept: the nodes' outputs say it
   template <class Archive>
   void serialize(Archive& ar) {
     ar(CEREAL_NVP(shape), CEREAL_NVP(strides), CEREAL_NVP(offset), CEREAL_NVP(dtype),
-       CEREAL_NVP(buffer), CEREAL_NVP(producer));
+       CEREAL_NVP(buffer));
   }
 };
 
@@ -141,6 +141,61 @@ Tensor whole_buffer(const Graph& g, size_t b) {
 
 std::string buffer_name(size_t b) { return "buffer." + std::to_string(b); }
 
+// Whether `v` lies within its buffer's bytes.
+bool fits(const Value& v, const Buffer& b) {
+  if (v.shape.size() != v.strides.size() || v.offset < 0) return false;
+  int64_t last = v.offset;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (v.shape[d] < 0 || v.strides[d] < 0) return false;
+    if (v.shape[d] == 0) return true;  // no element
+    last += (v.shape[d] - 1) * v.strides[d];
+  }
+  return uint64_t(last + 1) * dtype_size(v.dtype) <= b.nbytes;
+}
+
+// What a loaded graph must hold before it runs — its kernels trust it: every value within its
+// buffer, each node's outputs what its op makes of its inputs (inference on meta tensors), every
+// reference in range. A dlf::Error names the file and the first thing wrong.
+void check_loaded(const Graph& g, const std::string& path) {
+  const auto bad = [&](const std::string& what) { throw Error("graph: '" + path + "': " + what); };
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (!fits(g.values[v], g.buffers[g.values[v].buffer]))
+      bad("value " + std::to_string(v) + " does not lie within its buffer");
+  for (const Buffer& b : g.buffers)
+    if (b.kind == BufferKind::argument && (b.argument < 0 || b.argument >= int(g.arguments.size())))
+      bad("a buffer is input " + std::to_string(b.argument) + " of " +
+          std::to_string(g.arguments.size()));
+  auto meta = [&](int v) {
+    return v < 0 ? Tensor() : Tensor::empty(g.values[v].shape, g.values[v].dtype, kMeta);
+  };
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    const std::string where = "node " + std::to_string(n) + " ('" + node.op->name + "')";
+    std::vector<Tensor> in;
+    for (int v : node.inputs) in.push_back(meta(v));
+    std::vector<std::pair<Shape, DType>> made;
+    try {
+      if (node.op->view) {
+        for (const Tensor& t : node.op->view(in, node.attrs))
+          made.emplace_back(t.shape(), t.dtype());
+      } else {
+        for (const TensorMeta& m : node.op->infer(in, node.attrs))
+          made.emplace_back(m.shape, m.dtype);
+      }
+    } catch (const Error& e) {
+      bad(where + " does not run on its inputs: " + e.what());
+    }
+    bool same = made.size() == node.outputs.size();
+    for (size_t i = 0; same && i < made.size(); ++i)
+      same = made[i].first == g.values[node.outputs[i]].shape &&
+             made[i].second == g.values[node.outputs[i]].dtype;
+    if (!same) bad(where + "'s outputs are not what its op makes of its inputs");
+  }
+  for (const GradBinding& b : g.grads)
+    if (g.buffers[g.values[b.param_value].buffer].kind != BufferKind::external)
+      bad("a gradient's parameter is not one of the graph's external tensors");
+}
+
 }  // namespace
 
 void save(const Graph& g, const std::string& path) {
@@ -157,7 +212,7 @@ void save(const Graph& g, const std::string& path) {
     if (buf.kind == BufferKind::external) bytes.emplace_back(buffer_name(b), whole_buffer(g, b));
   }
   for (const Value& v : g.values)
-    r.values.push_back({v.shape, v.strides, v.offset, dtype_name(v.dtype), v.buffer, v.producer});
+    r.values.push_back({v.shape, v.strides, v.offset, dtype_name(v.dtype), v.buffer});
   for (const Node& n : g.nodes) {
     NodeRecord node{.op = n.op->name, .attrs = {}, .inputs = n.inputs, .outputs = n.outputs};
     for (const auto& [name, value] : n.attrs.items())
@@ -173,12 +228,7 @@ void save(const Graph& g, const std::string& path) {
     archive(cereal::make_nvp("graph", r));
   }
   nn::save_safetensors(path + ".safetensors", bytes);
-  nn::replace_file(path, "graph", [&](const std::filesystem::path& temp) {
-    std::ofstream out(temp);
-    out << os.str();
-    out.flush();
-    DLF_CHECK(out.good(), "cannot write '", temp.string(), "'");
-  });
+  nn::replace_file(path, "graph", os.str());
 }
 
 Graph load(const std::string& path) {
@@ -217,9 +267,10 @@ Graph load(const std::string& path) {
     }
     g.buffers.push_back(std::move(buf));
   }
-  const auto check_value = [&](int v) {
-    DLF_CHECK(v >= -1 && v < int(r.values.size()), "graph: '", path, "' refers to value ", v,
-              " of ", r.values.size());
+  // A reference to a value; -1 (an undefined tensor) only where `optional`.
+  const auto check_value = [&](int v, bool optional = false) {
+    DLF_CHECK(v >= (optional ? -1 : 0) && v < int(r.values.size()), "graph: '", path,
+              "' refers to value ", v, " of ", r.values.size());
     return v;
   };
   for (const ValueRecord& v : r.values) {
@@ -229,24 +280,26 @@ Graph load(const std::string& path) {
                         .strides = v.strides,
                         .offset = v.offset,
                         .dtype = parse_dtype(v.dtype),
-                        .buffer = v.buffer,
-                        .producer = v.producer});
+                        .buffer = v.buffer});
   }
   for (const NodeRecord& n : r.nodes) {
     Node node{.op = &find_op(n.op), .attrs = {}, .inputs = {}, .outputs = {}};
     for (const AttrRecord& a : n.attrs) node.attrs.set(a.name, a.value);
-    for (int v : n.inputs) node.inputs.push_back(check_value(v));
+    for (int v : n.inputs) node.inputs.push_back(check_value(v, true));
     for (int v : n.outputs) node.outputs.push_back(check_value(v));
     g.nodes.push_back(std::move(node));
   }
   for (int v : r.arguments) g.arguments.push_back(check_value(v));
   for (int v : r.outputs) g.outputs.push_back(check_value(v));
-  for (const GradRecord& gr : r.grads) {
-    const Value& p = g.values[size_t(check_value(gr.param))];
+  for (const GradRecord& gr : r.grads)
     g.grads.push_back(
-        {.param = Tensor(g.buffers[p.buffer].storage, p.shape, p.strides, p.offset, p.dtype),
-         .param_value = gr.param,
-         .value = check_value(gr.grad)});
+        {.param = {}, .param_value = check_value(gr.param), .value = check_value(gr.grad)});
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int v : g.nodes[n].outputs) g.values[size_t(v)].producer = int(n);
+  check_loaded(g, path);
+  for (GradBinding& b : g.grads) {
+    const Value& p = g.values[size_t(b.param_value)];
+    b.param = Tensor(g.buffers[p.buffer].storage, p.shape, p.strides, p.offset, p.dtype);
   }
   return g;
 }

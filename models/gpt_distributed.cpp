@@ -31,11 +31,8 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
     DLF_CHECK(mesh.layout().devices() == 1 && options.micro_batches == 1,
               "a compiled GPT step runs on one device, one micro-batch: the collectives and the "
               "pipeline schedule are not captured yet");
-    compiled_.emplace([this](const std::vector<Tensor>& batch) {
-      const Tensor loss = model_->loss(batch[0], batch[1]);
-      loss.backward();
-      return std::vector<Tensor>{loss};
-    });
+    compiled_.emplace(graph::backward_step(
+        [this](const std::vector<Tensor>& batch) { return model_->loss(batch[0], batch[1]); }));
   }
   if (mesh.layout().dp > 1 && options.zero == 3) {
     fsdp_.emplace(*model_, mesh.dp(), options.micro_batches, options.reduce_in_bf16);

@@ -4,6 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
 #include <dlf/error.h>
 
 namespace dlf::nn {
@@ -61,6 +65,15 @@ void replace_file(const fs::path& target, const std::string& what,
     throw Error(what + ": " + target.string() + " was written, but " + e.what() +
                 ": it may not survive a power loss");
   }
+}
+
+void replace_file(const fs::path& target, const std::string& what, const std::string& text) {
+  replace_file(target, what, [&](const fs::path& temp) {
+    std::ofstream file(temp);
+    file << text;
+    file.close();
+    DLF_CHECK(file.good(), "writing ", temp.string(), " failed (", std::strerror(errno), ")");
+  });
 }
 
 }  // namespace dlf::nn

@@ -2,10 +2,10 @@
 #include "graph_command.h"
 
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 #include <dlf/dlf.h>
+#include <dlf/nn/atomic_file.h>
 
 #include "devices.h"
 
@@ -17,11 +17,7 @@ void run_graph(const GraphCommand& o) {
   manual_seed(1234);
   Generator data(1234);
   const models::ExampleStep s = models::example_step(o.model, o.batch, o.seq, data);
-  graph::Compiled compiled([&](const std::vector<Tensor>& batch) {
-    const Tensor loss = s.loss(batch);
-    loss.backward();
-    return std::vector<Tensor>{loss};
-  });
+  graph::Compiled compiled(graph::backward_step(s.loss));
   {
     AutocastGuard autocast(autocast_for(o.precision == "bf16" ? DType::bf16 : DType::f32));
     compiled(s.batch);
@@ -52,10 +48,7 @@ void run_graph(const GraphCommand& o) {
               format_bytes(double(g.arena_bytes)).c_str(),
               format_bytes(double(graph::arena_lower_bound(g))).c_str());
   if (!o.dot.empty()) {
-    std::ofstream out(o.dot);
-    out << graph::to_dot(g);
-    out.close();
-    DLF_CHECK(out.good(), "cannot write '", o.dot, "'");
+    nn::replace_file(o.dot, "DOT file", graph::to_dot(g));
     std::printf("wrote %s (render: dot -Tsvg %s -o step.svg)\n", o.dot.c_str(), o.dot.c_str());
   }
   if (!o.json.empty()) {

@@ -4,11 +4,7 @@
 #include <dlf/device/threads.h>
 #include <dlf/nn/atomic_file.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 namespace dlf::app {
@@ -75,12 +71,7 @@ void StepProfiler::print(std::ostream& os, const std::string& what) const {
 void run_calibrate(const std::string& out) {
   const SimSpec spec = measure_cpu();
   if (!out.empty()) {
-    nn::replace_file(out, "device spec", [&](const std::filesystem::path& temp) {
-      std::ofstream file(temp);
-      file << to_json(spec);
-      file.close();
-      DLF_CHECK(file.good(), "writing ", temp.string(), " failed (", std::strerror(errno), ")");
-    });
+    nn::replace_file(out, "device spec", to_json(spec));
   }
   std::fprintf(stderr,
                "this CPU on %d threads: matmul %.1f GFLOP/s f32, %.1f bf16, %.1f f64; copy "

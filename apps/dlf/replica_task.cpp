@@ -25,13 +25,7 @@ ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
   }
   model_->to(device());
   model_->recompute(s.recompute);
-  if (s.compile) {
-    compiled_.emplace([this](const std::vector<Tensor>& batch) {
-      const Tensor loss = batch_loss(batch);
-      loss.backward();
-      return std::vector<Tensor>{loss};
-    });
-  }
+  if (s.compile) compiled_.emplace(step_);
   if (l.dp > 1 && s.zero == 3) {
     fsdp_.emplace(*model_, s.mesh.dp(), 1, s.reduce_in_bf16);
   } else if (l.dp > 1) {
@@ -86,13 +80,7 @@ nn::NamedTensors ReplicaTask::shard_optimizer_state(const nn::NamedTensors& whol
 }
 
 double ReplicaTask::train_on(const std::vector<Tensor>& batch) {
-  Tensor loss;
-  if (compiled_) {
-    loss = (*compiled_)(batch)[0];
-  } else {
-    loss = batch_loss(batch);
-    loss.backward();
-  }
+  const Tensor loss = (compiled_ ? (*compiled_)(batch) : step_(batch))[0];
   if (ddp_) ddp_->synchronize();
   if (fsdp_) fsdp_->synchronize();
   return average(loss.item<double>());

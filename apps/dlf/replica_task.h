@@ -55,7 +55,10 @@ class ReplicaTask : public RankTask {
   std::unique_ptr<nn::Module> model_;
 
  private:
-  std::optional<graph::Compiled> compiled_;  ///< --compile: batch_loss and backward, captured
+  /// batch_loss and its backward, run eagerly or (--compile) through compiled_
+  graph::StepFn step_ =
+      graph::backward_step([this](const std::vector<Tensor>& batch) { return batch_loss(batch); });
+  std::optional<graph::Compiled> compiled_;
   std::optional<parallel::DistributedDataParallel> ddp_;
   std::optional<parallel::FullyShardedDataParallel> fsdp_;  ///< ZeRO-3, instead of ddp_
   parallel::SplitRule tp_split_;                            // empty without tensor parallelism

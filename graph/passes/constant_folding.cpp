@@ -10,9 +10,7 @@ namespace dlf::graph {
 int fold_constants(Graph& g) {
   std::vector<bool> constant(g.values.size(), false);
   std::vector<bool> folded(g.nodes.size(), false);
-  std::vector<bool> written_in_place(g.buffers.size(), false);
-  for (const Node& node : g.nodes)
-    if (node.op->inplace >= 0) written_in_place[g.values[node.outputs[0]].buffer] = true;
+  const std::vector<bool> written_in_place = g.buffers_written_in_place();
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     bool pure = node.op->inplace < 0 && !node.op->redraw;

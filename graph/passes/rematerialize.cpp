@@ -4,6 +4,7 @@
 // anyway, so its bytes are free in between, where a training step's memory peaks.
 #include <dlf/graph/passes.h>
 
+#include <algorithm>
 #include <map>
 
 namespace dlf::graph {
@@ -33,13 +34,11 @@ bool cheap(const Graph& g, const Node& node) {
 int rematerialize(Graph& g) {
   const std::vector<int> last = g.buffer_last_use();
   std::vector<std::vector<int>> readers(g.values.size());
-  std::vector<bool> written_in_place(g.buffers.size(), false);
+  const std::vector<bool> written_in_place = g.buffers_written_in_place();
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     for (int v : g.nodes[n].inputs)
       if (v >= 0 && (readers[v].empty() || readers[v].back() != int(n)))
         readers[v].push_back(int(n));
-    if (g.nodes[n].op->inplace >= 0)
-      written_in_place[g.values[g.nodes[n].outputs[0]].buffer] = true;
   }
   // Before which node to make which node again.
   std::map<int, std::vector<int>> again;

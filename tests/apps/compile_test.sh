@@ -34,6 +34,8 @@ head -1 "$tmp/step.dot" | grep -q '^digraph step {' || fail "the DOT file does n
 if command -v dot >/dev/null; then
   dot -Tsvg "$tmp/step.dot" -o "$tmp/step.svg" || fail "graphviz cannot read the DOT file"
 fi
+# a file that cannot be written is one line, and nothing is left behind
+expect_error 1 graph --model gpt-nano --batch 2 --seq 16 --dot /proc/step.dot
 # a big model's step on meta: planned without memory
 "$dlf" graph --model gpt-small --device meta >"$tmp/out" 2>"$tmp/log" ||
   fail "dlf graph on meta: $(cat "$tmp/log")"

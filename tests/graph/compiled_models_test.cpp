@@ -18,11 +18,7 @@ using LossFn = std::function<Tensor(const nn::Module&, const Batch&)>;
 std::vector<float> train(const nn::Module& model, const std::vector<Batch>& batches,
                          const LossFn& loss, bool compiled) {
   nn::optim::AdamW opt(model.parameters(), {.lr = 1e-3});
-  const graph::StepFn step = [&](const Batch& b) {
-    const Tensor l = loss(model, b);
-    l.backward();
-    return Batch{l};
-  };
+  const graph::StepFn step = graph::backward_step([&](const Batch& b) { return loss(model, b); });
   graph::Compiled compiled_step(step);
   std::vector<float> losses;
   for (const Batch& b : batches) {
@@ -120,12 +116,7 @@ TEST_CASE("graph: gpt-small's training step captured on meta plans its memory wi
   const models::GPT model(config);
   const Tensor x = zeros({4, 256}, {.dtype = DType::i64});
   graph::Capture c = graph::capture(
-      [&](const Batch& b) {
-        const Tensor l = model.loss(b[0], b[1]);
-        l.backward();
-        return Batch{l};
-      },
-      {x, x});
+      graph::backward_step([&](const Batch& b) { return model.loss(b[0], b[1]); }), {x, x});
   CHECK(c.graph.grads.size() == model.parameters().size());
   graph::optimize(c.graph);
   const graph::Executable exe(std::move(c.graph));

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <dlf/dlf.h>
 
@@ -241,6 +242,19 @@ TEST_CASE("graph: a saved graph loads and runs without the code that captured it
   // A damaged file is named.
   { std::ofstream(path) << "{\"graph\": {\"version\": 1, \"buffers\": ["; }
   check_error([&] { graph::load(path); }, {"not a saved graph", path});
+  // So is one whose node no longer makes its outputs (matmul [3, 6] x [6, 4] turned gelu).
+  graph::save(original.graph(), path);
+  std::string text;
+  {
+    std::ifstream in(path);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t op = text.find("\"matmul\"");
+  REQUIRE(op != std::string::npos);
+  text.replace(op, 8, "\"gelu\"");
+  { std::ofstream(path) << text; }
+  check_error([&] { graph::load(path); },
+              {path, "('gelu')", "outputs are not what its op makes of its inputs"});
   std::filesystem::remove(path);
   std::filesystem::remove(path + ".safetensors");
 }

@@ -11,6 +11,10 @@ namespace dlf::graph {
 /// module buffers) is reached through the closure, as in torch.compile.
 using StepFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
 
+/// A training step: `loss(batch)`, its backward, and the loss as the one result — what
+/// `dlf train --compile` and the benchmarks capture.
+StepFn backward_step(std::function<Tensor(const std::vector<Tensor>& batch)> loss);
+
 /// What a capture gives: the graph and the step's results from the eager run that made it.
 struct Capture {
   Graph graph;                  ///< the ops the step dispatched

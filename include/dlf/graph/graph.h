@@ -73,6 +73,8 @@ struct Graph {
   std::vector<int> buffer_last_use() const;
   /// The first node writing each buffer (-1: none, an external or argument).
   std::vector<int> buffer_first_def() const;
+  /// For each buffer, whether an in-place op writes it.
+  std::vector<bool> buffers_written_in_place() const;
   /// After a pass: puts the outputs of views and in-place ops in their (new) input's buffer,
   /// then drops values no node, output or gradient refers to and buffers no value lives in,
   /// renumbering the rest.

@@ -12,5 +12,8 @@ namespace dlf::nn {
 /// previous file is unchanged. Temporaries of killed writers (whose process is gone) are removed.
 void replace_file(const std::filesystem::path& target, const std::string& what,
                   const std::function<void(const std::filesystem::path& temp)>& write);
+/// replace_file() writing `text`.
+void replace_file(const std::filesystem::path& target, const std::string& what,
+                  const std::string& text);
 
 }  // namespace dlf::nn
