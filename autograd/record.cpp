@@ -3,12 +3,14 @@
 
 #include "autograd/backward_registry.h"
 #include "autograd/graph_nodes.h"
+#include "autograd/recompute_region.h"
 
 namespace dlf::autograd {
 namespace {
 
 void record(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
             std::vector<Tensor>& outputs) {
+  RecomputeRegion::keep(op, inputs, attrs, outputs);
   if (!grad_enabled()) return;
   bool any = false;
   for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());

@@ -6,11 +6,11 @@
 // noise and timesteps. Prints one `train` JSON line with tokens/s (GPT, BERT) or images/s (ViT,
 // UNet), MFU (the FLOPs one step dispatches, counted at the dispatch point, against the f32
 // matmul peak measured in this process; the bf16 peak for --precision bf16) and the peak RSS.
-// With --recompute full or --precision bf16, the plain f32 step is timed alternately in the same
-// run as the baseline.
+// With --recompute full|selective or --precision bf16, the plain f32 step is timed alternately in
+// the same run as the baseline.
 //
 //   train_bench MODEL [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K] [--profile]
-//               [--recompute full] [--precision bf16]
+//               [--recompute full|selective] [--precision bf16]
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -30,7 +30,7 @@ struct Options {
   std::string model = "gpt-mini";
   int steps = 10, warmup = 2, threads = 2;
   bool profile = false;            // print the per-op table of the counted step on stderr
-  std::string recompute = "none";  // full: activation recompute, against none in the same run
+  std::string recompute = "none";  // full, selective: against none in the same run
   std::string precision = "fp32";  // bf16: autocast, against fp32 in the same run
   int64_t batch = 0, seq = 0;      // 0: the peer's defaults for the model
 };
@@ -46,9 +46,9 @@ Options parse(int argc, char** argv) {
   app.add_option("--seq", o.seq, "tokens per sequence, GPT and BERT (default: the peer's)");
   app.add_flag("--profile", o.profile, "the per-op table of one step on stderr");
   app.add_option("--recompute", o.recompute,
-                 "full: every block recomputed in backward, timed alternately with none (the "
-                 "baseline) in the same run")
-      ->check(CLI::IsMember({"none", "full"}))
+                 "full or selective: activation recompute of every block (dlf train's "
+                 "--recompute), timed alternately with none (the baseline) in the same run")
+      ->check(CLI::IsMember({"none", "full", "selective"}))
       ->capture_default_str();
   app.add_option("--precision", o.precision,
                  "bf16: matmuls, convolutions and attention under autocast (dlf train's "
@@ -75,14 +75,16 @@ int main(int argc, char** argv) try {
   const models::ExampleStep w = models::example_step(o.model, o.batch, o.seq, data);
   nn::optim::AdamW opt({{.params = w.model->parameters(), .weight_decay = 0.1}},
                        {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
-  const bool recompute = o.recompute == "full", bf16 = o.precision == "bf16";
+  const autograd::Recompute recompute = autograd::parse_recompute(o.recompute);
+  const bool bf16 = o.precision == "bf16";
   const DType precision = bf16 ? DType::bf16 : DType::f32;
-  const bool compared = recompute || bf16;  // the plain f32 step alternates as the baseline
+  const bool compared = recompute != autograd::Recompute::none ||
+                        bf16;  // the plain f32 step alternates as the baseline
   double first_loss = 0, last_loss = 0;
   int64_t held[2] = {0, 0};  // bytes live between forward and backward, [measured, baseline]
   Allocator& memory = allocator_for(kCPU);
   auto step = [&](bool baseline) {
-    w.model->recompute(recompute && !baseline);
+    w.model->recompute(baseline ? autograd::Recompute::none : recompute);
     opt.zero_grad();
     const int64_t before = memory.stats().live_bytes;
     Tensor loss;
@@ -108,7 +110,8 @@ int main(int argc, char** argv) try {
   }
   double step_flops = 0;  // one more step, untimed, to count what it dispatches
   {
-    w.model->recompute(false);  // the model's FLOPs, without what a recompute adds
+    w.model->recompute(
+        autograd::Recompute::none);  // the model's FLOPs, without what a recompute adds
     OpProfile profile;
     {
       AutocastGuard autocast(autocast_for(precision));

@@ -112,11 +112,13 @@ std::vector<const OpDef*> registered_ops() {
 namespace {
 thread_local std::vector<DispatchObserver*> observers;
 AutogradHook autograd_hook = nullptr;
+RecomputeHook recompute_hook = nullptr;
 }  // namespace
 
 void add_observer(DispatchObserver* observer) { observers.push_back(observer); }
 void remove_observer(DispatchObserver* observer) { std::erase(observers, observer); }
 void set_autograd_hook(AutogradHook hook) { autograd_hook = hook; }
+void set_recompute_hook(RecomputeHook hook) { recompute_hook = hook; }
 
 // ---- dispatch ----
 
@@ -133,6 +135,14 @@ Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const
   for (const Tensor& t : inputs) c.bytes_read += t.defined() ? static_cast<double>(t.nbytes()) : 0;
   for (const Tensor& t : outputs) c.bytes_written += static_cast<double>(t.nbytes());
   return c;
+}
+
+bool costly_to_recompute(const OpDef& op, Inputs inputs, const Attrs& attrs,
+                         std::span<const Tensor> outputs) {
+  constexpr double kFlopsPerElement = 16;
+  double elements = 0;
+  for (const Tensor& t : outputs) elements += static_cast<double>(t.numel());
+  return op_cost(op, inputs, attrs, outputs).flops > kFlopsPerElement * elements;
 }
 
 double simulated_seconds(Device device, const Cost& cost, Inputs inputs,
@@ -234,6 +244,11 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
   if (!op.view) {
     const Device device = output_device(op, inputs, attrs);
     std::vector<TensorMeta> metas = op.infer(inputs, attrs);
+    if (op.inplace < 0 && recompute_hook != nullptr && !detail::running_kernel() &&
+        recompute_hook(op, inputs, attrs, metas, outputs)) {
+      if (autograd_hook != nullptr) autograd_hook(op, inputs, attrs, outputs);
+      return outputs;
+    }
     if (op.inplace >= 0) {
       outputs = {inputs[op.inplace]};
     } else {

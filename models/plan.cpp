@@ -38,7 +38,7 @@ struct StageShape {
   int layers;
   int64_t batch, seq;
   DType dtype;
-  bool recompute;
+  autograd::Recompute recompute;
 };
 
 struct StageRun {
@@ -115,7 +115,7 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
       const auto block = [&b, heads, head_dim](const Tensor& x) {
         return block_forward(x, b, heads, head_dim);
       };
-      out = s.recompute ? autograd::checkpoint(block, out) : block(out);
+      out = autograd::checkpoint(block, out, s.recompute);
     }
     if (s.last) {
       const Tensor logits = linear(layer_norm(out, {C}, lnf_w, lnf_b), wte);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <dlf/autograd/checkpoint.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
 
@@ -88,9 +89,11 @@ inline ZeroComm zero_comm(const SimSpec& spec, int zero, double grad_bytes,
   return {allreduce + gather, std::max(0.0, allreduce - backward_s) + gather};
 }
 
-/// ", recompute, ZeRO-2": the memory-saving flags of a plan, for its first line.
-inline std::string plan_flags(bool recompute, int zero) {
-  return std::string(recompute ? ", recompute" : "") +
+/// ", selective recompute, ZeRO-2": the memory-saving flags of a plan, for its first line.
+inline std::string plan_flags(autograd::Recompute recompute, int zero) {
+  return (recompute == autograd::Recompute::none
+              ? std::string()
+              : ", " + std::string(autograd::recompute_name(recompute)) + " recompute") +
          (zero > 0 ? ", ZeRO-" + std::to_string(zero) : "");
 }
 

@@ -187,21 +187,18 @@ void Module::to(DType dtype) {
   }
 }
 
-void Module::recompute(bool on) {
-  recompute_ = on;
-  for (auto& [name, child] : children_) child->recompute(on);
+void Module::recompute(autograd::Recompute what) {
+  recompute_ = what;
+  for (auto& [name, child] : children_) child->recompute(what);
 }
 
 Tensor Module::run_block(const std::function<Tensor(const std::vector<Tensor>&)>& body,
                          const std::vector<Tensor>& inputs) const {
   const std::shared_ptr<const BlockHooks> hooks = block_hooks_;
   if (hooks) hooks->before_forward();
-  const Tensor out =
-      recompute_
-          ? autograd::checkpoint(
-                [body](const std::vector<Tensor>& in) { return std::vector<Tensor>{body(in)}; },
-                inputs)[0]
-          : body(inputs);
+  const Tensor out = autograd::checkpoint(
+      [body](const std::vector<Tensor>& in) { return std::vector<Tensor>{body(in)}; }, inputs,
+      recompute_)[0];
   if (hooks) hooks->after_forward(out);
   return out;
 }

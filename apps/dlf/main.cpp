@@ -129,9 +129,11 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
                 "graph mode: capture forward and backward at the first step, optimise the graph, "
                 "plan its memory in one arena and replay it at every later step (one device)");
   cmd->add_option("--recompute", o.recompute,
-                  "activation recompute: none, or full (each block keeps only its input for "
-                  "backward and runs again there: less memory, a third more compute)")
-      ->check(CLI::IsMember({"none", "full"}))
+                  "activation recompute: none; full (each block keeps only its input for "
+                  "backward and runs again there: least memory, a third more compute); or "
+                  "selective (each block keeps its input and the outputs of its matmuls, "
+                  "convolutions and attention, and runs again only the cheap ops between them)")
+      ->check(CLI::IsMember({"none", "full", "selective"}))
       ->capture_default_str();
   cmd->add_option("--precision", o.precision,
                   "fp32, or bf16: matmuls, convolutions and attention compute in bf16 with f32 "
@@ -287,8 +289,10 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_option("--schedule", o.schedule, "pipeline schedule: 1f1b or gpipe")
       ->capture_default_str();
-  cmd->add_option("--recompute", o.recompute, "activation recompute: none or full (every block)")
-      ->check(CLI::IsMember({"none", "full"}))
+  cmd->add_option("--recompute", o.recompute,
+                  "activation recompute: none, full (every block keeps its input) or selective "
+                  "(and the outputs of its matmuls, convolutions and attention)")
+      ->check(CLI::IsMember({"none", "full", "selective"}))
       ->capture_default_str();
   cmd->add_option("--zero", o.zero, "ZeRO stage over the data-parallel ranks: 1, 2 or 3")
       ->expected(0, 1)

@@ -11,7 +11,8 @@ std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
   const bool gpt = models::model_family(q.model) == models::ModelFamily::gpt;
   const bool whole_replicas = q.layout.tp * q.layout.pp == 1;
   std::vector<FlagsPlan> plans;
-  for (bool recompute : {false, true}) {
+  using autograd::Recompute;
+  for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
     for (int zero = 0; zero <= 3; ++zero) {
       if (zero > 0 && q.layout.dp == 1) continue;
       if (zero >= 2 && !whole_replicas) continue;
@@ -55,7 +56,9 @@ std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
 }
 
 std::string flags_str(const MemoryFlags& f) {
-  std::string s = f.recompute ? "--recompute full" : "";
+  std::string s = f.recompute == autograd::Recompute::none
+                      ? ""
+                      : std::string("--recompute ") + autograd::recompute_name(f.recompute);
   if (f.zero > 0) s += std::string(s.empty() ? "" : " ") + "--zero " + std::to_string(f.zero);
   return s.empty() ? "none" : s;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <dlf/autograd/checkpoint.h>
 #include <dlf/device/sim_spec.h>
 #include <dlf/parallel/mesh.h>
 #include <dlf/parallel/pipeline.h>
@@ -13,7 +14,7 @@
 namespace dlf::app {
 
 struct MemoryFlags {
-  bool recompute = false;
+  autograd::Recompute recompute = autograd::Recompute::none;
   int zero = 0;
 };
 
@@ -37,7 +38,7 @@ struct FlagsPlan {
 /// Every combination the layout allows (ZeRO needs dp > 1, its stages 2 and 3 whole replicas),
 /// planned: those that fit first, fastest first, then the others by peak memory.
 std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& query);
-/// "--recompute full --zero 2", or "none".
+/// "--recompute selective --zero 2", or "none".
 std::string flags_str(const MemoryFlags& flags);
 /// One sentence for a run with `current` flags that does not fit: the fastest flags that fit
 /// and their planned peak, or that none does.

@@ -24,7 +24,7 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
        .global_batch = c.batch > 0 ? c.batch : int64_t(c.devices) * c.micro_batch,
        .seq = c.seq > 0 || !bert ? c.seq : kBertSequence,
        .dtype = dtype,
-       .recompute = c.recompute == "full",
+       .recompute = autograd::parse_recompute(c.recompute),
        .zero = c.zero});
   std::printf("%s", (c.json ? models::to_json_line(plan) + "\n" : models::describe(plan)).c_str());
   if (!c.json && !plan.fits)
@@ -34,7 +34,7 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
                                               .batch = plan.options.global_batch,
                                               .seq = plan.options.seq,
                                               .dtype = dtype},
-                                             {c.recompute == "full", c.zero})
+                                             {autograd::parse_recompute(c.recompute), c.zero})
                               .c_str());
 }
 
@@ -63,7 +63,7 @@ void run_plan(const PlanCommand& c) {
                               .seq = c.seq,
                               .dtype = dtype,
                               .schedule = parse_schedule(c.schedule),
-                              .recompute = c.recompute == "full",
+                              .recompute = autograd::parse_recompute(c.recompute),
                               .zero = c.zero};
   const models::Plan plan = models::plan_gpt(options);
   if (c.json) {
@@ -80,7 +80,7 @@ void run_plan(const PlanCommand& c) {
                                             .micro_batch = plan.options.micro_batch,
                                             .dtype = dtype,
                                             .schedule = plan.options.schedule},
-                                           {c.recompute == "full", c.zero})
+                                           {autograd::parse_recompute(c.recompute), c.zero})
                             .c_str());
   // Say what would fit on these devices, if anything does.
   options.global_batch = plan.options.global_batch;

@@ -36,7 +36,8 @@ struct TaskSetup {
   int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
   int64_t eval_batches = 4;                  ///< held-out batches per evaluation; 0: all of them
   int64_t first_step = 0;                    ///< where batches start (resume)
-  bool recompute = false;  ///< activation recompute of every block (Module::recompute)
+  /// activation recompute of every block (Module::recompute)
+  autograd::Recompute recompute = autograd::Recompute::none;
   int zero =
       0;  ///< ZeRO stage: 2 reduce-scatters the gradients (DDP), 3 shards the parameters (FSDP)
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16

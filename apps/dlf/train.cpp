@@ -205,7 +205,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                  .bucket_bytes = o.bucket_mb << 20,
                  .eval_batches = o.eval_batches > 0 ? o.eval_batches : default_eval_batches(run),
                  .first_step = first,
-                 .recompute = o.recompute == "full",
+                 .recompute = autograd::parse_recompute(o.recompute),
                  .zero = o.zero,
                  .reduce_in_bf16 = o.grad_reduce == "bf16",
                  .compile = o.compile},
@@ -436,7 +436,7 @@ models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int
           .seq = seq,
           .dtype = o.precision == "bf16" ? DType::bf16 : DType::f32,
           .schedule = parse_schedule(o.schedule),
-          .recompute = o.recompute == "full",
+          .recompute = autograd::parse_recompute(o.recompute),
           .zero = o.zero};
 }
 
@@ -658,7 +658,7 @@ double run_train(TrainOptions o) {
                                           .seq = seq,
                                           .micro_batch = micro,
                                           .schedule = parse_schedule(o.schedule)},
-                                         {o.recompute == "full", o.zero}));
+                                         {autograd::parse_recompute(o.recompute), o.zero}));
   }
   if (!o.trace.empty()) {
     trace::stop_and_write(o.trace);

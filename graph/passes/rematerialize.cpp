@@ -10,8 +10,7 @@
 namespace dlf::graph {
 namespace {
 
-constexpr int kGap = 16;            // nodes between two reads that make the later one "late"
-constexpr double kCheapFlops = 16;  // per output element: element-wise ops and normalisations
+constexpr int kGap = 16;  // nodes between two reads that make the later one "late"
 
 Tensor meta_of(const Value& v) { return Tensor::empty(v.shape, v.dtype, kMeta); }
 
@@ -21,12 +20,8 @@ bool cheap(const Graph& g, const Node& node) {
     return false;
   std::vector<Tensor> in, out;
   for (int v : node.inputs) in.push_back(v >= 0 ? meta_of(g.values[v]) : Tensor());
-  double elements = 0;
-  for (int v : node.outputs) {
-    out.push_back(meta_of(g.values[v]));
-    elements += double(out.back().numel());
-  }
-  return op_cost(*node.op, in, node.attrs, out).flops <= kCheapFlops * elements;
+  for (int v : node.outputs) out.push_back(meta_of(g.values[v]));
+  return !costly_to_recompute(*node.op, in, node.attrs, out);
 }
 
 }  // namespace

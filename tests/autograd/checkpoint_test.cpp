@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <dlf/autograd/checkpoint.h>
+#include <dlf/core/op_profile.h>
 #include <dlf/device/allocator.h>
 
 using namespace dlf;
@@ -24,13 +25,14 @@ struct Grads {
   bool operator==(const Grads&) const = default;
 };
 
-Grads grads_of(const Net& net, const Tensor& x, bool recompute, int blocks = 2) {
+Grads grads_of(const Net& net, const Tensor& x, bool recompute, int blocks = 2,
+               autograd::Recompute what = autograd::Recompute::full) {
   net.w1.set_grad(Tensor());
   net.w2.set_grad(Tensor());
   Tensor in = x.detach().requires_grad_();
   Tensor y = in;
   for (int b = 0; b < blocks; ++b) {
-    y = recompute ? autograd::checkpoint([&](const Tensor& t) { return net.block(t); }, y)
+    y = recompute ? autograd::checkpoint([&](const Tensor& t) { return net.block(t); }, y, what)
                   : net.block(y);
   }
   y.sum().backward();
@@ -108,4 +110,65 @@ TEST_CASE("checkpoint: nested, twice with retain_graph, under no_grad, an input 
     source.copy_(source * 2.0);
   }
   check_error([&] { z.sum().backward(); }, {"checkpoint: input 0", "changed in place"});
+}
+
+TEST_CASE("checkpoint, selective: costly ops' outputs kept, only the cheap ops run again") {
+  using autograd::Recompute;
+  manual_seed(6);
+  Net net;
+  net.p = 0.3;
+  const Tensor x = randn({256, 16}, {.dtype = DType::f64});
+  manual_seed(12);
+  const Grads plain = grads_of(net, x, false);
+  manual_seed(12);
+  CHECK(grads_of(net, x, true, 2, Recompute::selective) == plain);
+
+  // What backward runs: the plain backward's matmuls and, again, tanh; not the forward's
+  // matmuls (16-wide: 32 FLOPs an output element), which full recompute runs again.
+  auto backward_calls = [&](std::optional<Recompute> what, const char* op) {
+    Tensor in = x.detach().requires_grad_();
+    const Tensor y =
+        what ? autograd::checkpoint([&](const Tensor& t) { return net.block(t); }, in, *what)
+             : net.block(in);
+    OpProfile profile;
+    y.sum().backward();
+    return profile.rows().contains(op) ? profile.rows().at(op).calls : 0;
+  };
+  const long matmuls = backward_calls(std::nullopt, "matmul");
+  CHECK(backward_calls(Recompute::selective, "matmul") == matmuls);
+  CHECK(backward_calls(Recompute::full, "matmul") == matmuls + 2);
+  CHECK(backward_calls(std::nullopt, "tanh") == 0);
+  CHECK(backward_calls(Recompute::selective, "tanh") == 1);
+
+  // Held between forward and backward: the output and both matmuls' outputs (the plain
+  // forward keeps tanh's output instead of x w1).
+  Allocator& memory = allocator_for(kCPU);
+  const Tensor in = x.detach().requires_grad_();
+  const int64_t before = memory.stats().live_bytes;
+  const Tensor y =
+      autograd::checkpoint([&](const Tensor& t) { return net.block(t); }, in, Recompute::selective);
+  CHECK(memory.stats().live_bytes - before == 3 * 256 * 16 * 8);
+}
+
+TEST_CASE("checkpoint, selective: a kept output changed in place since is computed again") {
+  manual_seed(7);
+  const Tensor w = randn({16, 16}, {.dtype = DType::f64}).requires_grad_();
+  const Tensor x = randn({4, 16}, {.dtype = DType::f64});
+  auto fn = [&](const std::vector<Tensor>& in) {
+    const Tensor m = matmul(in[0], w);
+    return std::vector<Tensor>{m, m.sin()};  // sin keeps m for backward
+  };
+  fn({x})[1].sum().backward();
+  const std::vector<double> plain = w.grad().to_vector<double>();
+  w.set_grad(Tensor());
+
+  std::vector<Tensor> out = autograd::checkpoint(fn, {x}, autograd::Recompute::selective);
+  {
+    autograd::NoGradGuard no_grad;
+    out[0].copy_(out[0] * 0.0);  // the kept bytes of matmul's output are no longer its result
+  }
+  out[1].sum().backward();
+  CHECK(w.grad().to_vector<double>() == plain);
+  CHECK(autograd::parse_recompute("selective") == autograd::Recompute::selective);
+  check_error([] { autograd::parse_recompute("some"); }, {"unknown recompute 'some'", "selective"});
 }

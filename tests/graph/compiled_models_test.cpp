@@ -30,14 +30,17 @@ std::vector<float> train(const nn::Module& model, const std::vector<Batch>& batc
   return losses;
 }
 
-// Builds the model twice from one seed, trains one eagerly and one compiled.
+// Builds the model twice from one seed, trains one eagerly and one compiled (with activation
+// recompute `what`).
 template <typename Model, typename Config>
 void check_compiled_matches_eager(const Config& config, const std::vector<Batch>& batches,
-                                  const LossFn& loss) {
+                                  const LossFn& loss,
+                                  autograd::Recompute what = autograd::Recompute::none) {
   manual_seed(42);
   const Model eager(config);
   manual_seed(42);
-  const Model compiled(config);
+  Model compiled(config);
+  compiled.recompute(what);
   const std::vector<float> eager_losses = train(eager, batches, loss, false);
   const std::vector<float> compiled_losses = train(compiled, batches, loss, true);
   CHECK(compiled_losses == eager_losses);
@@ -58,10 +61,15 @@ TEST_CASE("graph: gpt-nano trains compiled as it trains eagerly, bit for bit") {
   for (int i = 0; i < 5; ++i)
     batches.push_back({randint(0, config.vocab, {2, 16}, {.dtype = DType::i64}, &data),
                        randint(0, config.vocab, {2, 16}, {.dtype = DType::i64}, &data)});
-  check_compiled_matches_eager<models::GPT>(
-      config, batches, [](const nn::Module& m, const Batch& b) {
-        return static_cast<const models::GPT&>(m).loss(b[0], b[1]);
-      });
+  const LossFn loss = [](const nn::Module& m, const Batch& b) {
+    return static_cast<const models::GPT&>(m).loss(b[0], b[1]);
+  };
+  check_compiled_matches_eager<models::GPT>(config, batches, loss);
+  // Recompute in a captured step: backward's recompute is captured like any other op.
+  for (autograd::Recompute what : {autograd::Recompute::full, autograd::Recompute::selective}) {
+    INFO(autograd::recompute_name(what));
+    check_compiled_matches_eager<models::GPT>(config, batches, loss, what);
+  }
 }
 
 TEST_CASE("graph: bert's masked-LM loss picks its positions on the host, so capture refuses it") {

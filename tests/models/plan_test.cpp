@@ -117,11 +117,19 @@ TEST_CASE("plan: GPT-3 175B on 1024 devices in a moment, and what does not fit s
   // With 8 micro-batches' activations in flight it does not fit in 80 GB: Megatron-LM trained
   // this layout with activation recompute, and so it fits.
   CHECK_FALSE(p.fits);
-  o.recompute = true;
+  o.recompute = autograd::Recompute::full;
   const models::Plan recomputed = models::plan_gpt(o);
   CHECK(recomputed.fits);
   CHECK(recomputed.mfu > 0.1);
   CHECK(recomputed.mfu < 1);
+  // Selective recompute keeps the matmuls' and attention's outputs: between the two in memory,
+  // faster than full recompute (its matmuls do not run again).
+  o.recompute = autograd::Recompute::selective;
+  const models::Plan selective = models::plan_gpt(o);
+  CHECK(selective.worst.peak_bytes > recomputed.worst.peak_bytes);
+  CHECK(selective.worst.peak_bytes < p.worst.peak_bytes);
+  CHECK(selective.step_s < recomputed.step_s);
+  o.recompute = autograd::Recompute::full;
   o.dtype = DType::f32;  // the same model state, activations twice the bytes
   CHECK(models::plan_gpt(o).worst.peak_bytes > recomputed.worst.peak_bytes);
   test::check_error([] { models::plan_gpt(options("gpt-nano", {.tp = 3})); },

@@ -124,6 +124,12 @@ void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<T
 
 /// The FLOPs and bytes of an op as dispatched (its cost function's).
 Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const Tensor> outputs);
+/// Whether an op is worth keeping rather than running again: more than 16 FLOPs an output
+/// element by its cost formula (matmuls, convolutions, attention; not element-wise ops,
+/// normalisations or copies, whose time is their bytes). Selective activation recompute keeps
+/// the outputs of such ops; graph rematerialisation makes again only the others.
+bool costly_to_recompute(const OpDef& op, Inputs inputs, const Attrs& attrs,
+                         std::span<const Tensor> outputs);
 /// The time a sim or meta device charges an outermost op of that cost: its roofline time at the
 /// peak of the outputs' precision, plus the launch overhead.
 double simulated_seconds(Device device, const Cost& cost, Inputs inputs,
@@ -148,5 +154,12 @@ void remove_observer(DispatchObserver* observer);  ///< stops `observer`
 using AutogradHook = void (*)(const OpDef& op, const std::vector<Tensor>& inputs,
                               const Attrs& attrs, std::vector<Tensor>& outputs);
 void set_autograd_hook(AutogradHook hook);  ///< installs autograd's recorder (autograd/ does, once)
+/// Installed by autograd/ for selective recompute: asked before an outermost op that is neither a
+/// view nor in place runs, with the shapes it will make; when it fills `outputs` with the tensors
+/// the first forward made (kept for backward), the op does not run again.
+using RecomputeHook = bool (*)(const OpDef& op, const std::vector<Tensor>& inputs,
+                               const Attrs& attrs, const std::vector<TensorMeta>& metas,
+                               std::vector<Tensor>& outputs);
+void set_recompute_hook(RecomputeHook hook);  ///< installs it (autograd/ does, once)
 
 }  // namespace dlf

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <dlf/autograd/checkpoint.h>
 #include <dlf/core/dtype.h>
 #include <dlf/device/allocator.h>
 #include <dlf/device/sim_spec.h>
@@ -34,8 +35,9 @@ struct PlanOptions {
   int64_t seq = 0;           ///< 0: the model's context
   DType dtype = DType::f32;  ///< f32, or bf16: mixed precision (autocast, f32 master weights)
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  ///< the pipeline's
-  bool recompute = false;  ///< every block recomputed in backward (autograd::checkpoint)
-  int zero = 0;            ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
+  /// what each block keeps for backward and recomputes there (autograd::checkpoint)
+  autograd::Recompute recompute = autograd::Recompute::none;
+  int zero = 0;  ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
 };
 
 /// What one device of the most loaded pipeline stage holds and does.
@@ -105,8 +107,9 @@ struct ReplicaPlanOptions {
   int64_t global_batch = 0;  ///< sequences or images per step; 0: one per device
   int64_t seq = 0;           ///< GPT and BERT: tokens per sequence; 0: the model's context
   DType dtype = DType::f32;  ///< f32, or bf16: mixed precision (autocast, f32 master weights)
-  bool recompute = false;    ///< Module::recompute: every block recomputed in backward
-  int zero = 0;              ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
+  /// Module::recompute: what each block keeps for backward and recomputes there
+  autograd::Recompute recompute = autograd::Recompute::none;
+  int zero = 0;  ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
 };
 
 /// A planned data-parallel layout of any model.

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include <dlf/autograd/checkpoint.h>
 #include <dlf/core/tensor.h>
 
 namespace dlf::nn {
@@ -62,11 +63,12 @@ class Module {
   void zero_grad();
   /// Activation recompute for this module and every module in it (Hugging Face's
   /// gradient_checkpointing_enable): the blocks that honour it — nn::TransformerBlock (GPT,
-  /// ViT), BERT's layers, UNet's resnet blocks — keep only their input for backward and
-  /// recompute the rest there (autograd::checkpoint); the gradients are unchanged.
-  void recompute(bool on = true);
-  /// Whether recompute() is on.
-  bool recomputes() const { return recompute_; }
+  /// ViT), BERT's layers, UNet's resnet blocks — keep only their input for backward (full), or
+  /// their input and the outputs of their matmuls, convolutions and attention (selective),
+  /// and recompute the rest there (autograd::checkpoint); the gradients are unchanged.
+  void recompute(autograd::Recompute what = autograd::Recompute::full);
+  /// What recompute() set (Recompute::none by default).
+  autograd::Recompute recomputes() const { return recompute_; }
 
   /// A block: the unit that activation recompute and ZeRO-3 act on; its forward goes through
   /// run_block().
@@ -120,7 +122,7 @@ class Module {
   NamedTensors parameters_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
-  bool recompute_ = false;
+  autograd::Recompute recompute_ = autograd::Recompute::none;
   std::shared_ptr<const BlockHooks> block_hooks_;
 };
 
