@@ -35,7 +35,9 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
         [this](const std::vector<Tensor>& batch) { return model_->loss(batch[0], batch[1]); }));
   }
   if (mesh.layout().dp > 1 && options.zero == 3) {
-    fsdp_.emplace(*model_, mesh.dp(), options.micro_batches, options.reduce_in_bf16);
+    fsdp_.emplace(*model_, mesh.dp(),
+                  parallel::FSDPOptions{.backward_passes = options.micro_batches,
+                                        .reduce_in_bf16 = options.reduce_in_bf16});
   } else if (mesh.layout().dp > 1) {
     ddp_.emplace(*model_, mesh.dp(),
                  parallel::DDPOptions{.bucket_bytes = options.bucket_bytes,

@@ -246,7 +246,8 @@ Plan plan_gpt(const PlanOptions& options) {
     plan.stage_s =
         std::max(plan.stage_s, s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s);
     plan.optimizer_s = std::max(plan.optimizer_s, s.optimizer_s);
-    const ZeroComm dp = zero_comm(o.spec, o.zero, double(run.grad_bytes), dp_group, s.backward_s);
+    const ZeroComm dp =
+        zero_comm(o.spec, o.zero, double(run.grad_bytes), dp_group, s.forward_s, s.backward_s);
     if (dp.seconds > plan.dp_allreduce_s) {
       plan.dp_allreduce_s = dp.seconds;
       plan.dp_exposed_s = dp.exposed;

@@ -33,8 +33,9 @@ struct ZeroShape {
 /// ZeRO over `dp` ranks on a replica's memory at its peak (parallel/zero.h, fsdp.h): stage 1
 /// keeps 1/dp of the optimizer state; stage 2 also 1/dp of the gradients, plus the flat copy of
 /// the bucket being reduced; stage 3 also keeps the blocks' parameters as 1/dp shards but the
-/// rest whole, with the running block gathered (its flat copy and its parameters) and its
-/// gradients' flat copy. Returns the change of the peak (negative when it saves).
+/// rest whole, with two blocks gathered (the running one and the one prefetched), the flat copy
+/// of a gather and the running block's gradients' flat copy. Returns the change of the peak
+/// (negative when it saves).
 inline int64_t shard_for_zero(BytesByCategory& memory, int zero, int dp, const ZeroShape& z) {
   int64_t change = 0;
   auto set = [&](MemoryCategory c, int64_t bytes) {
@@ -53,8 +54,8 @@ inline int64_t shard_for_zero(BytesByCategory& memory, int zero, int dp, const Z
     set(MemoryCategory::gradients, part(grads));
     set(MemoryCategory::temporaries, temporaries + std::min(z.bucket_bytes, grads));
   }
-  if (zero >= 3) {  // shards of everything, the rest whole, the running block gathered
-    set(MemoryCategory::parameters, part(params) + z.root_param_bytes + z.largest_block_bytes);
+  if (zero >= 3) {  // shards of everything, the rest whole, two blocks gathered
+    set(MemoryCategory::parameters, part(params) + z.root_param_bytes + 2 * z.largest_block_bytes);
     set(MemoryCategory::gradients, part(grads) + z.largest_block_bytes);
     set(MemoryCategory::temporaries, temporaries + z.largest_block_bytes);
   }
@@ -63,30 +64,30 @@ inline int64_t shard_for_zero(BytesByCategory& memory, int zero, int dp, const Z
 
 /// The data-parallel communication of a step over `group`, and how much of it the step waits
 /// for: DDP's allreduce overlaps backward; ZeRO-1 adds the allgather of the updated
-/// parameters after the step; ZeRO-2 reduce-scatters instead of allreducing, blocking (the
-/// communicator's reduce_scatter is synchronous), then allgathers; ZeRO-3 gathers each
-/// block's parameters in forward and again in backward and reduce-scatters its gradients,
-/// 1.5x DP's bytes, all blocking (no prefetch yet).
+/// parameters after the step; ZeRO-2 reduce-scatters instead of allreducing, overlapping
+/// backward, then allgathers; ZeRO-3 gathers each block's parameters in forward and again in
+/// backward (prefetched: under the compute of the block before) and reduce-scatters its
+/// gradients during backward, 1.5x DP's bytes.
 struct ZeroComm {
   double seconds = 0, exposed = 0;
 };
 inline ZeroComm zero_comm(const SimSpec& spec, int zero, double grad_bytes,
-                          const std::vector<int>& group, double backward_s) {
+                          const std::vector<int>& group, double forward_s, double backward_s) {
   if (group.size() < 2) return {};
   auto time = [&](sim::Collective kind) {
     return sim::collective_seconds(spec, kind, grad_bytes, group);
   };
+  const double gather = time(sim::Collective::allgather);
+  const double reduce_scatter = time(sim::Collective::reduce_scatter);
   if (zero >= 3) {
-    const double t = time(sim::Collective::reduce_scatter) + 2 * time(sim::Collective::allgather);
-    return {t, t};
+    return {reduce_scatter + 2 * gather, std::max(0.0, gather - forward_s) +
+                                             std::max(0.0, gather + reduce_scatter - backward_s)};
   }
-  if (zero >= 2) {
-    const double t = time(sim::Collective::reduce_scatter) + time(sim::Collective::allgather);
-    return {t, t};
-  }
+  if (zero >= 2)
+    return {reduce_scatter + gather, std::max(0.0, reduce_scatter - backward_s) + gather};
   const double allreduce = time(sim::Collective::allreduce);
-  const double gather = zero == 1 ? time(sim::Collective::allgather) : 0;
-  return {allreduce + gather, std::max(0.0, allreduce - backward_s) + gather};
+  const double update_gather = zero == 1 ? gather : 0;
+  return {allreduce + update_gather, std::max(0.0, allreduce - backward_s) + update_gather};
 }
 
 /// ", selective recompute, ZeRO-2": the memory-saving flags of a plan, for its first line.

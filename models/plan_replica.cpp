@@ -190,7 +190,8 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
 
   std::vector<int> dp_group;
   for (int i = 0; i < o.dp; ++i) dp_group.push_back(i);
-  const ZeroComm dp = zero_comm(o.spec, o.zero, double(grad_bytes), dp_group, plan.backward_s);
+  const ZeroComm dp =
+      zero_comm(o.spec, o.zero, double(grad_bytes), dp_group, plan.forward_s, plan.backward_s);
   plan.dp_allreduce_s = dp.seconds;
   plan.dp_exposed_s = dp.exposed;
   plan.step_s = plan.forward_s + plan.backward_s + plan.dp_exposed_s + plan.optimizer_s;

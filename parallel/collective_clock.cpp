@@ -4,8 +4,56 @@
 #include <dlf/device/trace.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 namespace dlf::parallel {
+
+namespace {
+
+struct TotalsRegistry {
+  std::mutex mutex;
+  std::map<std::pair<DeviceType, int>, CommTotals> by_device;
+};
+TotalsRegistry& totals_registry() {
+  static TotalsRegistry r;
+  return r;
+}
+
+// The bytes a rank sends in a collective over `n` ranks of a buffer of `bytes`.
+double bytes_sent(sim::Collective kind, double bytes, size_t n) {
+  const double share = n > 1 ? double(n - 1) / double(n) : 0;
+  switch (kind) {
+    case sim::Collective::allreduce:
+      return 2 * share * bytes;
+    case sim::Collective::allgather:
+    case sim::Collective::reduce_scatter:
+      return share * bytes;
+    case sim::Collective::broadcast:
+    case sim::Collective::send_recv:
+      return n > 1 ? bytes : 0;
+    case sim::Collective::barrier:
+      return 0;
+  }
+  return 0;
+}
+
+void add_totals(Device device, double bytes, double seconds) {
+  TotalsRegistry& r = totals_registry();
+  std::lock_guard lock(r.mutex);
+  CommTotals& t = r.by_device[{device.type, device.index}];
+  t.bytes_sent += bytes;
+  t.seconds += seconds;
+}
+
+}  // namespace
+
+CommTotals comm_totals(Device device) {
+  TotalsRegistry& r = totals_registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.by_device.find({device.type, device.index});
+  return it == r.by_device.end() ? CommTotals{} : it->second;
+}
 
 void Communicator::wait(const Work& work) const {
   if (device().type != DeviceType::cpu)
@@ -46,6 +94,7 @@ Work run_collective(Device self, sim::Collective kind, double bytes, std::span<c
   sim::Timeline& clock = sim::timeline(self);
   const double begin = clock.run(sim::Stream::comm, seconds, start);
   const Work work{{begin}, {begin + seconds}};
+  add_totals(self, bytes_sent(kind, bytes, group.size()), seconds);
   if (!async) clock.wait(sim::Stream::compute, work.done);
   if (trace::enabled()) {
     trace::span(self, sim::Stream::comm, collective_span_name(kind, group_name, bytes), begin,

@@ -18,4 +18,9 @@ double ready_time(Device device);
 Work run_collective(Device self, sim::Collective kind, double bytes, std::span<const int> group,
                     double start, bool async, std::string_view group_name, int peer = -1);
 
+/// Hands `work` to the caller of an async collective (`async` not null).
+inline void hand_over(const Work& work, Work* async) {
+  if (async != nullptr) *async = work;
+}
+
 }  // namespace dlf::parallel::detail

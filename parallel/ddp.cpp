@@ -24,7 +24,6 @@ struct DistributedDataParallel::Reducer {
   std::vector<Bucket> buckets;
   std::vector<Work> works;
   double step_comm_seconds = 0;                  // reductions started in this backward
-  double step_blocking_seconds = 0;              // of them, spent waiting in a blocking one
   double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
 
   // Flattens the bucket's gradients, starts their average, and points each gradient at its
@@ -48,19 +47,17 @@ struct DistributedDataParallel::Reducer {
       if (reduce_in_bf16) buffer = buffer.to(DType::bf16);
     }
     b.launched = true;
+    Work work;
     if (shard_gradients) {
-      // The communicator's reduce_scatter is synchronous: its time is all exposed (an async
-      // one would overlap backward as the allreduces do).
       MemoryScope scope(MemoryCategory::gradients);
-      const double before = ready();
-      b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg).to(any.dtype());
-      step_comm_seconds += ready() - before;
-      step_blocking_seconds += ready() - before;
+      b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg, &work);  // bf16: see below
       for (Tensor& p : b.params) p.set_grad(Tensor());
-      return;
+    } else {
+      work = comm->allreduce(buffer, ReduceOp::avg, /*async=*/true);
     }
-    works.push_back(comm->allreduce(buffer, ReduceOp::avg, /*async=*/true));
-    step_comm_seconds += works.back().done.time - works.back().start.time;
+    works.push_back(work);
+    step_comm_seconds += work.done.time - work.start.time;
+    if (shard_gradients) return;
     if (reduce_in_bf16) {
       b.wire = buffer;  // the gradients take the average once it has arrived (synchronize)
     } else {
@@ -147,11 +144,15 @@ void DistributedDataParallel::synchronize() {
     r.comm->wait(w);
     done = std::max(done, w.done.time);
   }
-  r.exposed_seconds = done - before + r.step_blocking_seconds;
+  r.exposed_seconds = done - before;
   r.comm_seconds = r.step_comm_seconds;
   r.step_comm_seconds = 0;
-  r.step_blocking_seconds = 0;
   for (Reducer::Bucket& b : r.buckets) {
+    const DType dtype = b.params.front().dtype();
+    if (b.gradient_part.defined() && b.gradient_part.dtype() != dtype) {  // arrived in bf16
+      MemoryScope scope(MemoryCategory::gradients);
+      b.gradient_part = b.gradient_part.to(dtype);
+    }
     if (b.wire.defined()) {
       autograd::NoGradGuard no_grad;
       MemoryScope scope(MemoryCategory::gradients);

@@ -1,10 +1,13 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/join.h>
+#include <dlf/device/sim_device.h>
 #include <dlf/parallel/fsdp.h>
 
 #include <cstring>
+#include <optional>
 #include <set>
+#include <utility>
 
 namespace dlf::parallel {
 
@@ -12,16 +15,33 @@ struct FullyShardedDataParallel::State {
   struct Unit {
     std::vector<Tensor> params;
     int64_t numel = 0, part = 0;
-    bool releasable = true;  // a block's; the unit of the rest stays whole
-    bool whole = true;       // its parameters hold their values now
-    int pending = 0;         // gradients not final yet (parameters x backward passes)
-    Tensor shard;            // this rank's part of the flattened parameters, [part]
-    Tensor gradient_part;    // this rank's part of the averaged gradients, [part]
+    bool releasable = true;        // a block's; the unit of the rest stays whole
+    bool whole = true;             // its parameters hold their values now
+    int pending = 0;               // gradients not final yet (parameters x backward passes)
+    Tensor shard;                  // this rank's part of the flattened parameters, [part]
+    Tensor gradient_part;          // this rank's part of the averaged gradients, [part]
+    std::optional<Work> arriving;  // its allgather, started ahead of its use (prefetch)
+    int position = -1;             // a block's place in the forward's order, once seen
   };
   Communicator* comm = nullptr;
-  int backward_passes = 1;
-  bool reduce_in_bf16 = false;
+  FSDPOptions options;
   std::vector<Unit> units;
+  std::vector<size_t> forward_order;  // the blocks' units as the forward first ran them
+  std::vector<Work> reducing;         // this backward's reduce-scatters
+  double step_comm_seconds = 0, step_exposed_seconds = 0;
+  double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
+
+  double compute_now() const {
+    const Device d = comm->device();
+    return d.type == DeviceType::cpu ? 0 : sim::timeline(d).now(sim::Stream::compute);
+  }
+
+  // The compute stream waits for `work`; what it waited is exposed communication.
+  void wait(const Work& work) {
+    const double before = compute_now();
+    comm->wait(work);
+    step_exposed_seconds += compute_now() - before;
+  }
 
   // The unit's parameters flattened, padded to a multiple of the ranks.
   Tensor flatten(const Unit& u, bool gradients) const {
@@ -38,10 +58,15 @@ struct FullyShardedDataParallel::State {
     return flat.size() == 1 ? flat[0].contiguous() : cat(flat, 0);
   }
 
-  void gather(Unit& u) {
+  // Starts gathering the unit's whole parameters: the bytes are in place at once, the
+  // simulated clock has them arrive when u.arriving is done.
+  void start_gather(Unit& u) {
     if (u.whole) return;
     autograd::NoGradGuard no_grad;
-    const Tensor all = comm->allgather(u.shard);
+    Work work;
+    const Tensor all = comm->allgather(u.shard, &work);
+    u.arriving = work;
+    step_comm_seconds += work.done.time - work.start.time;
     int64_t at = 0;
     for (const Tensor& p : u.params) {
       // The values autograd saved, put back without a new version.
@@ -55,10 +80,42 @@ struct FullyShardedDataParallel::State {
     u.whole = true;
   }
 
+  // The unit's whole parameters, now: gathered, or waited for if a prefetch started them.
+  void use(Unit& u) {
+    start_gather(u);
+    if (u.arriving) wait(*u.arriving);
+    u.arriving.reset();
+  }
+
+  void prefetch(Unit& u) {
+    if (options.prefetch) start_gather(u);
+  }
+
+  // Before block unit i's forward: its parameters, and the next block's on their way.
+  void before_forward(size_t i) {
+    Unit& u = units[i];
+    if (u.position < 0) {
+      u.position = int(forward_order.size());
+      forward_order.push_back(i);
+    }
+    use(u);
+    const size_t next = size_t(u.position) + 1;
+    if (next < forward_order.size()) prefetch(units[forward_order[next]]);
+  }
+
+  // When the gradient of block unit i's output arrives: its parameters again, and those of the
+  // block backward reaches next (the one before it in the forward) on their way.
+  void before_backward(size_t i) {
+    Unit& u = units[i];
+    use(u);
+    if (u.position > 0) prefetch(units[forward_order[size_t(u.position) - 1]]);
+  }
+
   void release(Unit& u) {
     if (!u.releasable || !u.whole) return;
     for (const Tensor& p : u.params) p.storage()->release();
     u.whole = false;
+    u.arriving.reset();
   }
 
   void reduce(Unit& u) {
@@ -70,9 +127,11 @@ struct FullyShardedDataParallel::State {
     }
     for (const Tensor& p : u.params) p.set_grad(Tensor());
     MemoryScope scope(MemoryCategory::gradients);
-    const DType dtype = flat.dtype();
-    if (reduce_in_bf16) flat = flat.to(DType::bf16);
-    u.gradient_part = comm->reduce_scatter(flat, ReduceOp::avg).to(dtype);
+    if (options.reduce_in_bf16) flat = flat.to(DType::bf16);
+    Work work;  // overlaps the rest of backward; synchronize() waits for it
+    u.gradient_part = comm->reduce_scatter(flat, ReduceOp::avg, &work);
+    reducing.push_back(work);
+    step_comm_seconds += work.done.time - work.start.time;
     u.pending = -1;  // reduced in this step
   }
 
@@ -98,13 +157,12 @@ void find_blocks(const nn::Module& m, std::vector<const nn::Module*>& out) {
 }  // namespace
 
 FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communicator& comm,
-                                                   int backward_passes, bool reduce_in_bf16)
+                                                   FSDPOptions options)
     : state_(std::make_shared<State>()) {
-  DLF_CHECK(backward_passes > 0, "FSDP: backward_passes must be positive");
+  DLF_CHECK(options.backward_passes > 0, "FSDP: backward_passes must be positive");
   State& s = *state_;
   s.comm = &comm;
-  s.backward_passes = backward_passes;
-  s.reduce_in_bf16 = reduce_in_bf16;
+  s.options = options;
   {
     autograd::NoGradGuard no_grad;
     for (auto& [name, t] : module.named_parameters()) comm.broadcast(t, 0);
@@ -137,7 +195,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communica
   add_unit(module.parameters(), false);  // what no block holds
   autograd::NoGradGuard no_grad;
   for (State::Unit& u : s.units) {
-    u.pending = int(u.params.size()) * backward_passes;
+    u.pending = int(u.params.size()) * options.backward_passes;
     {
       MemoryScope scope(MemoryCategory::parameters);
       u.shard = s.flatten(u, false).narrow(0, comm.rank() * u.part, u.part).clone();
@@ -157,7 +215,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communica
     std::weak_ptr<State> weak = state_;
     auto hooks = std::make_shared<nn::Module::BlockHooks>();
     hooks->before_forward = [weak, i] {
-      if (auto st = weak.lock()) st->gather(st->units[i]);
+      if (auto st = weak.lock()) st->before_forward(i);
     };
     hooks->after_forward = [weak, i](const Tensor& out) {
       auto st = weak.lock();
@@ -165,7 +223,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communica
       // Backward needs the parameters again: gathered when the output's gradient arrives.
       if (out.requires_grad())
         out.register_hook([weak, i](const Tensor&) {
-          if (auto later = weak.lock()) later->gather(later->units[i]);
+          if (auto later = weak.lock()) later->before_backward(i);
           return Tensor();
         });
       st->release(st->units[i]);
@@ -183,12 +241,28 @@ void FullyShardedDataParallel::synchronize() {
       s.reduce(u);
       s.release(u);
     }
-    u.pending = int(u.params.size()) * s.backward_passes;
+    u.pending = int(u.params.size()) * s.options.backward_passes;
   }
+  for (const Work& w : s.reducing) s.wait(w);
+  s.reducing.clear();
+  for (State::Unit& u : s.units) {
+    const DType dtype = u.params.front().dtype();
+    if (u.gradient_part.defined() && u.gradient_part.dtype() != dtype) {  // arrived in bf16
+      autograd::NoGradGuard no_grad;
+      MemoryScope scope(MemoryCategory::gradients);
+      u.gradient_part = u.gradient_part.to(dtype);
+    }
+  }
+  s.comm_seconds = std::exchange(s.step_comm_seconds, 0);
+  s.exposed_seconds = std::exchange(s.step_exposed_seconds, 0);
 }
 
+double FullyShardedDataParallel::comm_seconds() const { return state_->comm_seconds; }
+
+double FullyShardedDataParallel::exposed_comm_seconds() const { return state_->exposed_seconds; }
+
 void FullyShardedDataParallel::gather_whole() {
-  for (State::Unit& u : state_->units) state_->gather(u);
+  for (State::Unit& u : state_->units) state_->use(u);
 }
 
 void FullyShardedDataParallel::release_whole() {
@@ -238,7 +312,7 @@ void FullyShardedDataParallel::publish_updates(const std::vector<OwnedPiece>&) {
   for (State::Unit& u : state_->units) {
     if (u.releasable) continue;
     u.whole = false;
-    state_->gather(u);
+    state_->use(u);
   }
 }
 

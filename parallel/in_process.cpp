@@ -140,7 +140,7 @@ class InProcessCommunicator final : public Communicator {
     return run(Collective::allreduce, t.nbytes(), start, async);
   }
 
-  Tensor allgather(const Tensor& t) override {
+  Tensor allgather(const Tensor& t, Work* async) override {
     const double start = publish(t, "allgather");
     Tensor out = Tensor::empty(gathered_shape(t.shape(), size(), name_), t.dtype(), t.device());
     if (has_data(t)) {
@@ -150,11 +150,11 @@ class InProcessCommunicator final : public Communicator {
       }
     }
     wait_for_peers("allgather", out.nbytes());
-    run(Collective::allgather, out.nbytes(), start, false);
+    hand_over(run(Collective::allgather, out.nbytes(), start, async != nullptr), async);
     return out;
   }
 
-  Tensor reduce_scatter(const Tensor& t, ReduceOp op) override {
+  Tensor reduce_scatter(const Tensor& t, ReduceOp op, Work* async) override {
     check_reducible(t.dtype(), op, name_);
     const Shape shape = scattered_shape(t.shape(), size(), name_);
     const double start = publish(t, "reduce_scatter");
@@ -164,7 +164,7 @@ class InProcessCommunicator final : public Communicator {
       reduce_range(inputs(), out.raw_data(), part * rank_, part * (rank_ + 1), t.dtype(), op);
     }
     wait_for_peers("reduce_scatter", t.nbytes());
-    run(Collective::reduce_scatter, t.nbytes(), start, false);
+    hand_over(run(Collective::reduce_scatter, t.nbytes(), start, async != nullptr), async);
     return out;
   }
 

@@ -210,7 +210,7 @@ class MpiCommunicator final : public Communicator {
     return run(Collective::allreduce, t.nbytes(), start, async);
   }
 
-  Tensor allgather(const Tensor& t) override {
+  Tensor allgather(const Tensor& t, Work* async) override {
     const double start = agree(t, "allgather");
     Tensor out =
         Tensor::empty(detail::gathered_shape(t.shape(), size_, name_), t.dtype(), t.device());
@@ -224,17 +224,17 @@ class MpiCommunicator final : public Communicator {
       for (int r = 0; r < size_; ++r) recv.emplace_back(base + size_t(r) * bytes, bytes);
       transfer(send, recv, kDataTag, "allgather", double(out.nbytes()));
     }
-    run(Collective::allgather, out.nbytes(), start, false);
+    detail::hand_over(run(Collective::allgather, out.nbytes(), start, async != nullptr), async);
     return out;
   }
 
-  Tensor reduce_scatter(const Tensor& t, ReduceOp op) override {
+  Tensor reduce_scatter(const Tensor& t, ReduceOp op, Work* async) override {
     const double start = agree(t, "reduce_scatter");
     detail::check_reducible(t.dtype(), op, name_);
     Tensor out =
         Tensor::empty(detail::scattered_shape(t.shape(), size_, name_), t.dtype(), t.device());
     if (has_data(t)) reduce_own_part(t, parts_of(t), out.raw_data(), op);
-    run(Collective::reduce_scatter, t.nbytes(), start, false);
+    detail::hand_over(run(Collective::reduce_scatter, t.nbytes(), start, async != nullptr), async);
     return out;
   }
 

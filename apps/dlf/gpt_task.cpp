@@ -56,7 +56,6 @@ class GPTTask final : public RankTask {
   nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const override {
     return gpt_.shard_optimizer_state(whole);
   }
-  const parallel::DistributedDataParallel* ddp() const override { return gpt_.ddp(); }
   parallel::ShardedParameters* shards() override { return gpt_.shards(); }
   std::string batch_description() const override {
     return std::to_string(run_.batch) + " x " + std::to_string(seq_) + " tokens";

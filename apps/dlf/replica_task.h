@@ -22,7 +22,6 @@ class ReplicaTask : public RankTask {
   std::pair<nn::NamedTensors, nn::NamedTensors> gather_whole(
       const nn::NamedTensors& optimizer_state) override;
   nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const override;
-  const parallel::DistributedDataParallel* ddp() const override { return ddp_ ? &*ddp_ : nullptr; }
   parallel::ShardedParameters* shards() override {
     if (fsdp_) return &*fsdp_;
     return ddp_ ? &*ddp_ : nullptr;

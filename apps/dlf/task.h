@@ -62,10 +62,8 @@ class RankTask {
       const nn::NamedTensors& optimizer_state) = 0;
   /// This rank's share of a whole optimizer state by parameter name.
   virtual nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const = 0;
-  /// The data-parallel reducer, for its simulated communication times; null without one.
-  virtual const parallel::DistributedDataParallel* ddp() const = 0;
-  /// How the data-parallel wrapper lays the parameters out for a ZeroOptimizer; null without
-  /// one (a single replica).
+  /// How the data-parallel wrapper lays the parameters out for a ZeroOptimizer, and what its
+  /// collectives took on the simulated clock; null without one (a single replica).
   virtual parallel::ShardedParameters* shards() = 0;
   /// What one training step consumes ("8 x 256 tokens") and how many items that is.
   virtual std::string batch_description() const = 0;

@@ -101,23 +101,25 @@ struct Job {
 };
 
 // A step on the simulated devices, the worst over the ranks.
+// comm_seconds and exposed_comm_seconds are the data-parallel wrapper's (its gradient
+// reduction; ZeRO-3's gathers too); comm_bytes are what the rank sent in every collective.
 struct SimStep {
-  double seconds = 0, comm_seconds = 0, exposed_comm_seconds = 0, peak_bytes = 0;
+  double seconds = 0, comm_seconds = 0, exposed_comm_seconds = 0, peak_bytes = 0, comm_bytes = 0;
 };
 
 SimStep worst_over_ranks(parallel::Communicator& world, SimStep mine) {
-  Tensor t = from_vector<double>(
-                 {mine.seconds, mine.comm_seconds, mine.exposed_comm_seconds, mine.peak_bytes})
+  Tensor t = from_vector<double>({mine.seconds, mine.comm_seconds, mine.exposed_comm_seconds,
+                                  mine.peak_bytes, mine.comm_bytes})
                  .to(world.device());
   world.allreduce(t, parallel::ReduceOp::max);
   const std::vector<double> v = t.to_vector<double>();
-  return {v[0], v[1], v[2], v[3]};
+  return {v[0], v[1], v[2], v[3], v[4]};
 }
 
 std::string describe(const SimStep& s, int64_t capacity) {
   char text[160];
   std::snprintf(text, sizeof text,
-                "  | sim %.2f ms/step (dp allreduce %.2f ms, %.2f exposed), peak %s%s%s",
+                "  | sim %.2f ms/step (dp comm %.2f ms, %.2f exposed), peak %s%s%s",
                 s.seconds * 1e3, s.comm_seconds * 1e3, s.exposed_comm_seconds * 1e3,
                 format_bytes(s.peak_bytes).c_str(), capacity > 0 ? " of " : "",
                 capacity > 0 ? format_bytes(double(capacity)).c_str() : "");
@@ -310,8 +312,9 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
       line.add("sim_step_ms", s.seconds * 1e3)
           .add(std::string("sim_") + task->item_unit() + "_per_s",
                task->items_per_step() / s.seconds)
-          .add("sim_allreduce_ms", s.comm_seconds * 1e3)
-          .add("sim_exposed_allreduce_ms", s.exposed_comm_seconds * 1e3)
+          .add("sim_dp_comm_ms", s.comm_seconds * 1e3)
+          .add("sim_exposed_dp_comm_ms", s.exposed_comm_seconds * 1e3)
+          .add("sim_comm_bytes", s.comm_bytes)
           .add("sim_peak_bytes", s.peak_bytes);
     }
     record(line);
@@ -351,10 +354,11 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     schedule.step();
     SimStep sim_step;
     if (simulated) {
-      const parallel::DistributedDataParallel* ddp = task->ddp();
-      sim_step = {sim::timeline(device).now() - sim_start, ddp ? ddp->comm_seconds() : 0,
-                  ddp ? ddp->exposed_comm_seconds() : 0,
-                  double(allocator_for(device).stats().peak_bytes)};
+      const parallel::ShardedParameters* dp = task->shards();
+      sim_step = {sim::timeline(device).now() - sim_start, dp ? dp->comm_seconds() : 0,
+                  dp ? dp->exposed_comm_seconds() : 0,
+                  double(allocator_for(device).stats().peak_bytes),
+                  parallel::comm_totals(device).bytes_sent - comm_bytes_before};
       my_peak = std::max(my_peak, sim_step.peak_bytes);
       if (world.size() > 1) sim_step = worst_over_ranks(world, sim_step);
     }

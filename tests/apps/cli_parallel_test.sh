@@ -50,7 +50,7 @@ expect_error 1 train --model gpt-nano --steps 1 --devices 4 --tp 2 --zero 3
 train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
   fail "train --devices 4: $(cat "$tmp/log")"
 grep -q "on a100-40gb" "$tmp/log" || fail "--devices 4 is not on sim devices by default"
-grep -q "sim .* ms/step (dp allreduce" "$tmp/log" || fail "no simulated step report: $(cat "$tmp/log")"
+grep -q "sim .* ms/step (dp comm" "$tmp/log" || fail "no simulated step report: $(cat "$tmp/log")"
 grep -q '"sim_step_ms"' "$tmp/dp4.jsonl" || fail "no sim_step_ms in the metrics"
 grep -q '"name":"comm"' "$tmp/trace.json" || fail "trace has no comm track"
 grep -q '"name":"allreduce world ' "$tmp/trace.json" || fail "trace has no allreduce"

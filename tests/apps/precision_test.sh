@@ -58,7 +58,7 @@ for layout in "" "--zero 2" "--zero 3"; do
     awk '{ d = ($2 - $1) / $1; if (d < 0) d = -d; if (d > 0.01) exit 1 }' ||
     fail "--grad-reduce bf16 $layout: losses $(losses "$tmp/reduce.jsonl" | tr '\n' ' ')"
 done
-allreduce_ms() { sed -n 's/.*"sim_allreduce_ms":\([^,}]*\).*/\1/p' "$1" | tail -1; }
+allreduce_ms() { sed -n 's/.*"sim_dp_comm_ms":\([^,}]*\).*/\1/p' "$1" | tail -1; }
 for g in fp32 bf16; do  # gpt-mini: gradients big enough for bandwidth to rule the time
   "$dlf" --threads 1 train --model gpt-mini --batch 2 --seq 32 --steps 1 --devices 2 --dp 2 \
     --device sim --grad-reduce $g --metrics "$tmp/sim-$g.jsonl" 2>/dev/null ||

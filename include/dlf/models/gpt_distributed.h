@@ -42,8 +42,6 @@ class DistributedGPT {
   ParallelGPT& module() { return *model_; }
   /// This rank's stage and shard.
   const ParallelGPT& module() const { return *model_; }
-  /// The data-parallel reducer; null without one (or under ZeRO-3)
-  const parallel::DistributedDataParallel* ddp() const { return ddp_ ? &*ddp_ : nullptr; }
   /// The data-parallel layout for a ZeroOptimizer (DDP's, or FSDP's under ZeRO-3); null
   /// without data parallelism.
   parallel::ShardedParameters* shards() {

@@ -41,10 +41,14 @@ class Communicator {
   /// Reduces `t` (contiguous, same shape and dtype on every rank) in place. With `async` the
   /// compute stream does not wait for the result: call wait() before using it.
   virtual Work allreduce(Tensor& t, ReduceOp op = ReduceOp::sum, bool async = false) = 0;
-  /// Every rank's `t` concatenated along dim 0, in rank order.
-  virtual Tensor allgather(const Tensor& t) = 0;
+  /// Every rank's `t` concatenated along dim 0, in rank order. Given `async`, the compute
+  /// stream does not wait for it: *async is the Work to wait() for before using the result
+  /// (the bytes are there at once; only the simulated clock tells them apart).
+  virtual Tensor allgather(const Tensor& t, Work* async = nullptr) = 0;
   /// Dim 0 of `t` cut into size() equal parts; rank r gets part r reduced over the ranks.
-  virtual Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
+  /// `async` as allgather's.
+  virtual Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::sum,
+                                Work* async = nullptr) = 0;
   /// Copies the root's `t` into every rank's `t`.
   virtual void broadcast(Tensor& t, int root) = 0;
   /// Point to point: `send` returns once `t` is copied out; `recv` fills `t` (same shape and
@@ -64,6 +68,17 @@ class Communicator {
   /// The compute stream waits until `work` has completed.
   void wait(const Work& work) const;
 };
+
+/// What a simulated device's communication stream has carried since the process began.
+struct CommTotals {
+  /// bytes this rank sent over links, as the ring algorithms the cost model prices send them:
+  /// 2(n-1)/n of an allreduce's buffer, (n-1)/n of an allgather's output or a reduce-scatter's
+  /// input, a broadcast's or a message's whole buffer
+  double bytes_sent = 0;
+  double seconds = 0;  ///< time the stream was busy with collectives
+};
+/// `device`'s totals (zero for cpu devices, which have no simulated clock).
+CommTotals comm_totals(Device device);
 
 /// How long a rank waits in a collective (or a recv) for its peers before it gives up with a
 /// dlf::Error naming the collective, its size and the ranks that did not come — a hung or

@@ -62,10 +62,8 @@ class DistributedDataParallel : public ShardedParameters {
   Tensor piece_gradient(const OwnedPiece& piece) const override;
   bool whole_gradients() const override;
   void publish_updates(const std::vector<OwnedPiece>& mine) override;
-  /// Seconds the reductions of the last synchronize() spent on the communication stream, and
-  /// how many of those the compute stream had to wait for (sim and meta devices).
-  double comm_seconds() const;
-  double exposed_comm_seconds() const;  ///< see comm_seconds()
+  double comm_seconds() const override;          ///< the reductions'
+  double exposed_comm_seconds() const override;  ///< see comm_seconds()
 
  private:
   struct Reducer;

@@ -8,6 +8,12 @@
 // stays whole (its gradients and update are sharded, as ZeRO-2's). Parameters keep their
 // tensors (storage released and materialized in place), so modules and saved tensors need no
 // change. With a ZeroOptimizer over it, each rank updates its shards only.
+//
+// Communication overlaps compute, as FSDP's forward and backward prefetch do: when a block
+// starts its forward, the allgather of the block the forward runs next (in the order the first
+// forward ran them) starts on the communication stream; when backward reaches a block, the
+// allgather of the block backward reaches next starts; the reduce-scatters of gradients run
+// while backward goes on, and synchronize() waits for them. So two blocks are whole at a time.
 #pragma once
 #include <functional>
 #include <memory>
@@ -19,22 +25,27 @@
 
 namespace dlf::parallel {
 
+/// How FullyShardedDataParallel runs.
+struct FSDPOptions {
+  /// backward passes per step (micro-batches) whose gradients accumulate before reduction
+  int backward_passes = 1;
+  bool reduce_in_bf16 = false;  ///< reduce-scatter the gradients in bf16 (as DDPOptions's)
+  bool prefetch = true;         ///< start the next block's allgather early (see above)
+};
+
 /// ZeRO-3 over a communicator (see above); a ShardedParameters for the ZeroOptimizer.
 class FullyShardedDataParallel : public ShardedParameters {
  public:
   /// Broadcasts rank 0's parameters and buffers, shards every block's parameters and frees
   /// their whole values. Every rank of `comm` constructs it with the same module structure.
-  /// `backward_passes`: backward passes per step (micro-batches) whose gradients accumulate
-  /// before they are reduced. `reduce_in_bf16`: the gradients are reduce-scattered in bf16
-  /// (DDPOptions::reduce_in_bf16).
-  FullyShardedDataParallel(nn::Module& module, Communicator& comm, int backward_passes = 1,
-                           bool reduce_in_bf16 = false);
+  FullyShardedDataParallel(nn::Module& module, Communicator& comm, FSDPOptions options = {});
   ~FullyShardedDataParallel() override;
   FullyShardedDataParallel(const FullyShardedDataParallel&) = delete;
   FullyShardedDataParallel& operator=(const FullyShardedDataParallel&) = delete;
 
   /// After backward: reduces what is left (units whose parameters got no gradient, with
-  /// zeros) so every rank holds its part of every gradient. Call before the optimizer step.
+  /// zeros) and waits for the reduce-scatters, so every rank holds its part of every gradient.
+  /// Call before the optimizer step.
   void synchronize();
   /// Every parameter whole (collective), to read them — a checkpoint, an evaluation outside
   /// the blocks' forward — until release_whole().
@@ -51,6 +62,8 @@ class FullyShardedDataParallel : public ShardedParameters {
   Tensor piece_gradient(const OwnedPiece& piece) const override;
   bool whole_gradients() const override { return false; }
   void publish_updates(const std::vector<OwnedPiece>& mine) override;
+  double comm_seconds() const override;          ///< the gathers' and reduce-scatters'
+  double exposed_comm_seconds() const override;  ///< see comm_seconds()
 
   struct State;
 

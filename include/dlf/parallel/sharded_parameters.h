@@ -44,6 +44,11 @@ class ShardedParameters {
   virtual bool whole_gradients() const = 0;
   /// After this rank's pieces were updated: every rank gets the updated parameters (collective).
   virtual void publish_updates(const std::vector<OwnedPiece>& mine) = 0;
+  /// Seconds the collectives of the last step (up to its synchronize()) spent on the
+  /// communication stream, and how many of those the compute stream waited for (sim and meta
+  /// devices; 0 on the cpu).
+  virtual double comm_seconds() const = 0;
+  virtual double exposed_comm_seconds() const = 0;  ///< see comm_seconds()
 };
 
 }  // namespace dlf::parallel
