@@ -3,6 +3,7 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/memory_profile.h>
 #include <dlf/core/ops/elementwise.h>
 
 #include <map>
@@ -44,6 +45,7 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, const std::vector<Tensor
                         size_t num_captures) {
   GradModeGuard mode(create_graph);
   AutocastGuard no_autocast(std::nullopt);  // each backward computes in its forward's dtypes
+  MemoryLabel label("backward");
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   {

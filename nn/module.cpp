@@ -1,5 +1,6 @@
 #include <dlf/autograd/checkpoint.h>
 #include <dlf/autograd/grad_mode.h>
+#include <dlf/core/memory_profile.h>
 #include <dlf/nn/module.h>
 
 #include <cxxabi.h>
@@ -192,8 +193,20 @@ void Module::recompute(autograd::Recompute what) {
   for (auto& [name, child] : children_) child->recompute(what);
 }
 
+void Module::adopt(Module& child, const std::string& name) {
+  if (std::exchange(child.registered_, true)) return;  // shared: named where first registered
+  // Whichever is registered first, a module or its children, each ends with its whole path.
+  std::function<void(Module&, const std::string&)> name_tree = [&](Module& m,
+                                                                   const std::string& path) {
+    m.path_ = path;
+    for (auto& [n, c] : m.children_) name_tree(*c, path + "." + n);
+  };
+  name_tree(child, path_.empty() ? name : path_ + "." + name);
+}
+
 Tensor Module::run_block(const std::function<Tensor(const std::vector<Tensor>&)>& body,
                          const std::vector<Tensor>& inputs) const {
+  const MemoryLabel label(path_.empty() ? type_name() : path_);
   const std::shared_ptr<const BlockHooks> hooks = block_hooks_;
   if (hooks) hooks->before_forward();
   const Tensor out = autograd::checkpoint(

@@ -174,13 +174,17 @@ void add_profile(CLI::App& app, dlf::app::TrainOptions& o, dlf::app::ProfileRequ
       "Train a few steps (every option of train) and print rank 0's ops as a table: calls, self "
       "and total time, share, FLOPs, GFLOP/s, GB/s and the roofline bound (against the sim "
       "device's peaks, or this CPU's measured ones); then the step's time in and outside ops, "
-      "exposed communication and MFU");
+      "exposed communication and MFU; with --memory, what uses the memory at its peak");
   o.run.steps = 4;
   add_train_options(cmd, o);
   cmd->add_option("--skip", request.skip, "steps run before profiling starts (warm-up)")
       ->check(whole(0, kMaxSteps))
       ->capture_default_str();
   cmd->add_flag("--by-shape", request.by_shape, "one row per op and input shapes");
+  cmd->add_flag("--memory", request.memory,
+                "also rank 0's memory at its peak: the live tensors by the op that made them, "
+                "their category and the block (or backward) they were made in; and the live "
+                "bytes by category over the ops (with --trace, a counter track per category)");
 }
 
 void add_calibrate(CLI::App& app, std::string& out, CLI::App*& cmd) {

@@ -8,21 +8,29 @@
 #include <iostream>
 
 namespace dlf::app {
-StepProfiler::StepProfiler(ProfileRequest request, SimSpec peaks, DType precision, bool simulated)
-    : request_(request), peaks_(std::move(peaks)), precision_(precision), simulated_(simulated) {}
+StepProfiler::StepProfiler(ProfileRequest request, Device device, SimSpec peaks, DType precision,
+                           bool simulated)
+    : request_(request),
+      device_(device),
+      peaks_(std::move(peaks)),
+      precision_(precision),
+      simulated_(simulated) {}
 
 // Only the steps are watched: evaluations and checkpoints between them are not.
 void StepProfiler::begin_step(int64_t n) {
   if (n == request_.skip) {
     ops_.emplace(OpProfileOptions{.by_shape = request_.by_shape});
+    if (request_.memory) memory_.emplace(device_);
   } else if (ops_) {
     add_observer(&*ops_);
+    if (memory_) add_observer(&*memory_);
   }
 }
 
 void StepProfiler::end_step(double seconds, double exposed_comm_seconds) {
   if (!ops_) return;
   remove_observer(&*ops_);
+  if (memory_) remove_observer(&*memory_);
   ++steps_;
   seconds_ += seconds;
   exposed_comm_seconds_ += exposed_comm_seconds;
@@ -66,6 +74,7 @@ void StepProfiler::print(std::ostream& os, const std::string& what) const {
                 "  %.2f GFLOP a step as dispatched: %.1f GFLOP/s, MFU %.3f of the %s peak\n",
                 flops / 1e9, flops / step / 1e9, flops / step / peak, dtype_name(precision_));
   os << line;
+  if (memory_) memory_->print(os);
 }
 
 void run_calibrate(const std::string& out) {

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include <dlf/core/memory_profile.h>
 #include <dlf/core/op_profile.h>
 #include <dlf/device/sim_spec.h>
 
@@ -15,14 +16,17 @@ namespace dlf::app {
 struct ProfileRequest {
   int64_t skip = 1;       ///< steps run before profiling starts (primitives built, caches warm)
   bool by_shape = false;  ///< one row per op and input shapes
+  bool memory = false;    ///< also what uses the memory at its peak, and a timeline
 };
 
 /// Rank 0's ops and steps once the skipped steps are done.
 class StepProfiler {
  public:
-  /// `peaks`: the device's (its sim spec, or measure_cpu() on the cpu); `precision`: the dtype
-  /// the run's matmuls compute in (f32, bf16); `simulated`: times are the sim clock's.
-  StepProfiler(ProfileRequest request, SimSpec peaks, DType precision, bool simulated);
+  /// `device`: rank 0's; `peaks`: the device's (its sim spec, or measure_cpu() on the cpu);
+  /// `precision`: the dtype the run's matmuls compute in (f32, bf16); `simulated`: times are
+  /// the sim clock's.
+  StepProfiler(ProfileRequest request, Device device, SimSpec peaks, DType precision,
+               bool simulated);
   /// Before step `n` of the run (0: its first): profiling starts after the skipped steps.
   void begin_step(int64_t n);
   /// After the step begun last: its time (simulated on sim devices) and its exposed
@@ -33,10 +37,12 @@ class StepProfiler {
 
  private:
   ProfileRequest request_;
+  Device device_;
   SimSpec peaks_;
   DType precision_;
   bool simulated_;
   std::optional<OpProfile> ops_;
+  std::optional<MemoryProfile> memory_;
   int64_t steps_ = 0;
   double seconds_ = 0, exposed_comm_seconds_ = 0;
 };

@@ -323,13 +323,14 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   const int64_t stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps;
   double loss = 0, my_peak = 0;
   std::optional<StepProfiler> profiler;
-  if (o.profile && lead) profiler.emplace(*o.profile, job.roofline, precision, simulated);
+  if (o.profile && lead) profiler.emplace(*o.profile, device, job.roofline, precision, simulated);
   for (int64_t step = first; step < stop; ++step) {
     if (profiler) profiler->begin_step(step - first);
     const auto start = std::chrono::steady_clock::now();
-    double sim_start = 0;
+    double sim_start = 0, comm_bytes_before = 0;
     if (simulated) {
       sim_start = sim::timeline(device).now();
+      comm_bytes_before = parallel::comm_totals(device).bytes_sent;
       allocator_for(device).reset_peak();
     }
     const double trace_start = simulated ? sim_start : trace::enabled() ? trace::now() : 0;

@@ -13,6 +13,7 @@
 #include <dlf/core/checksum.h>
 #include <dlf/core/dtype.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/memory_profile.h>
 #include <dlf/core/op.h>
 #include <dlf/core/op_profile.h>
 #include <dlf/core/ops/conv.h>

@@ -27,6 +27,14 @@ out=$("$dlf" profile --model gpt-nano --batch 4 --seq 32 --steps 1 --device sim 
   fail "profile --steps 1"
 grep -q "no step profiled" <<<"$out" || fail "one step, one skipped: $out"
 expect_error 2 profile --model gpt-nano --skip -1
+# --memory: what is alive at the peak, by op and block, and the timeline; counter tracks by
+# category in the trace
+out=$("$dlf" profile --model gpt-nano --batch 4 --seq 32 --steps 2 --device sim --memory \
+  --trace "$tmp/memory.json" 2>/dev/null) || fail "profile --memory"
+grep -q "^memory of sim at its peak, after op" <<<"$out" || fail "no memory snapshot: $out"
+grep -Eq "activations +[0-9]+ +linear \(transformer\.h\.1\)" <<<"$out" || fail "no block rows: $out"
+grep -q "<- peak" <<<"$out" || fail "no timeline: $out"
+grep -q '"name":"memory: activations"' "$tmp/memory.json" || fail "no memory counter by category"
 
 # --trace of a cpu run: valid trace-event JSON, each rank a compute and a comm track of wall-clock
 # spans: steps, ops with FLOPs and bytes, the gradient allreduces; memory as a counter

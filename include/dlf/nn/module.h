@@ -104,6 +104,7 @@ class Module {
   template <typename M>
   /// Registers a child module under `name` and returns it.
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+    adopt(*module, name);
     children_.emplace_back(std::move(name), module);
     return module;
   }
@@ -119,11 +120,15 @@ class Module {
 
  private:
   void collect(const std::string& prefix, bool parameters, bool buffers, NamedTensors& out) const;
+  // A child registered the first time: it and its modules get their paths under this one.
+  void adopt(Module& child, const std::string& name);
   NamedTensors parameters_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
   autograd::Recompute recompute_ = autograd::Recompute::none;
   std::shared_ptr<const BlockHooks> block_hooks_;
+  std::string path_;         // from the outermost module ("transformer.h.3"; "" for it)
+  bool registered_ = false;  // a child of some module already
 };
 
 /// Prints module.str().
