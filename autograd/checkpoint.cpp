@@ -86,15 +86,17 @@ void RecomputeRegion::keep(const OpDef& op, Inputs inputs, const Attrs& attrs,
 bool RecomputeRegion::reuse(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                             const std::vector<TensorMeta>& metas, std::vector<Tensor>& outputs) {
   RecomputeRegion* r = capturing_region;
-  if (r == nullptr || r->reused_ >= r->kept_.size() || op.view ||
+  // Only an op of the next kept one's kind can be it (another costly op shows in recompute()'s
+  // count): most ops are turned away before their cost is worked out.
+  if (r == nullptr || r->reused_ >= r->kept_.size() || r->kept_[r->reused_].op != &op ||
       !costly_to_recompute(op, inputs, attrs, metas_on_meta(metas)))
     return false;
   Kept& k = r->kept_[r->reused_++];
-  bool same = k.op == &op && k.outputs.size() == metas.size();
+  bool same = k.outputs.size() == metas.size();
   for (size_t i = 0; same && i < metas.size(); ++i)
     same = k.outputs[i].shape() == metas[i].shape && k.outputs[i].dtype() == metas[i].dtype;
-  DLF_CHECK(same, "checkpoint: the recomputed forward ran '", op.name, "' where the first ran '",
-            k.op->name, "': it must run the same ops each time");
+  DLF_CHECK(same, "checkpoint: the recomputed forward ran '", op.name,
+            "' on other shapes than the first: it must run the same ops each time");
   for (size_t i = 0; i < k.outputs.size(); ++i) {
     if (k.outputs[i].storage()->version() != k.versions[i]) {
       k.outputs.clear();  // changed in place after the forward: run the op again

@@ -73,6 +73,10 @@ std::string collective_span_args(double bytes, size_t ranks) {
 
 }  // namespace
 
+double compute_time(Device device) {
+  return device.type == DeviceType::cpu ? 0 : sim::timeline(device).now(sim::Stream::compute);
+}
+
 double ready_time(Device device) {
   if (device.type == DeviceType::cpu) return trace::enabled() ? trace::now() : 0;
   const sim::Timeline& clock = sim::timeline(device);

@@ -10,6 +10,8 @@ namespace dlf::parallel::detail {
 
 /// When this rank can start a collective: its data is computed and its comm stream is free.
 double ready_time(Device device);
+/// Where the device's compute stream is (0 on the cpu, which has no simulated clock).
+double compute_time(Device device);
 
 /// Runs a collective on `self`'s communication stream from `start` (the latest ready time of
 /// the group), for the time the cost model gives over `group` (its ranks' device indices); the

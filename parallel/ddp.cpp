@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "parallel/collective_clock.h"
+
 namespace dlf::parallel {
 
 struct DistributedDataParallel::Reducer {
@@ -78,12 +80,6 @@ struct DistributedDataParallel::Reducer {
     Bucket& b = buckets[bucket];
     if (--b.pending == 0) launch(b);
   }
-
-  double ready() const {
-    return comm->device().type == DeviceType::cpu
-               ? 0
-               : sim::timeline(comm->device()).now(sim::Stream::compute);
-  }
 };
 
 DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicator& comm,
@@ -138,7 +134,7 @@ void DistributedDataParallel::synchronize() {
   for (Reducer::Bucket& b : r.buckets) {
     if (!b.launched) r.launch(b);
   }
-  const double before = r.ready();
+  const double before = detail::compute_time(r.comm->device());
   double done = before;
   for (const Work& w : r.works) {
     r.comm->wait(w);

@@ -1,13 +1,14 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/join.h>
-#include <dlf/device/sim_device.h>
 #include <dlf/parallel/fsdp.h>
 
 #include <cstring>
 #include <optional>
 #include <set>
 #include <utility>
+
+#include "parallel/collective_clock.h"
 
 namespace dlf::parallel {
 
@@ -31,16 +32,11 @@ struct FullyShardedDataParallel::State {
   double step_comm_seconds = 0, step_exposed_seconds = 0;
   double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
 
-  double compute_now() const {
-    const Device d = comm->device();
-    return d.type == DeviceType::cpu ? 0 : sim::timeline(d).now(sim::Stream::compute);
-  }
-
   // The compute stream waits for `work`; what it waited is exposed communication.
   void wait(const Work& work) {
-    const double before = compute_now();
+    const double before = detail::compute_time(comm->device());
     comm->wait(work);
-    step_exposed_seconds += compute_now() - before;
+    step_exposed_seconds += detail::compute_time(comm->device()) - before;
   }
 
   // The unit's parameters flattened, padded to a multiple of the ranks.

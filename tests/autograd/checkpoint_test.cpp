@@ -172,3 +172,18 @@ TEST_CASE("checkpoint, selective: a kept output changed in place since is comput
   CHECK(autograd::parse_recompute("selective") == autograd::Recompute::selective);
   check_error([] { autograd::parse_recompute("some"); }, {"unknown recompute 'some'", "selective"});
 }
+
+TEST_CASE("checkpoint, selective: a recompute that runs other costly ops is an error") {
+  manual_seed(8);
+  const Tensor w = randn({16, 16}, {.dtype = DType::f64}).requires_grad_();
+  const Tensor x = randn({4, 16}, {.dtype = DType::f64}).requires_grad_();
+  int calls = 0;
+  // The first run multiplies by w (costly, kept), the second squares x element-wise: both
+  // save three tensors, so only the costly ops tell them apart.
+  auto fn = [&](const std::vector<Tensor>& in) {
+    const Tensor m = calls++ == 0 ? matmul(in[0], w) : in[0] * in[0];
+    return std::vector<Tensor>{m.sin()};
+  };
+  const Tensor y = autograd::checkpoint(fn, {x}, autograd::Recompute::selective)[0];
+  check_error([&] { y.sum().backward(); }, {"ran 0 costly ops, the first 1", "the same ops"});
+}
