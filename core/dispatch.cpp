@@ -193,6 +193,26 @@ void charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs
   }
 }
 
+// A copy between a sim or meta device and the host (an op whose input is on another device
+// than its output: a copy) goes over the device's host link, on its host stream.
+bool charge_host_copy(Device device, const OpDef& op, Inputs inputs,
+                      std::span<const Tensor> outputs) {
+  if (inputs.empty() || !inputs[0].defined() || outputs.empty()) return false;
+  const Device from = inputs[0].device();
+  const bool up = from.type == DeviceType::cpu && device.type != DeviceType::cpu;
+  const bool down = device.type == DeviceType::cpu && from.type != DeviceType::cpu;
+  if (!up && !down) return false;
+  const Device side = up ? device : from;
+  const double bytes = double(outputs[0].nbytes());
+  const double start = sim::host_copy(side, bytes, up);
+  if (trace::enabled()) {
+    const double seconds = sim::timeline(side).now(sim::Stream::host) - start;
+    trace::span(side, sim::Stream::host, span_name(op, inputs) + (up ? " to device" : " to host"),
+                start, seconds, detail::concat("\"bytes\":", bytes));
+  }
+  return true;
+}
+
 // A cpu op's span on the calling thread's track, from `began` (trace::now()) to now, and the
 // memory in use after it.
 void trace_cpu(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs,
@@ -231,7 +251,8 @@ void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<T
       op.kernel(inputs, attrs, outputs);
     }
     if (op.inplace >= 0) outputs[0].storage()->bump_version();
-    if (device.type != DeviceType::cpu && dispatch_depth == 1)
+    if (dispatch_depth == 1 && !charge_host_copy(device, op, inputs, outputs) &&
+        device.type != DeviceType::cpu)
       charge_simulated(device, op, inputs, attrs, outputs);
     if (traced_cpu) trace_cpu(device, op, inputs, attrs, outputs, began);
   }

@@ -62,6 +62,7 @@ double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) 
   const parallel::PipelineStep step = pipeline_step(x, forward_only);
   const Device device = mesh_.tp().device();
   const int64_t rows = step.activation_shape[0];
+  if (fsdp_) fsdp_->unshard();
   const double loss = parallel::run_pipeline(mesh_.pp(), step, [&](const Tensor& input, int m) {
     MemoryScope activations(MemoryCategory::activations);
     const ParallelGPT& model = *model_;
@@ -70,6 +71,7 @@ double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) 
   });
   // The loss is on the last stage (the same on its tp ranks): to every stage, then averaged
   // over the replicas.
+  if (fsdp_ && forward_only) fsdp_->reshard();
   Tensor global = full({1}, model_->last ? loss : 0.0, {.dtype = DType::f64, .device = device});
   mesh_.pp().allreduce(global);
   mesh_.dp().allreduce(global, parallel::ReduceOp::avg);

@@ -243,6 +243,12 @@ Plan plan_gpt(const PlanOptions& options) {
       s.peak_at_update = true;
     }
     s.peak_bytes += shard_for_zero(s.memory, o.zero, l.dp, zero_shape);
+    if (o.offload) {  // 12 tensors a block, wte and wpe first, ln_f last
+      const int64_t tensors = 12 * shape.layers + (first ? 2 : 0) + (last ? 2 : 0);
+      s.optimizer_s +=
+          offload_optimizer(s.memory, s.peak_bytes,
+                            double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1), tensors, o.spec);
+    }
     plan.stage_s =
         std::max(plan.stage_s, s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s);
     plan.optimizer_s = std::max(plan.optimizer_s, s.optimizer_s);
@@ -305,7 +311,7 @@ std::string describe(const Plan& p) {
                 o.model.name.c_str(), format_count(double(p.parameters)).c_str(),
                 o.layout.devices(), o.spec.name.c_str(), o.layout.dp, o.layout.tp, o.layout.pp,
                 dtype_name(o.dtype), o.schedule == PipelineSchedule::gpipe ? "GPipe" : "1F1B",
-                plan_flags(o.recompute, o.zero).c_str());
+                plan_flags(o.recompute, o.zero, o.offload).c_str());
   os << line;
   std::snprintf(line, sizeof line,
                 "  batch %ld sequences x %ld tokens; micro-batch %ld, %ld per pipeline\n",

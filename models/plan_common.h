@@ -91,11 +91,26 @@ inline ZeroComm zero_comm(const SimSpec& spec, int zero, double grad_bytes,
 }
 
 /// ", selective recompute, ZeRO-2": the memory-saving flags of a plan, for its first line.
-inline std::string plan_flags(autograd::Recompute recompute, int zero) {
+inline std::string plan_flags(autograd::Recompute recompute, int zero, bool offload) {
   return (recompute == autograd::Recompute::none
               ? std::string()
               : ", " + std::string(autograd::recompute_name(recompute)) + " recompute") +
-         (zero > 0 ? ", ZeRO-" + std::to_string(zero) : "");
+         (zero > 0 ? ", ZeRO-" + std::to_string(zero) : "") +
+         (offload ? ", optimizer offloaded" : "");
+}
+
+/// ZeRO-Offload (nn::optim::Optimizer::offload) on a device's memory at its peak and its
+/// optimizer step: the optimizer state leaves the device, and each step the gradients of the
+/// `update_bytes` of parameters the rank updates go down and the parameters come up over the
+/// host link, one copy per tensor (`tensors`) each way, not overlapped (as a sim device charges
+/// them). The host's own arithmetic is priced as the device's update, which the step keeps.
+/// Returns the seconds the copies add; lowers `memory` and `peak` by the state.
+inline double offload_optimizer(BytesByCategory& memory, int64_t& peak, double update_bytes,
+                                int64_t tensors, const SimSpec& spec) {
+  int64_t& state = memory[static_cast<int>(MemoryCategory::optimizer_state)];
+  peak -= state;
+  state = 0;
+  return 2 * (double(tensors) * spec.host_link.latency + update_bytes / spec.host_link.bandwidth);
 }
 
 /// "<category>_bytes" for each memory category.

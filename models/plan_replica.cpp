@@ -187,6 +187,10 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
     plan.memory = update.at_peak_by;
   }
   plan.peak_bytes += shard_for_zero(plan.memory, o.zero, o.dp, zero_shape(*replica.module));
+  if (o.offload)
+    plan.optimizer_s += offload_optimizer(plan.memory, plan.peak_bytes,
+                                          double(grad_bytes) / (o.zero > 0 ? o.dp : 1),
+                                          int64_t(tensors.size()), o.spec);
 
   std::vector<int> dp_group;
   for (int i = 0; i < o.dp; ++i) dp_group.push_back(i);
@@ -209,7 +213,7 @@ std::string describe(const ReplicaPlan& p) {
   char line[512];
   std::snprintf(line, sizeof line, "%s (%s parameters) on %d x %s: dp %d, %s%s\n", o.model.c_str(),
                 format_count(double(p.parameters)).c_str(), o.dp, o.spec.name.c_str(), o.dp,
-                dtype_name(o.dtype), plan_flags(o.recompute, o.zero).c_str());
+                dtype_name(o.dtype), plan_flags(o.recompute, o.zero, o.offload).c_str());
   os << line;
   std::snprintf(line, sizeof line, "  batch %ld (%.0f %s), %ld per device\n", long(o.global_batch),
                 p.items_per_step, p.unit.c_str(), long(o.global_batch / o.dp));

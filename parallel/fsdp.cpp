@@ -16,7 +16,6 @@ struct FullyShardedDataParallel::State {
   struct Unit {
     std::vector<Tensor> params;
     int64_t numel = 0, part = 0;
-    bool releasable = true;        // a block's; the unit of the rest stays whole
     bool whole = true;             // its parameters hold their values now
     int pending = 0;               // gradients not final yet (parameters x backward passes)
     Tensor shard;                  // this rank's part of the flattened parameters, [part]
@@ -28,6 +27,7 @@ struct FullyShardedDataParallel::State {
   FSDPOptions options;
   std::vector<Unit> units;
   std::vector<size_t> forward_order;  // the blocks' units as the forward first ran them
+  size_t root = 0;                    // the unit of what no block holds (units.size(): none)
   std::vector<Work> reducing;         // this backward's reduce-scatters
   double step_comm_seconds = 0, step_exposed_seconds = 0;
   double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
@@ -108,7 +108,7 @@ struct FullyShardedDataParallel::State {
   }
 
   void release(Unit& u) {
-    if (!u.releasable || !u.whole) return;
+    if (!u.whole) return;
     for (const Tensor& p : u.params) p.storage()->release();
     u.whole = false;
     u.arriving.reset();
@@ -167,7 +167,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communica
   std::vector<const nn::Module*> blocks;
   find_blocks(module, blocks);
   std::set<const Storage*> taken;
-  auto add_unit = [&](const std::vector<Tensor>& params, bool releasable) {
+  auto add_unit = [&](const std::vector<Tensor>& params) {
     State::Unit u;
     for (const Tensor& p : params) {
       if (!taken.insert(p.storage().get()).second) continue;  // tied: in the first unit only
@@ -178,17 +178,16 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communica
       u.numel += p.numel();
     }
     if (u.params.empty()) return false;
-    u.releasable = releasable;
     u.part = (u.numel + comm.size() - 1) / comm.size();
     s.units.push_back(std::move(u));
     return true;
   };
   std::vector<std::pair<nn::Module*, size_t>> block_units;  // a block and its unit
   for (const nn::Module* b : blocks) {
-    if (add_unit(b->parameters(), true))
+    if (add_unit(b->parameters()))
       block_units.emplace_back(const_cast<nn::Module*>(b), s.units.size() - 1);
   }
-  add_unit(module.parameters(), false);  // what no block holds
+  s.root = add_unit(module.parameters()) ? s.units.size() - 1 : s.units.size();  // the rest
   autograd::NoGradGuard no_grad;
   for (State::Unit& u : s.units) {
     u.pending = int(u.params.size()) * options.backward_passes;
@@ -257,6 +256,17 @@ double FullyShardedDataParallel::comm_seconds() const { return state_->comm_seco
 
 double FullyShardedDataParallel::exposed_comm_seconds() const { return state_->exposed_seconds; }
 
+void FullyShardedDataParallel::unshard() {
+  State& s = *state_;
+  if (s.root < s.units.size()) s.use(s.units[s.root]);
+  if (!s.forward_order.empty()) s.prefetch(s.units[s.forward_order.front()]);
+}
+
+void FullyShardedDataParallel::reshard() {
+  State& s = *state_;
+  if (s.root < s.units.size()) s.release(s.units[s.root]);
+}
+
 void FullyShardedDataParallel::gather_whole() {
   for (State::Unit& u : state_->units) state_->use(u);
 }
@@ -303,13 +313,8 @@ Tensor FullyShardedDataParallel::piece_gradient(const OwnedPiece& piece) const {
 }
 
 void FullyShardedDataParallel::publish_updates(const std::vector<OwnedPiece>&) {
-  // The shards were updated in place; the blocks gather them when next used, the unit that
-  // stays whole now.
-  for (State::Unit& u : state_->units) {
-    if (u.releasable) continue;
-    u.whole = false;
-    state_->use(u);
-  }
+  // The shards were updated in place: whole values are stale, gathered again when next used.
+  for (State::Unit& u : state_->units) state_->release(u);
 }
 
 }  // namespace dlf::parallel

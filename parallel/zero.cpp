@@ -50,6 +50,7 @@ ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm
     pieces_.push_back(std::move(piece));
   }
   shard_ = opt_.same_kind(std::move(shard_groups));
+  if (const std::optional<Device> host = opt_.offloaded_to()) shard_->offload(*host);
 }
 
 void ZeroOptimizer::attach_gradients() {
@@ -113,7 +114,8 @@ nn::NamedTensors ZeroOptimizer::consolidated_state_dict() {
         const Piece& piece = pieces_[next];
         const std::vector<Tensor>& state = shard_->state(piece.group, shard_index[next]);
         if (state.size() > s && state[s].defined())
-          mine.narrow(0, piece.owned.offset, piece.owned.end - piece.owned.begin).copy_(state[s]);
+          mine.narrow(0, piece.owned.offset, piece.owned.end - piece.owned.begin)
+              .copy_(state[s].to(mine.device()));
       }
       const Tensor all = comm_.allgather(mine);
       int64_t at = 0;

@@ -61,7 +61,7 @@ class BertTask final : public ReplicaTask {
     return bert().loss(b[0], b[1]) * weight_;
   }
 
-  Evaluation evaluate() override {
+  Evaluation evaluate_replica() override {
     autograd::NoGradGuard no_grad;
     double loss = 0, accuracy = 0;
     for (int64_t i = 0; i < eval_batches_; ++i) {

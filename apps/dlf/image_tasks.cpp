@@ -66,7 +66,7 @@ class ViTTask final : public ImageTask {
   Tensor batch_loss(const std::vector<Tensor>& b) const override { return vit().loss(b[0], b[1]); }
 
   // The whole test set (or its first eval_batches x batch images), cut between the replicas.
-  Evaluation evaluate() override {
+  Evaluation evaluate_replica() override {
     constexpr int64_t kChunk = 250;
     autograd::NoGradGuard no_grad;
     const int64_t whole = test_.images.size(0), dp = mesh_.layout().dp;
@@ -116,7 +116,7 @@ class UNetTask final : public ImageTask {
   }
 
   // The first eval_batches x batch test images, with the same noise every time.
-  Evaluation evaluate() override {
+  Evaluation evaluate_replica() override {
     autograd::NoGradGuard no_grad;
     double total = 0;
     for (int64_t i = 0; i < eval_batches_; ++i) {

@@ -125,6 +125,12 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
       ->expected(0, 1)
       ->default_str("1")
       ->check(CLI::Range(1, 3));
+  cmd->add_option("--offload", o.offload,
+                  "none, or optimizer: keep the optimizer state and a master copy of the "
+                  "parameters in host memory and run the update there (ZeRO-Offload): each step "
+                  "the gradients go down and the parameters come up over the device's host link")
+      ->check(CLI::IsMember({"none", "optimizer"}))
+      ->capture_default_str();
   cmd->add_flag("--compile", o.compile,
                 "graph mode: capture forward and backward at the first step, optimise the graph, "
                 "plan its memory in one arena and replay it at every later step (one device)");
@@ -302,6 +308,11 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
       ->expected(0, 1)
       ->default_str("1")
       ->check(CLI::Range(1, 3));
+  cmd->add_option("--offload", o.offload,
+                  "none, or optimizer: the optimizer state and update in host memory "
+                  "(ZeRO-Offload; the copies over the host link are priced into the step)")
+      ->check(CLI::IsMember({"none", "optimizer"}))
+      ->capture_default_str();
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }
 

@@ -7,45 +7,56 @@
 
 namespace dlf::app {
 
+namespace {
+
+// The plan of the query's run with `flags`.
+FlagsPlan plan_with(const FlagsQuery& q, const MemoryFlags& flags) {
+  FlagsPlan p{.flags = flags};
+  if (models::model_family(q.model) == models::ModelFamily::gpt) {
+    const models::Plan plan = models::plan_gpt({.model = models::gpt_config(q.model),
+                                                .layout = q.layout,
+                                                .spec = q.spec,
+                                                .global_batch = q.batch,
+                                                .micro_batch = q.micro_batch,
+                                                .seq = q.seq,
+                                                .dtype = q.dtype,
+                                                .schedule = q.schedule,
+                                                .recompute = flags.recompute,
+                                                .zero = flags.zero,
+                                                .offload = flags.offload});
+    p.peak_bytes = plan.worst.peak_bytes;
+    p.step_s = plan.step_s;
+    p.fits = plan.fits;
+  } else {
+    const models::ReplicaPlan plan = models::plan_replica({.model = q.model,
+                                                           .dp = q.layout.dp,
+                                                           .spec = q.spec,
+                                                           .global_batch = q.batch,
+                                                           .seq = q.seq,
+                                                           .dtype = q.dtype,
+                                                           .recompute = flags.recompute,
+                                                           .zero = flags.zero,
+                                                           .offload = flags.offload});
+    p.peak_bytes = plan.peak_bytes;
+    p.step_s = plan.step_s;
+    p.fits = plan.fits;
+  }
+  return p;
+}
+
+}  // namespace
+
 std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
   const bool gpt = models::model_family(q.model) == models::ModelFamily::gpt;
   const bool whole_replicas = q.layout.tp * q.layout.pp == 1;
+  if (!gpt && !whole_replicas) return {};
   std::vector<FlagsPlan> plans;
   using autograd::Recompute;
   for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
     for (int zero = 0; zero <= 3; ++zero) {
       if (zero > 0 && q.layout.dp == 1) continue;
       if (zero >= 2 && !whole_replicas) continue;
-      FlagsPlan p{.flags = {recompute, zero}};
-      if (gpt) {
-        const models::Plan plan = models::plan_gpt({.model = models::gpt_config(q.model),
-                                                    .layout = q.layout,
-                                                    .spec = q.spec,
-                                                    .global_batch = q.batch,
-                                                    .micro_batch = q.micro_batch,
-                                                    .seq = q.seq,
-                                                    .dtype = q.dtype,
-                                                    .schedule = q.schedule,
-                                                    .recompute = recompute,
-                                                    .zero = zero});
-        p.peak_bytes = plan.worst.peak_bytes;
-        p.step_s = plan.step_s;
-        p.fits = plan.fits;
-      } else {
-        if (!whole_replicas) continue;
-        const models::ReplicaPlan plan = models::plan_replica({.model = q.model,
-                                                               .dp = q.layout.dp,
-                                                               .spec = q.spec,
-                                                               .global_batch = q.batch,
-                                                               .seq = q.seq,
-                                                               .dtype = q.dtype,
-                                                               .recompute = recompute,
-                                                               .zero = zero});
-        p.peak_bytes = plan.peak_bytes;
-        p.step_s = plan.step_s;
-        p.fits = plan.fits;
-      }
-      plans.push_back(p);
+      for (bool offload : {false, true}) plans.push_back(plan_with(q, {recompute, zero, offload}));
     }
   }
   std::stable_sort(plans.begin(), plans.end(), [](const FlagsPlan& a, const FlagsPlan& b) {
@@ -60,6 +71,7 @@ std::string flags_str(const MemoryFlags& f) {
                       ? ""
                       : std::string("--recompute ") + autograd::recompute_name(f.recompute);
   if (f.zero > 0) s += std::string(s.empty() ? "" : " ") + "--zero " + std::to_string(f.zero);
+  if (f.offload) s += std::string(s.empty() ? "" : " ") + "--offload optimizer";
   return s.empty() ? "none" : s;
 }
 
@@ -71,11 +83,12 @@ std::string fitting_flags_hint(const FlagsQuery& q, const MemoryFlags& current) 
                                   ? ""
                                   : " (the least, " + flags_str(plans.front().flags) + ", plans " +
                                         format_bytes(double(plans.front().peak_bytes)) + ")";
-    return "no --recompute or --zero makes this layout fit " + capacity + least +
+    return "no --recompute, --zero or --offload makes this layout fit " + capacity + least +
            ": more devices, a smaller batch or a smaller model";
   }
   const FlagsPlan& best = plans.front();
-  if (best.flags.recompute == current.recompute && best.flags.zero == current.zero)
+  if (best.flags.recompute == current.recompute && best.flags.zero == current.zero &&
+      best.flags.offload == current.offload)
     return "the plan says these flags fit (planned peak " + format_bytes(double(best.peak_bytes)) +
            " of " + capacity + "): the planner missed something here";
   return "planned to fit with " + flags_str(best.flags) + " (peak " +

@@ -1,5 +1,5 @@
-// Which memory-saving flags (--recompute, --zero) make a run's layout fit its devices: each
-// combination the layout allows is planned on meta devices, so the answer is computed from the
+// Which memory-saving flags (--recompute, --zero, --offload) make a run's layout fit its devices:
+// each combination the layout allows is planned on meta devices, so the answer is computed from the
 // model, not a fixed hint. Used by `dlf plan` for a layout that does not fit and by `dlf train`
 // when a simulated device runs out of memory.
 #pragma once
@@ -16,6 +16,7 @@ namespace dlf::app {
 struct MemoryFlags {
   autograd::Recompute recompute = autograd::Recompute::none;
   int zero = 0;
+  bool offload = false;  ///< --offload optimizer
 };
 
 /// What is planned: the run's model, layout, devices and batch.
@@ -38,7 +39,7 @@ struct FlagsPlan {
 /// Every combination the layout allows (ZeRO needs dp > 1, its stages 2 and 3 whole replicas),
 /// planned: those that fit first, fastest first, then the others by peak memory.
 std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& query);
-/// "--recompute selective --zero 2", or "none".
+/// "--recompute selective --zero 2 --offload optimizer", or "none".
 std::string flags_str(const MemoryFlags& flags);
 /// One sentence for a run with `current` flags that does not fit: the fastest flags that fit
 /// and their planned peak, or that none does.

@@ -25,7 +25,8 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
        .seq = c.seq > 0 || !bert ? c.seq : kBertSequence,
        .dtype = dtype,
        .recompute = autograd::parse_recompute(c.recompute),
-       .zero = c.zero});
+       .zero = c.zero,
+       .offload = c.offload == "optimizer"});
   std::printf("%s", (c.json ? models::to_json_line(plan) + "\n" : models::describe(plan)).c_str());
   if (!c.json && !plan.fits)
     std::printf("  %s\n", fitting_flags_hint({.model = c.model,
@@ -34,7 +35,8 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
                                               .batch = plan.options.global_batch,
                                               .seq = plan.options.seq,
                                               .dtype = dtype},
-                                             {autograd::parse_recompute(c.recompute), c.zero})
+                                             {autograd::parse_recompute(c.recompute), c.zero,
+                                              c.offload == "optimizer"})
                               .c_str());
 }
 
@@ -64,7 +66,8 @@ void run_plan(const PlanCommand& c) {
                               .dtype = dtype,
                               .schedule = parse_schedule(c.schedule),
                               .recompute = autograd::parse_recompute(c.recompute),
-                              .zero = c.zero};
+                              .zero = c.zero,
+                              .offload = c.offload == "optimizer"};
   const models::Plan plan = models::plan_gpt(options);
   if (c.json) {
     std::printf("%s\n", models::to_json_line(plan).c_str());
@@ -80,7 +83,8 @@ void run_plan(const PlanCommand& c) {
                                             .micro_batch = plan.options.micro_batch,
                                             .dtype = dtype,
                                             .schedule = plan.options.schedule},
-                                           {autograd::parse_recompute(c.recompute), c.zero})
+                                           {autograd::parse_recompute(c.recompute), c.zero,
+                                            c.offload == "optimizer"})
                             .c_str());
   // Say what would fit on these devices, if anything does.
   options.global_batch = plan.options.global_batch;

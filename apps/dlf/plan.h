@@ -14,6 +14,7 @@ struct PlanCommand {
   std::string schedule = "1f1b";
   std::string recompute = "none";
   int zero = 0;
+  std::string offload = "none";  ///< none, or optimizer (ZeRO-Offload)
   bool json = false;
 };
 

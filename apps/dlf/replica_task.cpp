@@ -80,10 +80,18 @@ nn::NamedTensors ReplicaTask::shard_optimizer_state(const nn::NamedTensors& whol
 }
 
 double ReplicaTask::train_on(const std::vector<Tensor>& batch) {
+  if (fsdp_) fsdp_->unshard();
   const Tensor loss = (compiled_ ? (*compiled_)(batch) : step_(batch))[0];
   if (ddp_) ddp_->synchronize();
   if (fsdp_) fsdp_->synchronize();
   return average(loss.item<double>());
+}
+
+Evaluation ReplicaTask::evaluate() {
+  if (fsdp_) fsdp_->unshard();
+  const Evaluation e = evaluate_replica();
+  if (fsdp_) fsdp_->reshard();
+  return e;
 }
 
 double ReplicaTask::average(double value) const {

@@ -22,6 +22,8 @@ class ReplicaTask : public RankTask {
   std::pair<nn::NamedTensors, nn::NamedTensors> gather_whole(
       const nn::NamedTensors& optimizer_state) override;
   nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const override;
+  /// evaluate_replica() with the whole model at hand (ZeRO-3 gathers what no block holds).
+  Evaluation evaluate() final;
   parallel::ShardedParameters* shards() override {
     if (fsdp_) return &*fsdp_;
     return ddp_ ? &*ddp_ : nullptr;
@@ -36,6 +38,8 @@ class ReplicaTask : public RankTask {
   /// What a family's config needs to build its layers split over the setup's tp group.
   static nn::LinearMaker linears(const TaskSetup& setup);
 
+  /// The family's evaluation (see RankTask::evaluate), on this rank's part of the data.
+  virtual Evaluation evaluate_replica() = 0;
   /// The family's loss on a batch of its inputs, on this rank's device.
   virtual Tensor batch_loss(const std::vector<Tensor>& batch) const = 0;
   /// batch_loss(batch), its backward and the gradients averaged over the replicas (under
@@ -54,9 +58,12 @@ class ReplicaTask : public RankTask {
   std::unique_ptr<nn::Module> model_;
 
  private:
-  /// batch_loss and its backward, run eagerly or (--compile) through compiled_
-  graph::StepFn step_ =
-      graph::backward_step([this](const std::vector<Tensor>& batch) { return batch_loss(batch); });
+  /// batch_loss (what it keeps for backward counted as activations) and its backward, run
+  /// eagerly or (--compile) through compiled_
+  graph::StepFn step_ = graph::backward_step([this](const std::vector<Tensor>& batch) {
+    MemoryScope activations(MemoryCategory::activations);
+    return batch_loss(batch);
+  });
   std::optional<graph::Compiled> compiled_;
   std::optional<parallel::DistributedDataParallel> ddp_;
   std::optional<parallel::FullyShardedDataParallel> fsdp_;  ///< ZeRO-3, instead of ddp_

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -126,6 +127,34 @@ std::string describe(const SimStep& s, int64_t capacity) {
   return text;
 }
 
+// A rank's memory by category at the last step's peak and after it (the model states a step
+// leaves: what ZeRO shards), the most over the ranks per category: one line for the lead to
+// print and the same figures, with the whole model's parameter count, for the metrics file.
+std::pair<std::string, JsonLine> memory_by_category(parallel::Communicator& world, Device device,
+                                                    int64_t parameters) {
+  const MemoryStats mine = allocator_for(device).stats();
+  std::vector<double> v;
+  for (const BytesByCategory* b : {&mine.at_peak_by, &mine.live_by})
+    for (int64_t bytes : *b) v.push_back(double(bytes));
+  Tensor t = from_vector<double>(v).to(device);
+  world.allreduce(t, parallel::ReduceOp::max);
+  v = t.to(kCPU).to_vector<double>();
+  BytesByCategory at_peak{}, after{};
+  JsonLine json;
+  json.add("parameters", parameters);
+  for (int c = 0; c < kMemoryCategories; ++c) {
+    at_peak[c] = int64_t(v[size_t(c)]);
+    after[c] = int64_t(v[size_t(kMemoryCategories + c)]);
+    std::string key(memory_category_name(static_cast<MemoryCategory>(c)));
+    std::replace(key.begin(), key.end(), ' ', '_');
+    json.add("sim_peak_" + key + "_bytes", at_peak[c])
+        .add("sim_after_step_" + key + "_bytes", after[c]);
+  }
+  return {"memory per device (the most over the ranks): at the last step's peak " +
+              format_by_category(at_peak) + "; after it " + format_by_category(after),
+          json};
+}
+
 std::string layout_text(const parallel::Layout& l) {
   return "dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp) + " x pp " +
          std::to_string(l.pp);
@@ -217,7 +246,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   for (const auto& [name, p] : params) tensors.push_back(p);
   nn::optim::AdamW opt(nn::optim::decay_groups(params, run.weight_decay),
                        {.lr = run.lr, .beta1 = 0.9, .beta2 = adam_beta2(run.model), .eps = 1e-8});
-  std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
+  if (o.offload == "optimizer") opt.offload(kCPU);  // before ZeRO shards it: its parts too
+  std::optional<parallel::ZeroOptimizer> zero;      // optimizer state sharded over the replicas
   if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->shards());
   if (job.ckpt != nullptr) {
     const nn::NamedTensors state =
@@ -393,6 +423,11 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     }
   }
   if (lead) progress.finish();
+  if (simulated) {
+    const auto [text, json] = memory_by_category(world, device, job.parameters);
+    if (lead) progress.note(text);
+    record(json);
+  }
   if (profiler) {
     const int micro_batches = int(run.batch / job.layout.dp / job.micro_batch);
     profiler->print(std::cout,
@@ -442,7 +477,8 @@ models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int
           .dtype = o.precision == "bf16" ? DType::bf16 : DType::f32,
           .schedule = parse_schedule(o.schedule),
           .recompute = autograd::parse_recompute(o.recompute),
-          .zero = o.zero};
+          .zero = o.zero,
+          .offload = o.offload == "optimizer"};
 }
 
 // The layout of the run: --dp, --tp and --pp as given (tp and pp 1 when unset, dp the rest of
@@ -573,6 +609,9 @@ double run_train(TrainOptions o) {
   const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
+  DLF_CHECK(o.offload == "none" || device.type != DeviceType::cpu, "--offload ", o.offload,
+            ": on the cpu device the optimizer state is in host "
+            "memory already; offload is for simulated accelerators (--device sim)");
   DLF_CHECK(o.zero < 3 || o.check_replicas == 0,
             "--check-replicas compares whole replicas: under --zero 3 each rank holds its own "
             "shard of the parameters");
@@ -638,8 +677,8 @@ double run_train(TrainOptions o) {
                 data,
                 metrics,
                 to_json(run) + " layout " + describe(layout, 1, micro, parse_schedule(o.schedule)) +
-                    " zero " + std::to_string(o.zero) + " recompute " + o.recompute +
-                    " precision " + o.precision + " grad-reduce " + o.grad_reduce,
+                    " zero " + std::to_string(o.zero) + " recompute " + o.recompute + " offload " +
+                    o.offload + " precision " + o.precision + " grad-reduce " + o.grad_reduce,
                 o.profile && device.type == DeviceType::cpu ? measure_cpu() : device.spec};
   RankResult result;
   auto rank = [&](parallel::Communicator& world) {
@@ -663,7 +702,8 @@ double run_train(TrainOptions o) {
                                           .seq = seq,
                                           .micro_batch = micro,
                                           .schedule = parse_schedule(o.schedule)},
-                                         {autograd::parse_recompute(o.recompute), o.zero}));
+                                         {autograd::parse_recompute(o.recompute), o.zero,
+                                          o.offload == "optimizer"}));
   }
   if (!o.trace.empty()) {
     trace::stop_and_write(o.trace);

@@ -35,6 +35,7 @@ struct TrainOptions {
   int64_t bucket_mb = 25;         ///< DDP gradient bucket size
   int zero = 0;  ///< ZeRO stage: 0 none, 1 optimizer state sharded, 2 gradients too
   std::string recompute = "none";    ///< activation recompute: none, full or selective
+  std::string offload = "none";      ///< none, or optimizer: state and update in host memory
   std::string precision = "fp32";    ///< fp32, or bf16: matmuls, convs and attention under autocast
   std::string grad_reduce = "fp32";  ///< the dtype gradients are averaged over dp in
   bool detect_anomaly = false;       ///< name the first op that makes NaN or infinity

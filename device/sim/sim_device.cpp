@@ -12,7 +12,15 @@
 namespace dlf::sim {
 
 std::string_view stream_name(Stream stream) {
-  return stream == Stream::compute ? "compute" : "comm";
+  switch (stream) {
+    case Stream::compute:
+      return "compute";
+    case Stream::comm:
+      return "comm";
+    case Stream::host:
+      return "host";
+  }
+  return "compute";
 }
 
 double Timeline::run(Stream stream, double seconds, double not_before) {
@@ -121,6 +129,15 @@ void reset(Device device) {
 double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision) {
   return std::max(flops / spec.peak_flops(precision), bytes / spec.memory_bandwidth) +
          spec.launch_overhead;
+}
+
+double host_copy(Device device, double bytes, bool to_device) {
+  const LinkSpec& link = spec_of(device).host_link;
+  const double seconds = link.latency + bytes / link.bandwidth;
+  Timeline& clock = timeline(device);
+  const double start = clock.run(Stream::host, seconds, clock.now(Stream::compute));
+  if (to_device) clock.wait(Stream::compute, {start + seconds});
+  return start;
 }
 
 std::string_view collective_name(Collective kind) {

@@ -49,12 +49,35 @@ void Optimizer::step() {
       if (!g.defined()) continue;
       std::vector<Tensor>& state = state_[gi][pi];
       state.resize(slots);
-      update(p, g, *groups_[gi].lr, *groups_[gi].weight_decay, state);
+      const double lr = *groups_[gi].lr, weight_decay = *groups_[gi].weight_decay;
+      if (!host_ || *host_ == p.device()) {
+        update(p, g, lr, weight_decay, state);
+      } else {  // down, updated on the host, up
+        Tensor& master = masters_[gi][pi];
+        if (!master.defined()) {
+          MemoryScope scope(MemoryCategory::optimizer_state);
+          master = p.to(*host_);
+        }
+        update(master, g.to(*host_), lr, weight_decay, state);
+        p.copy_(master.to(p.device()));
+      }
       for (Tensor& slot : state) {
         if (slot.defined()) slot.storage()->set_category(MemoryCategory::optimizer_state);
       }
     }
   }
+}
+
+void Optimizer::offload(Device host) {
+  host_ = host;
+  masters_.clear();
+  for (const ParamGroup& g : groups_) masters_.emplace_back(g.params.size());
+  autograd::NoGradGuard no_grad;
+  MemoryScope scope(MemoryCategory::optimizer_state);
+  for (auto& group : state_)
+    for (auto& slots : group)
+      for (Tensor& slot : slots)
+        if (slot.defined()) slot = slot.to(host);
 }
 
 void Optimizer::zero_grad() {
@@ -95,7 +118,8 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
         const Tensor& p = groups_[gi].params[pi];
         DLF_CHECK(it->second.shape() == p.shape(), "optimizer state '", key, "' has shape ",
                   shape_str(it->second.shape()), ", its parameter has ", shape_str(p.shape()));
-        restored[gi][pi][s] = it->second.to(p.dtype()).to(p.device()).clone();
+        MemoryScope scope(MemoryCategory::optimizer_state);
+        restored[gi][pi][s] = it->second.to(p.dtype()).to(host_.value_or(p.device())).clone();
         given.erase(it);
       }
     }
@@ -104,6 +128,7 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
   DLF_CHECK(given.empty(), "optimizer state: unexpected entry '", given.begin()->first, "'");
   state_ = std::move(restored);
   steps_ = step;
+  if (host_) offload(*host_);  // the masters are copied again from the parameters
 }
 
 namespace {
@@ -181,6 +206,7 @@ void scale_gradients(const std::vector<Tensor>& params, double total_norm, doubl
   if (total_norm <= max_norm) return;
   autograd::NoGradGuard no_grad;
   const double scale = max_norm / (total_norm + 1e-6);
+  MemoryScope scope(MemoryCategory::gradients);  // new tensors: a shared gradient scales once
   for (const Tensor& p : params) {
     if (p.grad().defined()) p.set_grad(p.grad() * scale);
   }

@@ -44,6 +44,46 @@ same_losses "$tmp/z3.jsonl" "$tmp/z3-resumed.jsonl" || fail "ZeRO-3 resumed on o
 "$dlf" --threads 1 train --checkpoint "$tmp/z3-stopped2" --resume --devices 2 --device cpu --zero 3 \
   --metrics "$tmp/z3-resumed2.jsonl" 2>"$tmp/log" || fail "resume a ZeRO-3 run under ZeRO-3: $(cat "$tmp/log")"
 same_losses "$tmp/z3.jsonl" "$tmp/z3-resumed2.jsonl" || fail "ZeRO-3 resumed under ZeRO-3 differs"
+# Memory by category after a step on 4 sim devices against the ZeRO paper's closed form in
+# fp32 (parameters 4Ψ, gradients 4Ψ, AdamW's two moments 8Ψ; stage 1 divides the optimizer
+# state by N, stage 2 the gradients too, stage 3 everything), within 5 %; Ψ from plain DP.
+after() { sed -n "s/.*\"sim_after_step_$2_bytes\":\([0-9]*\).*/\1/p" "$1"; }
+for zero in 0 1 2 3; do
+  flags=(); [ "$zero" -gt 0 ] && flags=(--zero "$zero")
+  train --steps 1 --devices 4 --dp 4 --device sim "${flags[@]}" --metrics "$tmp/mem$zero.jsonl" \
+    2>"$tmp/log" || fail "train --zero $zero on 4 sim devices: $(cat "$tmp/log")"
+  grep -q "memory per device (the most over the ranks): at the last step's peak parameters" \
+    "$tmp/log" || fail "no memory report by category: $(cat "$tmp/log")"
+  psi=$(($(after "$tmp/mem0.jsonl" parameters) / 4))
+  awk -v z="$zero" -v psi="$psi" -v p="$(after "$tmp/mem$zero.jsonl" parameters)" \
+    -v g="$(after "$tmp/mem$zero.jsonl" gradients)" -v o="$(after "$tmp/mem$zero.jsonl" optimizer_state)" '
+    function near(got, want) { return got >= 0.95 * want && got <= 1.05 * want }
+    BEGIN { n = 4; wp = 4 * psi / (z >= 3 ? n : 1); wg = 4 * psi / (z >= 2 ? n : 1)
+            wo = 8 * psi / (z >= 1 ? n : 1)
+            exit !(psi > 0 && near(p, wp) && near(g, wg) && near(o, wo)) }' ||
+    fail "--zero $zero: parameters, gradients, optimizer state $(after "$tmp/mem$zero.jsonl" parameters)" \
+      "$(after "$tmp/mem$zero.jsonl" gradients) $(after "$tmp/mem$zero.jsonl" optimizer_state) bytes" \
+      "after a step; closed form for Ψ = $psi"
+done
+# ZeRO-Offload on sim devices: the same losses as ZeRO-2, no optimizer state left on the
+# devices, and the copies on each device's host stream in the trace.
+train --steps 2 --devices 2 --dp 2 --device sim --zero 2 --metrics "$tmp/z2sim.jsonl" \
+  2>"$tmp/log" || fail "train --zero 2 on sim: $(cat "$tmp/log")"
+train --steps 2 --devices 2 --dp 2 --device sim --zero 2 --offload optimizer \
+  --metrics "$tmp/offload.jsonl" --trace "$tmp/offload.json" 2>"$tmp/log" ||
+  fail "train --offload optimizer: $(cat "$tmp/log")"
+same_losses "$tmp/z2sim.jsonl" "$tmp/offload.jsonl" || fail "--offload optimizer changed the losses"
+[ "$(after "$tmp/offload.jsonl" optimizer_state)" = 0 ] &&
+  [ "$(after "$tmp/z2sim.jsonl" optimizer_state)" -gt 0 ] ||
+  fail "--offload optimizer left optimizer state on the device: $(tail -2 "$tmp/offload.jsonl")"
+grep -q '"args":{"name":"host"}' "$tmp/offload.json" || fail "the trace has no host stream"
+grep -q '"name":"copy \[[0-9, ]*\] to host"' "$tmp/offload.json" || fail "no download in the trace"
+expect_error 1 train --model gpt-nano --steps 1 --offload optimizer --device cpu
+expect_error 2 train --model gpt-nano --offload params
+out=$("$dlf" plan --model gpt-medium --devices 8 --zero 2 --offload optimizer) ||
+  fail "plan --offload optimizer: $out"
+echo "$out" | grep -q "ZeRO-2, optimizer offloaded" || fail "plan does not say it offloads: $out"
+echo "$out" | grep "at its peak" | grep -q "optimizer state" && fail "offloaded state planned on the device: $out"
 expect_error 2 train --model gpt-nano --zero 4
 expect_error 1 train --model gpt-nano --steps 1 --devices 2 --zero 3 --check-replicas 1
 expect_error 1 train --model gpt-nano --steps 1 --devices 4 --tp 2 --zero 3
@@ -84,7 +124,7 @@ err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --dp 2 --device "sim:$tm
 last=$(printf '%s\n' "$err" | tail -n 1)
 case "$last" in "dlf: rank "*"is out of memory"*parameters*) ;; *) fail "out of memory message: $err" ;; esac
 # ... and says which --recompute and --zero would fit, from the plan of the run: here none
-case "$last" in *"no --recompute or --zero makes this layout fit"*) ;; *) fail "no flags hint: $last" ;; esac
+case "$last" in *"no --recompute, --zero or --offload makes this layout fit"*) ;; *) fail "no flags hint: $last" ;; esac
 out=$("$dlf" plan --model gpt-mini --devices 4 --device "sim:$tmp/small.json" --batch 8) || fail "plan small"
 grep -q "planned to fit with --zero" <<<"$out" || fail "plan: no flags that fit: $out"
 expect_error 1 train --model gpt-nano --steps 1 --batch 4 --devices 3 --dp 3

@@ -203,12 +203,32 @@ TEST_CASE("trace: cpu ops are wall-clock spans on a track per thread, memory a c
   CHECK(json.find("\"name\":\"matmul [5, 3] [3, 4]\"") != std::string::npos);
   CHECK(json.find("\"process_name\",\"pid\":200000,\"args\":{\"name\":\"cpu\"") !=
         std::string::npos);
-  // This thread's tracks come first (tid 0 and 1), the rank's next (tid 2 and 3).
+  // This thread's tracks come first (tid 0 to 2: its streams), the rank's next (tid 3 to 5).
   CHECK(json.find("\"tid\":0,\"args\":{\"name\":\"thread 0 compute\"") != std::string::npos);
-  CHECK(json.find("\"tid\":2,\"args\":{\"name\":\"rank 1 compute\"") != std::string::npos);
+  CHECK(json.find("\"tid\":" + std::to_string(sim::kStreams) +
+                  ",\"args\":{\"name\":\"rank 1 compute\"") != std::string::npos);
   CHECK(json.find("{\"ph\":\"C\",\"pid\":200000,\"name\":\"memory\"") != std::string::npos);
   CHECK(json.find("\"flops\":48") != std::string::npos);  // 2 x 3 x 4 multiply-adds
   std::filesystem::remove(path);
+}
+
+TEST_CASE("copies to and from the host go over the host link, on the host stream") {
+  const Device dev{DeviceType::sim, 9};
+  sim::reset(dev);
+  const sim::Timeline& clock = sim::timeline(dev);
+  const LinkSpec& link = sim::spec_of(dev).host_link;
+  const double copy = link.latency + 4000 / link.bandwidth;  // 1000 floats
+  const Tensor up = zeros({1000}).to(dev);
+  CHECK(clock.now(sim::Stream::host) == doctest::Approx(copy));
+  CHECK(clock.now(sim::Stream::compute) == clock.now(sim::Stream::host));  // waited for the bytes
+  const Tensor doubled = up * 2.0;
+  const double computed = clock.now(sim::Stream::compute);
+  CHECK(computed > copy);
+  const Tensor down = doubled.to(kCPU);  // after the op that made it, without holding compute
+  CHECK(clock.now(sim::Stream::host) == doctest::Approx(computed + copy));
+  CHECK(clock.now(sim::Stream::compute) == computed);
+  CHECK(clock.now(sim::Stream::comm) == 0);
+  CHECK(down.to_vector<float>() == std::vector<float>(1000, 0.0f));
 }
 
 }  // namespace dlf

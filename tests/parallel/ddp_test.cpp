@@ -38,7 +38,7 @@ struct Trained {
 };
 
 Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer which,
-              int zero = 0, double max_norm = 1.0) {
+              int zero = 0, double max_norm = 1.0, bool offload = false) {
   nn::NamedTensors params, state;
   std::vector<double> losses;
   std::mutex mutex;
@@ -63,6 +63,7 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
     else
       opt = std::make_unique<nn::optim::AdamW>(
           groups, nn::optim::AdamWOptions{.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+    if (offload) opt->offload();
     std::optional<parallel::ZeroOptimizer> sharded;
     if (zero > 0)
       sharded.emplace(*opt, world, fsdp ? static_cast<parallel::ShardedParameters&>(*fsdp) : *ddp);
@@ -71,6 +72,7 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
       Tensor x = data.x[s].narrow(0, r * rows, rows).to(world.device());
       Tensor y = data.y[s].narrow(0, r * rows, rows).to(world.device());
       opt->zero_grad();
+      if (fsdp) fsdp->unshard();
       Tensor loss = model.loss(x, y);
       loss.backward();
       if (fsdp) {
@@ -221,6 +223,25 @@ void check_matches_unsharded(int zero) {
   }
 }
 
+TEST_CASE("ZeRO-Offload: each rank's part of the state and update in host memory, bit for bit") {
+  const Batches data = make_batches();
+  const auto devices = parallel::devices_of(DeviceType::sim, 2);
+  for (int zero : {0, 2, 3}) {
+    CAPTURE(zero);
+    const Trained kept = train(devices, data, Optimizer::adamw, zero);
+    const Trained offloaded = train(devices, data, Optimizer::adamw, zero, 1.0, /*offload=*/true);
+    CHECK(offloaded.losses == kept.losses);
+    REQUIRE(offloaded.params.size() == kept.params.size());
+    for (size_t i = 0; i < kept.params.size(); ++i)
+      test::check_close(offloaded.params[i].second, kept.params[i].second, 0, 0);
+    REQUIRE(offloaded.optimizer_state.size() == kept.optimizer_state.size());
+    for (size_t i = 0; i < kept.optimizer_state.size(); ++i) {
+      CHECK(offloaded.optimizer_state[i].first == kept.optimizer_state[i].first);
+      test::check_close(offloaded.optimizer_state[i].second, kept.optimizer_state[i].second, 0, 0);
+    }
+  }
+}
+
 TEST_CASE("ZeRO-2: sharded gradients too; bit for bit without clipping, to rounding with it") {
   check_matches_unsharded(2);
 }
@@ -229,9 +250,11 @@ TEST_CASE("ZeRO-3: sharded parameters too; bit for bit without clipping, to roun
   check_matches_unsharded(3);
 }
 
-TEST_CASE("ZeRO-3: between steps a rank holds its shards and the whole of what no block holds") {
+TEST_CASE(
+    "ZeRO-3: between steps a rank holds its shards only, unshard() gathers the rest for a "
+    "forward") {
   const int n = 4;
-  std::vector<int64_t> param_bytes(n);
+  std::vector<int64_t> param_bytes(n), unsharded_bytes(n);
   parallel::run_ranks(parallel::devices_of(DeviceType::sim, n), [&](parallel::Communicator& world) {
     manual_seed(3);
     models::GPT model(models::gpt_config("gpt-nano"));
@@ -240,13 +263,25 @@ TEST_CASE("ZeRO-3: between steps a rank holds its shards and the whole of what n
     nn::optim::AdamW opt(model.parameters(), {.lr = 1e-3});
     parallel::ZeroOptimizer zero(opt, world, fsdp);
     const Tensor x = zeros({2, 8}, {.dtype = DType::i64, .device = world.device()});
+    auto live_parameters = [&] {
+      return allocator_for(world.device())
+          .stats()
+          .live_by[static_cast<int>(MemoryCategory::parameters)];
+    };
+    // What no block holds (the embeddings) is a shard too until a forward asks for it.
+    test::check_error([&] { (void)model.loss(x, x); }, {"released", "unshard()"});
+    fsdp.unshard();
+    unsharded_bytes[world.rank()] = live_parameters();
     model.loss(x, x).backward();
     fsdp.synchronize();
     zero.step();
-    param_bytes[world.rank()] =
-        allocator_for(world.device()).stats().live_by[static_cast<int>(MemoryCategory::parameters)];
+    param_bytes[world.rank()] = live_parameters();
     test::check_error([&] { (*model.transformer->h)[0].attn->c_attn->weight.to_vector<float>(); },
                       {"released", "ZeRO-3"});
+    fsdp.unshard();  // a forward that has no backward (an evaluation), then reshard()
+    (void)model.loss(x, x).item<double>();
+    fsdp.reshard();
+    CHECK(live_parameters() == param_bytes[world.rank()]);
   });
   const models::GPT reference(models::gpt_config("gpt-nano"));
   int64_t outside = 0;  // wte, wpe, ln_f
@@ -255,9 +290,12 @@ TEST_CASE("ZeRO-3: between steps a rank holds its shards and the whole of what n
   const int64_t blocks = 4 * reference.num_parameters() - outside;
   for (int r = 0; r < n; ++r) {
     CAPTURE(r);
-    // The whole rest, this rank's part of the rest and of each block (padding aside).
-    CHECK(param_bytes[r] >= outside + outside / n + blocks / n);
-    CHECK(param_bytes[r] <= outside + outside / n + blocks / n + 2 * 4 * 4 * n);
+    // This rank's part of the rest and of each block (padding aside)...
+    CHECK(param_bytes[r] >= outside / n + blocks / n);
+    CHECK(param_bytes[r] <= outside / n + blocks / n + 2 * 4 * 4 * n);
+    // ... and, unsharded before the first forward, the whole rest besides (no block is
+    // prefetched yet: the first forward learns which block runs first).
+    CHECK(unsharded_bytes[r] - param_bytes[r] == outside);
   }
 }
 
@@ -377,6 +415,7 @@ SimStep sim_step(int zero, bool prefetch) {
       before = parallel::comm_totals(world.device());
       opt.zero_grad();
       const int64_t rows = kBatch / n, r = world.rank();
+      if (fsdp) fsdp->unshard();
       model
           .loss(data.x[s].narrow(0, r * rows, rows).to(world.device()),
                 data.y[s].narrow(0, r * rows, rows).to(world.device()))
@@ -418,7 +457,7 @@ TEST_CASE("ZeRO-3: the next block's gather and the reduce-scatters overlap compu
   CHECK(prefetched.seconds < blocking.seconds);
   // Bytes sent a step (the ZeRO paper's count): DDP's allreduce moves 2 x the parameters'
   // (n-1)/n; ZeRO-3 gathers each block twice and reduce-scatters its gradients (3 x), and
-  // treats what no block holds as ZeRO-2 does (reduce-scatter, then gather after the update).
+  // gathers what no block holds once (it stays whole through backward) and reduce-scatters it.
   const models::GPT reference(models::gpt_config("gpt-nano"));
   double outside = 0, all = 0;
   for (const auto& [name, p] : reference.named_parameters()) {

@@ -34,8 +34,9 @@ class Storage {
   /// The first byte; a dlf::Error if the storage is released.
   void* data() const {
     DLF_CHECK(!released_,
-              "a tensor's storage is released: a ZeRO-3 parameter outside its "
-              "block's forward and backward (gather the whole state to read it)");
+              "a tensor's storage is released: a ZeRO-3 parameter outside the forward and "
+              "backward that gather it (FullyShardedDataParallel::unshard() before a forward, "
+              "gather_whole() to read it)");
     return data_;
   }
   size_t nbytes() const { return nbytes_; }  ///< its size in bytes, released or not

@@ -14,10 +14,11 @@
 
 namespace dlf::sim {
 
-/// A simulated device's two streams.
-enum class Stream : uint8_t { compute, comm };
-inline constexpr int kStreams = 2;            ///< compute and comm
-std::string_view stream_name(Stream stream);  ///< "compute", "comm"
+/// A simulated device's streams: its kernels, its collectives, and its copies to and from
+/// host memory over the host link (offload, batches going up, results coming down).
+enum class Stream : uint8_t { compute, comm, host };
+inline constexpr int kStreams = 3;            ///< compute, comm and host
+std::string_view stream_name(Stream stream);  ///< "compute", "comm", "host"
 
 /// A point on a stream that another stream can wait for.
 struct Event {
@@ -29,8 +30,8 @@ class Timeline {
  public:
   /// Where `stream` is on the clock.
   double now(Stream stream) const { return now_[static_cast<size_t>(stream)]; }
-  /// The later of the two streams.
-  double now() const { return std::max(now_[0], now_[1]); }
+  /// The latest of the streams.
+  double now() const { return *std::max_element(now_.begin(), now_.end()); }
   /// Runs a task of `seconds` on `stream`, starting no earlier than `not_before`; returns its
   /// start time.
   double run(Stream stream, double seconds, double not_before = 0);
@@ -51,6 +52,11 @@ void reset(Device device);
 
 /// Kernel time by the roofline model: max(flops / peak, bytes / bandwidth) + launch overhead.
 double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision);
+/// A copy of `bytes` between `device` and host memory over its host link: latency +
+/// bytes / bandwidth on the device's host stream, after what its compute stream has queued
+/// (which makes or last used the data). An upload (`to_device`) holds the compute stream until
+/// the bytes are there; a download does not. Returns the copy's start.
+double host_copy(Device device, double bytes, bool to_device);
 
 /// The collectives the cost model prices.
 enum class Collective : uint8_t {

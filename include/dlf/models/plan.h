@@ -38,6 +38,8 @@ struct PlanOptions {
   /// what each block keeps for backward and recomputes there (autograd::checkpoint)
   autograd::Recompute recompute = autograd::Recompute::none;
   int zero = 0;  ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
+  /// ZeRO-Offload: the optimizer state and update in host memory (Optimizer::offload)
+  bool offload = false;
 };
 
 /// What one device of the most loaded pipeline stage holds and does.
@@ -110,6 +112,8 @@ struct ReplicaPlanOptions {
   /// Module::recompute: what each block keeps for backward and recomputes there
   autograd::Recompute recompute = autograd::Recompute::none;
   int zero = 0;  ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
+  /// ZeRO-Offload: the optimizer state and update in host memory (Optimizer::offload)
+  bool offload = false;
 };
 
 /// A planned data-parallel layout of any model.

@@ -4,10 +4,14 @@
 // part (the shard); the unit's whole parameters exist only while it runs: gathered (allgather)
 // before its forward and freed after, gathered again when its output's gradient arrives in
 // backward and freed once the unit's gradients are reduce-scattered into this rank's part.
-// The parameters outside every block (embeddings, final norms, heads) form one more unit that
-// stays whole (its gradients and update are sharded, as ZeRO-2's). Parameters keep their
-// tensors (storage released and materialized in place), so modules and saved tensors need no
-// change. With a ZeroOptimizer over it, each rank updates its shards only.
+// The parameters outside every block (embeddings, final norms, heads) form one more unit, the
+// root (PyTorch FSDP's root module): unshard() gathers it before a forward — dlf's modules have
+// no common forward to hook, so the caller says when one starts — and it stays whole until
+// backward has reduce-scattered its gradients (or reshard(), after a forward with no
+// backward). So between steps a rank holds its shards only: 1/N of the parameters, gradients
+// and optimizer state (the ZeRO paper's 16Ψ/N in fp32). Parameters keep their tensors
+// (storage released and materialized in place), so modules and saved tensors need no change.
+// With a ZeroOptimizer over it, each rank updates its shards only.
 //
 // Communication overlaps compute, as FSDP's forward and backward prefetch do: when a block
 // starts its forward, the allgather of the block the forward runs next (in the order the first
@@ -43,6 +47,12 @@ class FullyShardedDataParallel : public ShardedParameters {
   FullyShardedDataParallel(const FullyShardedDataParallel&) = delete;
   FullyShardedDataParallel& operator=(const FullyShardedDataParallel&) = delete;
 
+  /// Before a forward (collective): gathers the root unit — what no block holds — and starts
+  /// the first block's gather. Until then using those parameters is a dlf::Error.
+  void unshard();
+  /// Frees the root unit's whole parameters: after a forward that has no backward (an
+  /// evaluation). Backward frees them itself once their gradients are reduced.
+  void reshard();
   /// After backward: reduces what is left (units whose parameters got no gradient, with
   /// zeros) and waits for the reduce-scatters, so every rank holds its part of every gradient.
   /// Call before the optimizer step.

@@ -28,7 +28,8 @@ class ZeroOptimizer {
  public:
   /// Shards `optimizer` (its groups, options and learning rates; its own state stays empty)
   /// over the ranks of `comm`, as `shards` lays the parameters out (a DDP, or an FSDP for
-  /// ZeRO-3, over the same group). Every rank constructs it alike.
+  /// ZeRO-3, over the same group). Every rank constructs it alike. If `optimizer` is
+  /// offloaded (Optimizer::offload), each rank's pieces are: ZeRO-Offload.
   ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm, ShardedParameters& shards);
 
   /// Whether every rank holds the whole gradients (ZeRO-1): then the norm is the unsharded one.

@@ -56,6 +56,15 @@ class Optimizer {
   /// The names of a parameter's slots ("exp_avg", "exp_avg_sq").
   virtual std::vector<std::string> slot_names() const = 0;
 
+  /// ZeRO-Offload (Ren et al. 2021): keeps the state and a master copy of each parameter on
+  /// `host` and runs the update there; each step every gradient goes down to the host and the
+  /// updated parameter comes back up (from a sim device over its host link, on its host
+  /// stream: the sim clock charges the copies, not the host's own arithmetic). The device
+  /// then holds no optimizer state. Call before the first step; the results are the same.
+  void offload(Device host = kCPU);
+  /// Where offload() put the state and the update (none: with the parameters).
+  std::optional<Device> offloaded_to() const { return host_; }
+
  protected:
   /// Updates one parameter in place with its group's lr and weight decay; `state` holds its
   /// slots (created on first use).
@@ -66,6 +75,8 @@ class Optimizer {
   std::vector<ParamGroup> groups_;
   std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]
   int64_t steps_ = 0;
+  std::optional<Device> host_;                // offload()
+  std::vector<std::vector<Tensor>> masters_;  // [group][param], on host_, once updated
 };
 
 /// SGD's options.
