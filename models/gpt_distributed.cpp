@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace dlf::models {
 namespace {
@@ -25,8 +26,8 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   model_ = std::make_unique<ParallelGPT>(config, mesh.tp(), mesh.pp_rank(), mesh.layout().pp);
   model_->to(mesh.tp().device());
   model_->load_shard(whole);
-  DLF_CHECK(options.zero < 2 || mesh.layout().tp * mesh.layout().pp == 1, "ZeRO-", options.zero,
-            " shards whole replicas: not with tensor or pipeline parallelism");
+  DLF_CHECK(options.zero < 2 || mesh.layout().pp == 1, "ZeRO-", options.zero,
+            " shards the replicas of one pipeline stage: not with pipeline parallelism");
   if (options.compile) {
     DLF_CHECK(mesh.layout().devices() == 1 && options.micro_batches == 1,
               "a compiled GPT step runs on one device, one micro-batch: the collectives and the "
@@ -92,33 +93,30 @@ double DistributedGPT::forward_backward(const Tensor& x, const Tensor& y) {
 
 double DistributedGPT::loss(const Tensor& x, const Tensor& y) { return run(x, y, true); }
 
-double DistributedGPT::clip_grad_norm(double max_norm) {
-  autograd::NoGradGuard no_grad;
-  // Each parameter once: a replicated one on tp rank 0 only, the head's copy not at all.
-  double squares = 0;
+parallel::NormScope DistributedGPT::norm_scope() const {
+  std::set<const Storage*> counted;
   for (const auto& [name, p] : model_->named_parameters()) {
-    if (!p.grad().defined() || name == kHeadCopy) continue;
-    if (mesh_.tp_rank() == 0 || model_->sharded(name))
-      squares += sum_squares(p.grad()).item<double>();
+    if (name != kHeadCopy && (mesh_.tp_rank() == 0 || model_->sharded(name)))
+      counted.insert(p.storage().get());
   }
-  Tensor total = full({1}, squares, {.dtype = DType::f64, .device = mesh_.tp().device()});
-  mesh_.tp().allreduce(total);
-  mesh_.pp().allreduce(total);
-  const double norm = std::sqrt(total.item<double>());
-  nn::optim::scale_gradients(model_->parameters(), norm, max_norm);
-  return norm;
+  return {.counts = [counted](const Tensor& p) { return counted.contains(p.storage().get()); },
+          .groups = {&mesh_.tp(), &mesh_.pp()}};
+}
+
+double DistributedGPT::clip_grad_norm(double max_norm) {
+  return parallel::clip_grad_norm(model_->parameters(), max_norm, norm_scope());
 }
 
 std::pair<nn::NamedTensors, nn::NamedTensors> DistributedGPT::gather_whole(
     const nn::NamedTensors& optimizer_state) {
-  if (fsdp_) {  // whole replicas only: every rank gathers, the first keeps a copy
-    nn::NamedTensors model =
-        fsdp_->whole_copy([this] { return model_->whole_state_dict(); }, mesh_.dp_rank() == 0);
-    if (mesh_.dp_rank() != 0) return {};
-    return {std::move(model), optimizer_state};
-  }
-  if (mesh_.dp_rank() != 0) return {};  // the replicas hold the same
-  nn::NamedTensors model = model_->whole_state_dict();
+  // The replicas hold the same: the first gathers (under ZeRO-3 every replica gathers its
+  // shards whole, and the first reads them).
+  const bool first_replica = mesh_.dp_rank() == 0;
+  auto whole_model = [this] { return model_->whole_state_dict(); };
+  nn::NamedTensors model =
+      fsdp_ ? fsdp_->whole_copy(whole_model, first_replica) : nn::NamedTensors();
+  if (!first_replica) return {};
+  if (!fsdp_) model = whole_model();
   nn::NamedTensors state;
   for (const auto& [name, t] : optimizer_state) {
     if (name == "step") {

@@ -181,11 +181,11 @@ Plan plan_gpt(const PlanOptions& options) {
   const int64_t m = plan.micro_batches;
 
   const double elem = double(dtype_size(o.dtype));
-  // ZeRO-3 runs whole replicas: the embeddings and ln_f stay whole, a block (its f32 master
-  // weights) is gathered at once.
+  // ZeRO-3 over one pipeline stage: the embeddings and ln_f (wte split over tp) are whole while
+  // a step runs, a block (its f32 master weights, its matrices split over tp) is gathered at once.
   const ZeroShape zero_shape{
-      .root_param_bytes = int64_t(double((c.vocab + c.context + 2) * c.dim) * 4),
-      .largest_block_bytes = int64_t(double(12 * c.dim * c.dim + 13 * c.dim) * 4)};
+      .root_param_bytes = int64_t(double((c.vocab / l.tp + c.context + 2) * c.dim) * 4),
+      .largest_block_bytes = int64_t(double(12 * c.dim * c.dim / l.tp + 13 * c.dim) * 4)};
   const double boundary = double(o.micro_batch * o.seq * c.dim) * elem;  // [b, T, C]
   const std::vector<int> tp_group = strided(l.tp, 1);
   const std::vector<int> dp_group = strided(l.dp, l.tp * l.pp);

@@ -23,8 +23,8 @@ inline void reset_plan_device(const SimSpec& spec) {
 }
 
 /// What ZeRO's memory depends on besides the totals: the parameters outside every block (FSDP
-/// keeps them whole), the largest block's (gathered whole while it runs) and DDP's bucket size
-/// (a bucket's gradients are flattened into a buffer of their own before they are reduced).
+/// gathers them for the whole step), the largest block's (gathered while it runs) and DDP's bucket
+/// size (a bucket's gradients are flattened into a buffer of their own before they are reduced).
 struct ZeroShape {
   int64_t root_param_bytes = 0, largest_block_bytes = 0;
   int64_t bucket_bytes = int64_t(25) << 20;

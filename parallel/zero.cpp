@@ -59,21 +59,23 @@ void ZeroOptimizer::attach_gradients() {
   gradients_attached_ = true;
 }
 
-double ZeroOptimizer::clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+double ZeroOptimizer::clip_grad_norm(const std::vector<Tensor>& params, double max_norm,
+                                     const NormScope& scope) {
   // With every gradient whole, the unsharded norm, bit for bit.
-  if (shards_.whole_gradients()) return nn::optim::clip_grad_norm(params, max_norm);
+  if (shards_.whole_gradients()) return parallel::clip_grad_norm(params, max_norm, scope);
   autograd::NoGradGuard no_grad;
   attach_gradients();
   double squares = 0;
   std::vector<Tensor> mine;
   for (const Piece& piece : pieces_) {
     const Tensor g = piece.owned.value.grad();
-    if (g.defined()) squares += sum_squares(g).item<double>();
+    if (g.defined() && (!scope.counts || scope.counts(piece.owned.param)))
+      squares += sum_squares(g).item<double>();
     mine.push_back(piece.owned.value);
   }
   Tensor total = full({1}, squares, {.dtype = DType::f64, .device = comm_.device()});
   comm_.allreduce(total);
-  const double norm = std::sqrt(total.item<double>());
+  const double norm = std::sqrt(add_over_groups(total.item<double>(), scope));
   nn::optim::scale_gradients(mine, norm, max_norm);
   return norm;
 }

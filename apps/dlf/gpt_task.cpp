@@ -40,7 +40,7 @@ class GPTTask final : public RankTask {
     const TextBatch b = batches_.next();
     return gpt_.forward_backward(b.x, b.y);
   }
-  double clip_grad_norm(double max_norm) override { return gpt_.clip_grad_norm(max_norm); }
+  parallel::NormScope norm_scope() const override { return gpt_.norm_scope(); }
   Evaluation evaluate() override {
     double total = 0;
     for (int64_t i = 0; i < eval_batches_; ++i) {

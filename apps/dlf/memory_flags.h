@@ -36,7 +36,7 @@ struct FlagsPlan {
   bool fits = false;
 };
 
-/// Every combination the layout allows (ZeRO needs dp > 1, its stages 2 and 3 whole replicas),
+/// Every combination the layout allows (ZeRO needs dp > 1, its stages 2 and 3 one pipeline stage),
 /// planned: those that fit first, fastest first, then the others by peak memory.
 std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& query);
 /// "--recompute selective --zero 2 --offload optimizer", or "none".

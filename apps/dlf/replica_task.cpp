@@ -6,7 +6,7 @@
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/tensor_parallel.h>
 
-#include <cmath>
+#include <set>
 
 namespace dlf::app {
 
@@ -41,34 +41,32 @@ nn::LinearMaker ReplicaTask::linears(const TaskSetup& s) {
   return parallel::megatron_linears(s.mesh.tp());
 }
 
-double ReplicaTask::clip_grad_norm(double max_norm) {
-  if (!tp_split_) return nn::optim::clip_grad_norm(model_->parameters(), max_norm);
-  autograd::NoGradGuard no_grad;
-  // Each parameter once: a split one from every tp rank, a replicated one from tp rank 0.
-  double squares = 0;
+parallel::NormScope ReplicaTask::norm_scope() const {
+  if (!tp_split_) return {};
+  // A split parameter from every tp rank, a replicated one from tp rank 0.
+  std::set<const Storage*> counted;
   for (const auto& [name, p] : model_->named_parameters()) {
-    if (!p.grad().defined()) continue;
     if (mesh_.tp_rank() == 0 || tp_split_(name) != parallel::Split::none)
-      squares += sum_squares(p.grad()).item<double>();
+      counted.insert(p.storage().get());
   }
-  Tensor total = full({1}, squares, {.dtype = DType::f64, .device = device()});
-  mesh_.tp().allreduce(total);
-  const double norm = std::sqrt(total.item<double>());
-  nn::optim::scale_gradients(model_->parameters(), norm, max_norm);
-  return norm;
+  return {.counts = [counted](const Tensor& p) { return counted.contains(p.storage().get()); },
+          .groups = {&mesh_.tp()}};
 }
 
 std::pair<nn::NamedTensors, nn::NamedTensors> ReplicaTask::gather_whole(
     const nn::NamedTensors& optimizer_state) {
-  if (fsdp_) {  // every rank gathers; the first keeps a copy
-    nn::NamedTensors whole =
-        fsdp_->whole_copy([this] { return model_->state_dict(); }, mesh_.dp_rank() == 0);
-    if (mesh_.dp_rank() != 0) return {};
-    return {std::move(whole), optimizer_state};
-  }
-  if (mesh_.dp_rank() != 0) return {};  // the replicas hold the same
-  if (!tp_split_) return {model_->state_dict(), optimizer_state};
-  nn::NamedTensors model = parallel::gather_state_dict(*model_, tp_split_, mesh_.tp());
+  // The replicas hold the same: the first gathers (under ZeRO-3 every replica gathers its
+  // shards whole, and the first reads them), over its tp group when split.
+  const bool first_replica = mesh_.dp_rank() == 0;
+  auto whole_model = [this] {
+    return tp_split_ ? parallel::gather_state_dict(*model_, tp_split_, mesh_.tp())
+                     : model_->state_dict();
+  };
+  nn::NamedTensors model =
+      fsdp_ ? fsdp_->whole_copy(whole_model, first_replica) : nn::NamedTensors();
+  if (!first_replica) return {};
+  if (!fsdp_) model = whole_model();
+  if (!tp_split_) return {std::move(model), optimizer_state};
   nn::NamedTensors state = parallel::gather_state(optimizer_state, tp_split_, mesh_.tp());
   if (mesh_.tp_rank() != 0) return {};
   return {std::move(model), std::move(state)};

@@ -18,7 +18,7 @@ namespace dlf::app {
 class ReplicaTask : public RankTask {
  public:
   nn::NamedTensors named_parameters() const override { return model_->named_parameters(); }
-  double clip_grad_norm(double max_norm) override;
+  parallel::NormScope norm_scope() const override;
   std::pair<nn::NamedTensors, nn::NamedTensors> gather_whole(
       const nn::NamedTensors& optimizer_state) override;
   nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const override;

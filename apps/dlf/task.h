@@ -12,6 +12,7 @@
 #include <dlf/nn/data/text_dataset.h>
 #include <dlf/nn/module.h>
 #include <dlf/parallel/ddp.h>
+#include <dlf/parallel/grad_norm.h>
 #include <dlf/parallel/mesh.h>
 #include <dlf/parallel/pipeline.h>
 
@@ -52,8 +53,9 @@ class RankTask {
   /// Forward and backward of this rank's share of the next training batch: afterwards every
   /// gradient is ready for the optimizer. The batch's mean loss, on every rank.
   virtual double forward_backward() = 0;
-  /// The global gradient norm (each parameter counted once), clipped to `max_norm`.
-  virtual double clip_grad_norm(double max_norm) = 0;
+  /// How this rank's gradients add up to the global gradient norm (each parameter of the whole
+  /// model counted once) over the model-parallel ranks; the data-parallel ones hold the same.
+  virtual parallel::NormScope norm_scope() const = 0;
   /// The held-out score, the same on every rank (collective).
   virtual Evaluation evaluate() = 0;
   /// The whole model and optimizer state (by parameter name) on world rank 0, nothing on the

@@ -244,6 +244,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   const nn::NamedTensors params = task->named_parameters();
   std::vector<Tensor> tensors;
   for (const auto& [name, p] : params) tensors.push_back(p);
+  const parallel::NormScope norm_scope = task->norm_scope();
   nn::optim::AdamW opt(nn::optim::decay_groups(params, run.weight_decay),
                        {.lr = run.lr, .beta1 = 0.9, .beta2 = adam_beta2(run.model), .eps = 1e-8});
   if (o.offload == "optimizer") opt.offload(kCPU);  // before ZeRO shards it: its parts too
@@ -370,8 +371,9 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     try {
       loss = autocast([&] { return task->forward_backward(); });
       // ZeRO-2 alone has no whole gradients: its norm adds the ranks' pieces.
-      norm = zero && !zero->whole_gradients() ? zero->clip_grad_norm(tensors, run.grad_clip)
-                                              : task->clip_grad_norm(run.grad_clip);
+      norm = zero && !zero->whole_gradients()
+                 ? zero->clip_grad_norm(tensors, run.grad_clip, norm_scope)
+                 : parallel::clip_grad_norm(tensors, run.grad_clip, norm_scope);
     } catch (const Error& e) {
       if (!o.detect_anomaly) throw;
       throw Error("step " + std::to_string(step + 1) + ": " + e.what());
@@ -615,9 +617,9 @@ double run_train(TrainOptions o) {
   DLF_CHECK(o.zero < 3 || o.check_replicas == 0,
             "--check-replicas compares whole replicas: under --zero 3 each rank holds its own "
             "shard of the parameters");
-  DLF_CHECK(o.zero < 2 || layout.tp * layout.pp == 1, "--zero ", o.zero,
-            " shards whole replicas: it does not combine with --tp or --pp "
-            "yet (--zero 1 does)");
+  DLF_CHECK(o.zero < 2 || layout.pp == 1, "--zero ", o.zero,
+            " shards the replicas of one pipeline stage: it does not combine with --pp yet "
+            "(--zero 1 does)");
   DLF_CHECK(!o.compile || models::model_family(run.model) != models::ModelFamily::bert,
             "--compile: BERT's masked-LM loss picks its masked positions on the host (a shape "
             "that depends on the data), which a graph cannot replay; train it without --compile");

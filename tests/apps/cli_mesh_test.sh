@@ -42,7 +42,7 @@ expect_error 1 train --model gpt-nano --steps 1 --tp 3 --device cpu
 expect_error 1 train --model gpt-nano --steps 1 --pp 4 --device cpu
 expect_error 1 train --model gpt-nano --steps 1 --devices 4 --dp 3
 expect_error 1 train --model gpt-nano --steps 1 --batch 4 --pp 2 --micro-batch 3
-expect_error 1 train --model gpt-nano --steps 1 --tp 2 --zero 2
+expect_error 1 train --model gpt-nano --steps 1 --devices 4 --pp 2 --zero 2
 # ZeRO-1 over the data-parallel group of a dp x tp x pp mesh: the same losses, bit for bit
 train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --metrics "$tmp/m3.jsonl" \
   2>/dev/null || fail "dp2 tp2 pp2"
@@ -50,6 +50,22 @@ train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --zero \
   --metrics "$tmp/m3z.jsonl" 2>/dev/null || fail "dp2 tp2 pp2 --zero"
 [ "$(losses "$tmp/m3.jsonl")" = "$(losses "$tmp/m3z.jsonl")" ] || fail "ZeRO-1 under tp and pp changed the losses"
 expect_error 1 train --model gpt-nano --steps 1 --pp 2 --schedule zigzag
+# ZeRO-2 and -3 over the data-parallel group of a dp x tp mesh: the same losses (the clipped
+# norm adds the ranks' pieces in another order: equal to rounding); a ZeRO-3 checkpoint of the
+# mesh resumes on one device
+train --steps 4 --devices 4 --dp 2 --tp 2 --device cpu --metrics "$tmp/dt.jsonl" 2>/dev/null ||
+  fail "dp2 tp2"
+for zero in 2 3; do
+  train --steps 4 --devices 4 --dp 2 --tp 2 --device cpu --zero "$zero" \
+    --metrics "$tmp/dt$zero.jsonl" 2>"$tmp/log" || fail "dp2 tp2 --zero $zero: $(cat "$tmp/log")"
+  same_losses "$tmp/dt.jsonl" "$tmp/dt$zero.jsonl" || fail "ZeRO-$zero under tp changed the losses"
+done
+train --steps 4 --until 2 --devices 4 --dp 2 --tp 2 --device cpu --zero 3 \
+  --checkpoint "$tmp/dt3-stopped" --metrics "$tmp/dt3-resumed.jsonl" 2>/dev/null ||
+  fail "dp2 tp2 --zero 3 --until 2"
+"$dlf" --threads 1 train --checkpoint "$tmp/dt3-stopped" --resume --metrics "$tmp/dt3-resumed.jsonl" \
+  2>"$tmp/log" || fail "resume a dp2 tp2 ZeRO-3 run on one device: $(cat "$tmp/log")"
+same_losses "$tmp/dt3.jsonl" "$tmp/dt3-resumed.jsonl" || fail "ZeRO-3 under tp resumed on one device differs"
 
 # BERT: masked LM on the same text, reporting masked-byte accuracy; dp 2 gives one device's
 # losses (each replica's loss weighted by its share of the masked bytes); resume is exact
@@ -58,6 +74,9 @@ bert --steps 3 --metrics "$tmp/bert1.jsonl" 2>"$tmp/log" || fail "train bert-tin
 grep -q "validation loss .*, masked_accuracy 0\.[0-9]" "$tmp/log" || fail "no masked accuracy: $(cat "$tmp/log")"
 bert --steps 3 --devices 2 --device cpu --metrics "$tmp/bert2.jsonl" 2>/dev/null || fail "bert dp 2"
 same_losses "$tmp/bert1.jsonl" "$tmp/bert2.jsonl" || fail "bert dp=2 losses differ from one device's"
+bert --steps 3 --devices 4 --dp 2 --tp 2 --device cpu --zero 3 --metrics "$tmp/bert-tp-z3.jsonl" \
+  2>"$tmp/log" || fail "bert dp 2 x tp 2 --zero 3: $(cat "$tmp/log")"
+same_losses "$tmp/bert1.jsonl" "$tmp/bert-tp-z3.jsonl" || fail "bert ZeRO-3 under tp differs from one device"
 bert --steps 4 --checkpoint "$tmp/b-straight" --metrics "$tmp/b-straight.jsonl" 2>/dev/null ||
   fail "bert --checkpoint"
 bert --steps 4 --until 2 --checkpoint "$tmp/b-stopped" --metrics "$tmp/b-resumed.jsonl" 2>/dev/null ||

@@ -13,6 +13,7 @@
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/parallel/ddp.h>
 #include <dlf/parallel/fsdp.h>
+#include <dlf/parallel/grad_norm.h>
 #include <dlf/parallel/mesh.h>
 #include <dlf/parallel/pipeline.h>
 
@@ -59,6 +60,9 @@ class DistributedGPT {
   /// The global L2 norm of the gradients, each parameter of the whole model counted once;
   /// scales them to `max_norm` when above. The norm before clipping, on every rank.
   double clip_grad_norm(double max_norm);
+  /// How this rank's gradients add up to the global norm: a replicated parameter on tp rank 0
+  /// only, the last stage's copy of the head not at all, summed over tp and pp.
+  parallel::NormScope norm_scope() const;
 
   /// The whole model (GPT::state_dict() names) and the whole optimizer state, from this rank's
   /// `optimizer_state` (nn::optim::state_by_name of its optimizer), gathered onto world rank 0

@@ -19,6 +19,7 @@
 
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/communicator.h>
+#include <dlf/parallel/grad_norm.h>
 #include <dlf/parallel/sharded_parameters.h>
 
 namespace dlf::parallel {
@@ -38,8 +39,10 @@ class ZeroOptimizer {
   /// everyone's. Call after ddp.synchronize() (and clip_grad_norm).
   void step();
   /// The global L2 norm of the gradients of `params` (the DDP's module's parameters), each
-  /// element counted once; the gradients this rank uses are scaled to `max_norm` if above.
-  double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+  /// element counted once; the gradients this rank uses are scaled to `max_norm` if above. A
+  /// model split over model-parallel ranks adds their parts as `scope` says (grad_norm.h).
+  double clip_grad_norm(const std::vector<Tensor>& params, double max_norm,
+                        const NormScope& scope = {});
   /// The whole optimizer state, named as the unsharded optimizer's state_dict() names it
   /// (collective: every rank calls it).
   nn::NamedTensors consolidated_state_dict();

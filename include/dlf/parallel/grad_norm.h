@@ -1,0 +1,29 @@
+// The global gradient norm of a model split over model-parallel ranks (tensor, pipeline): each
+// rank adds the squares of the gradients it counts — a parameter split over the tp group on
+// every rank, a replicated one on one rank only — and the sums add up over the groups.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include <dlf/core/tensor.h>
+#include <dlf/parallel/communicator.h>
+
+namespace dlf::parallel {
+
+/// Which parameters a rank counts in the global norm, and over which groups the ranks' sums add.
+struct NormScope {
+  /// Whether this rank counts `param`; empty: every parameter.
+  std::function<bool(const Tensor& param)> counts;
+  std::vector<Communicator*> groups;  ///< whose ranks' sums add up (tp, pp); empty: none
+};
+
+/// The sum of squares of the gradients of `params` that `scope` counts, in order (in f64).
+double counted_squares(const std::vector<Tensor>& params, const NormScope& scope);
+/// `squares` summed over the ranks of `scope`'s groups, one group after the other (collective).
+double add_over_groups(double squares, const NormScope& scope);
+/// The global L2 norm of the gradients of `params`, each element once as `scope` counts them;
+/// every gradient is scaled to `max_norm` if above (collective over the groups). With an empty
+/// scope, nn::optim::clip_grad_norm bit for bit.
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, const NormScope& scope);
+
+}  // namespace dlf::parallel

@@ -1,0 +1,35 @@
+#include <dlf/autograd/grad_mode.h>
+#include <dlf/core/factory.h>
+#include <dlf/core/ops/optim.h>
+#include <dlf/nn/optim/optimizer.h>
+#include <dlf/parallel/grad_norm.h>
+
+#include <cmath>
+
+namespace dlf::parallel {
+
+double counted_squares(const std::vector<Tensor>& params, const NormScope& scope) {
+  autograd::NoGradGuard no_grad;
+  double squares = 0;
+  for (const Tensor& p : params) {
+    if (p.grad().defined() && (!scope.counts || scope.counts(p)))
+      squares += sum_squares(p.grad()).item<double>();
+  }
+  return squares;
+}
+
+double add_over_groups(double squares, const NormScope& scope) {
+  if (scope.groups.empty()) return squares;
+  Tensor total =
+      full({1}, squares, {.dtype = DType::f64, .device = scope.groups.front()->device()});
+  for (Communicator* group : scope.groups) group->allreduce(total);
+  return total.item<double>();
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, const NormScope& scope) {
+  const double norm = std::sqrt(add_over_groups(counted_squares(params, scope), scope));
+  nn::optim::scale_gradients(params, norm, max_norm);
+  return norm;
+}
+
+}  // namespace dlf::parallel
