@@ -11,6 +11,11 @@ train --steps 3 --dp 2 --tp 2 --pp 2 --device cpu --metrics "$tmp/mesh.jsonl" 2>
 grep -q "over 8 ranks (dp 2 x tp 2 x pp 2, 2 micro-batches of 1 (1F1B))" "$tmp/log" ||
   fail "mesh header: $(cat "$tmp/log")"
 same_losses "$tmp/dp1.jsonl" "$tmp/mesh.jsonl" || fail "dp 2 x tp 2 x pp 2 losses differ from one device's"
+# selective recompute on the mesh: the same arithmetic, bit for bit
+train --steps 3 --dp 2 --tp 2 --pp 2 --device cpu --recompute selective \
+  --metrics "$tmp/mesh-selective.jsonl" 2>"$tmp/log" || fail "mesh --recompute selective: $(cat "$tmp/log")"
+[ "$(losses "$tmp/mesh.jsonl")" = "$(losses "$tmp/mesh-selective.jsonl")" ] ||
+  fail "selective recompute on the mesh changed the losses"
 train --steps 3 --pp 2 --schedule gpipe --micro-batch 2 --device cpu --metrics "$tmp/gpipe.jsonl" \
   2>/dev/null || fail "train --pp 2 --schedule gpipe"
 same_losses "$tmp/dp1.jsonl" "$tmp/gpipe.jsonl" || fail "GPipe losses differ from one device's"
@@ -60,6 +65,10 @@ for zero in 2 3; do
     --metrics "$tmp/dt$zero.jsonl" 2>"$tmp/log" || fail "dp2 tp2 --zero $zero: $(cat "$tmp/log")"
   same_losses "$tmp/dt.jsonl" "$tmp/dt$zero.jsonl" || fail "ZeRO-$zero under tp changed the losses"
 done
+train --steps 4 --devices 4 --dp 2 --tp 2 --device cpu --zero 3 --recompute selective \
+  --metrics "$tmp/dt3-selective.jsonl" 2>"$tmp/log" || fail "dp2 tp2 --zero 3 --recompute selective"
+[ "$(losses "$tmp/dt3.jsonl")" = "$(losses "$tmp/dt3-selective.jsonl")" ] ||
+  fail "selective recompute under ZeRO-3 and tp changed the losses"
 train --steps 4 --until 2 --devices 4 --dp 2 --tp 2 --device cpu --zero 3 \
   --checkpoint "$tmp/dt3-stopped" --metrics "$tmp/dt3-resumed.jsonl" 2>/dev/null ||
   fail "dp2 tp2 --zero 3 --until 2"
