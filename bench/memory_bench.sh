@@ -16,14 +16,14 @@
 #
 #   bash bench/memory_bench.sh [MODEL] [DEVICES] [ARGS...]   (default gpt-medium 8)
 #
-# ARGS go to every dlf train run (default: --batch 8 --seq 128, one sequence a rank).
+# ARGS go to every dlf train run (default: --batch DEVICES --seq 64, one short sequence a rank).
 # Env: DLF_BUILD (build/release), RECOMPUTE_MODEL (gpt-small; "none" skips those lines).
 set -euo pipefail
 model=${1:-gpt-medium}
 devices=${2:-8}
 shift $(($# < 2 ? $# : 2))
 args=("$@")
-[ ${#args[@]} -eq 0 ] && args=(--batch 8 --seq 128)
+[ ${#args[@]} -eq 0 ] && args=(--batch "$devices" --seq 64)  # model states do not depend on them
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${DLF_BUILD:-$root/build/release}
 tmp=$(mktemp -d)
