@@ -1,13 +1,10 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
-#include <dlf/core/ops/optim.h>
 #include <dlf/models/gpt_distributed.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/transfer.h>
 
-#include <cmath>
 #include <map>
-#include <set>
 
 namespace dlf::models {
 namespace {
@@ -26,8 +23,6 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   model_ = std::make_unique<ParallelGPT>(config, mesh.tp(), mesh.pp_rank(), mesh.layout().pp);
   model_->to(mesh.tp().device());
   model_->load_shard(whole);
-  DLF_CHECK(options.zero < 2 || mesh.layout().pp == 1, "ZeRO-", options.zero,
-            " shards the replicas of one pipeline stage: not with pipeline parallelism");
   if (options.compile) {
     DLF_CHECK(mesh.layout().devices() == 1 && options.micro_batches == 1,
               "a compiled GPT step runs on one device, one micro-batch: the collectives and the "
@@ -35,16 +30,22 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
     compiled_.emplace(graph::backward_step(
         [this](const std::vector<Tensor>& batch) { return model_->loss(batch[0], batch[1]); }));
   }
+  // The tied weight's gradient is summed with its copy's part by part under ZeRO-2 and -3:
+  // alone in its bucket, the two copies' parts hold the same elements.
+  std::vector<Tensor> tied;
+  if (model_->tied_weight().defined()) tied.push_back(model_->tied_weight());
   if (mesh.layout().dp > 1 && options.zero == 3) {
     fsdp_.emplace(*model_, mesh.dp(),
                   parallel::FSDPOptions{.backward_passes = options.micro_batches,
-                                        .reduce_in_bf16 = options.reduce_in_bf16});
+                                        .reduce_in_bf16 = options.reduce_in_bf16,
+                                        .own_units = tied});
   } else if (mesh.layout().dp > 1) {
     ddp_.emplace(*model_, mesh.dp(),
                  parallel::DDPOptions{.bucket_bytes = options.bucket_bytes,
                                       .backward_passes = options.micro_batches,
                                       .shard_gradients = options.zero == 2,
-                                      .reduce_in_bf16 = options.reduce_in_bf16});
+                                      .reduce_in_bf16 = options.reduce_in_bf16,
+                                      .own_buckets = tied});
   }
 }
 
@@ -87,20 +88,19 @@ double DistributedGPT::forward_backward(const Tensor& x, const Tensor& y) {
   const double loss = run(x, y, false);
   if (ddp_) ddp_->synchronize();
   if (fsdp_) fsdp_->synchronize();
-  model_->tie_gradients(mesh_.pp());
+  model_->tie_gradients(mesh_.pp(), shards());
   return loss;
 }
 
 double DistributedGPT::loss(const Tensor& x, const Tensor& y) { return run(x, y, true); }
 
 parallel::NormScope DistributedGPT::norm_scope() const {
-  std::set<const Storage*> counted;
-  for (const auto& [name, p] : model_->named_parameters()) {
-    if (name != kHeadCopy && (mesh_.tp_rank() == 0 || model_->sharded(name)))
-      counted.insert(p.storage().get());
-  }
-  return {.counts = [counted](const Tensor& p) { return counted.contains(p.storage().get()); },
-          .groups = {&mesh_.tp(), &mesh_.pp()}};
+  return parallel::norm_scope_of(model_->named_parameters(),
+                                 [this](const std::string& name) {
+                                   return name != kHeadCopy &&
+                                          (mesh_.tp_rank() == 0 || model_->sharded(name));
+                                 },
+                                 {&mesh_.tp(), &mesh_.pp()});
 }
 
 double DistributedGPT::clip_grad_norm(double max_norm) {

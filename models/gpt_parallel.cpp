@@ -128,15 +128,17 @@ nn::NamedTensors ParallelGPT::whole_state_dict() const {
   return whole;
 }
 
-void ParallelGPT::tie_gradients(parallel::Communicator& pp) {
+Tensor ParallelGPT::tied_weight() const {
+  if (first == last) return {};
+  return first ? wte->weight : head;
+}
+
+void ParallelGPT::tie_gradients(parallel::Communicator& pp,
+                                const parallel::ShardedParameters* sharded) {
   if (pp.size() == 1) return;
   const bool ends = first || last;
   if (!ends_) ends_ = pp.split(ends ? 0 : 1 + pp.rank(), pp.rank(), "embedding");
-  if (!ends) return;
-  const Tensor& copy = first ? wte->weight : head;
-  Tensor g = copy.grad().defined() ? copy.grad().contiguous().clone() : zeros_like(copy);
-  ends_->allreduce(g);
-  copy.set_grad(g);
+  if (ends) parallel::sum_tied_gradient(tied_weight(), *ends_, sharded);
 }
 
 }  // namespace dlf::models

@@ -102,10 +102,16 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
   // A bucket holds one dtype and is closed once it reaches bucket_bytes.
   std::vector<Tensor> params = module.parameters();
   std::reverse(params.begin(), params.end());
+  // A parameter of options.own_buckets is alone in its bucket.
+  auto alone = [&](const Tensor& p) {
+    return std::any_of(options.own_buckets.begin(), options.own_buckets.end(),
+                       [&](const Tensor& q) { return q.storage() == p.storage(); });
+  };
   int64_t bytes = 0;
   for (const Tensor& p : params) {
     const bool fits = !reducer_->buckets.empty() && bytes < options.bucket_bytes &&
-                      reducer_->buckets.back().params.front().dtype() == p.dtype();
+                      reducer_->buckets.back().params.front().dtype() == p.dtype() && !alone(p) &&
+                      !alone(reducer_->buckets.back().params.front());
     if (!fits) {
       reducer_->buckets.emplace_back();
       bytes = 0;

@@ -27,7 +27,7 @@ struct FullyShardedDataParallel::State {
   FSDPOptions options;
   std::vector<Unit> units;
   std::vector<size_t> forward_order;  // the blocks' units as the forward first ran them
-  size_t root = 0;                    // the unit of what no block holds (units.size(): none)
+  std::vector<size_t> roots;          // units of what no block holds: gathered by unshard()
   std::vector<Work> reducing;         // this backward's reduce-scatters
   double step_comm_seconds = 0, step_exposed_seconds = 0;
   double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
@@ -187,7 +187,9 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communica
     if (add_unit(b->parameters()))
       block_units.emplace_back(const_cast<nn::Module*>(b), s.units.size() - 1);
   }
-  s.root = add_unit(module.parameters()) ? s.units.size() - 1 : s.units.size();  // the rest
+  for (const Tensor& p : options.own_units)
+    if (add_unit({p})) s.roots.push_back(s.units.size() - 1);
+  if (add_unit(module.parameters())) s.roots.push_back(s.units.size() - 1);  // the rest
   autograd::NoGradGuard no_grad;
   for (State::Unit& u : s.units) {
     u.pending = int(u.params.size()) * options.backward_passes;
@@ -258,13 +260,13 @@ double FullyShardedDataParallel::exposed_comm_seconds() const { return state_->e
 
 void FullyShardedDataParallel::unshard() {
   State& s = *state_;
-  if (s.root < s.units.size()) s.use(s.units[s.root]);
+  for (size_t root : s.roots) s.use(s.units[root]);
   if (!s.forward_order.empty()) s.prefetch(s.units[s.forward_order.front()]);
 }
 
 void FullyShardedDataParallel::reshard() {
   State& s = *state_;
-  if (s.root < s.units.size()) s.release(s.units[s.root]);
+  for (size_t root : s.roots) s.release(s.units[root]);
 }
 
 void FullyShardedDataParallel::gather_whole() {

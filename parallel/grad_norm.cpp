@@ -5,8 +5,19 @@
 #include <dlf/parallel/grad_norm.h>
 
 #include <cmath>
+#include <set>
 
 namespace dlf::parallel {
+
+NormScope norm_scope_of(const nn::NamedTensors& named,
+                        const std::function<bool(const std::string& name)>& counted,
+                        std::vector<Communicator*> groups) {
+  std::set<const Storage*> storages;
+  for (const auto& [name, p] : named)
+    if (counted(name)) storages.insert(p.storage().get());
+  return {.counts = [storages](const Tensor& p) { return storages.contains(p.storage().get()); },
+          .groups = std::move(groups)};
+}
 
 double counted_squares(const std::vector<Tensor>& params, const NormScope& scope) {
   autograd::NoGradGuard no_grad;

@@ -55,7 +55,6 @@ std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
   for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
     for (int zero = 0; zero <= 3; ++zero) {
       if (zero > 0 && q.layout.dp == 1) continue;
-      if (zero >= 2 && q.layout.pp > 1) continue;  // ZeRO-2 and -3 shard one stage's replicas
       for (bool offload : {false, true}) plans.push_back(plan_with(q, {recompute, zero, offload}));
     }
   }

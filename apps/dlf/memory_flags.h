@@ -36,8 +36,8 @@ struct FlagsPlan {
   bool fits = false;
 };
 
-/// Every combination the layout allows (ZeRO needs dp > 1, its stages 2 and 3 one pipeline stage),
-/// planned: those that fit first, fastest first, then the others by peak memory.
+/// Every combination the layout allows (ZeRO needs dp > 1), planned: those that fit first, fastest
+/// first, then the others by peak memory.
 std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& query);
 /// "--recompute selective --zero 2 --offload optimizer", or "none".
 std::string flags_str(const MemoryFlags& flags);

@@ -2,11 +2,8 @@
 
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
-#include <dlf/core/ops/optim.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/tensor_parallel.h>
-
-#include <set>
 
 namespace dlf::app {
 
@@ -44,13 +41,12 @@ nn::LinearMaker ReplicaTask::linears(const TaskSetup& s) {
 parallel::NormScope ReplicaTask::norm_scope() const {
   if (!tp_split_) return {};
   // A split parameter from every tp rank, a replicated one from tp rank 0.
-  std::set<const Storage*> counted;
-  for (const auto& [name, p] : model_->named_parameters()) {
-    if (mesh_.tp_rank() == 0 || tp_split_(name) != parallel::Split::none)
-      counted.insert(p.storage().get());
-  }
-  return {.counts = [counted](const Tensor& p) { return counted.contains(p.storage().get()); },
-          .groups = {&mesh_.tp()}};
+  return parallel::norm_scope_of(model_->named_parameters(),
+                                 [this](const std::string& name) {
+                                   return mesh_.tp_rank() == 0 ||
+                                          tp_split_(name) != parallel::Split::none;
+                                 },
+                                 {&mesh_.tp()});
 }
 
 std::pair<nn::NamedTensors, nn::NamedTensors> ReplicaTask::gather_whole(

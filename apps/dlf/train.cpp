@@ -617,9 +617,6 @@ double run_train(TrainOptions o) {
   DLF_CHECK(o.zero < 3 || o.check_replicas == 0,
             "--check-replicas compares whole replicas: under --zero 3 each rank holds its own "
             "shard of the parameters");
-  DLF_CHECK(o.zero < 2 || layout.pp == 1, "--zero ", o.zero,
-            " shards the replicas of one pipeline stage: it does not combine with --pp yet "
-            "(--zero 1 does)");
   DLF_CHECK(!o.compile || models::model_family(run.model) != models::ModelFamily::bert,
             "--compile: BERT's masked-LM loss picks its masked positions on the host (a shape "
             "that depends on the data), which a graph cannot replay; train it without --compile");

@@ -47,7 +47,6 @@ expect_error 1 train --model gpt-nano --steps 1 --tp 3 --device cpu
 expect_error 1 train --model gpt-nano --steps 1 --pp 4 --device cpu
 expect_error 1 train --model gpt-nano --steps 1 --devices 4 --dp 3
 expect_error 1 train --model gpt-nano --steps 1 --batch 4 --pp 2 --micro-batch 3
-expect_error 1 train --model gpt-nano --steps 1 --devices 4 --pp 2 --zero 2
 # ZeRO-1 over the data-parallel group of a dp x tp x pp mesh: the same losses, bit for bit
 train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --metrics "$tmp/m3.jsonl" \
   2>/dev/null || fail "dp2 tp2 pp2"
@@ -55,26 +54,34 @@ train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --zero \
   --metrics "$tmp/m3z.jsonl" 2>/dev/null || fail "dp2 tp2 pp2 --zero"
 [ "$(losses "$tmp/m3.jsonl")" = "$(losses "$tmp/m3z.jsonl")" ] || fail "ZeRO-1 under tp and pp changed the losses"
 expect_error 1 train --model gpt-nano --steps 1 --pp 2 --schedule zigzag
-# ZeRO-2 and -3 over the data-parallel group of a dp x tp mesh: the same losses (the clipped
-# norm adds the ranks' pieces in another order: equal to rounding); a ZeRO-3 checkpoint of the
-# mesh resumes on one device
-train --steps 4 --devices 4 --dp 2 --tp 2 --device cpu --metrics "$tmp/dt.jsonl" 2>/dev/null ||
-  fail "dp2 tp2"
-for zero in 2 3; do
-  train --steps 4 --devices 4 --dp 2 --tp 2 --device cpu --zero "$zero" \
-    --metrics "$tmp/dt$zero.jsonl" 2>"$tmp/log" || fail "dp2 tp2 --zero $zero: $(cat "$tmp/log")"
-  same_losses "$tmp/dt.jsonl" "$tmp/dt$zero.jsonl" || fail "ZeRO-$zero under tp changed the losses"
+# ZeRO-2 and -3 over the data-parallel group of a dp x tp and of a dp x pp mesh: the same losses
+# (the clipped norm adds the ranks' pieces in another order: equal to rounding; under pp the
+# embedding tied across the first and last stage has a bucket, or unit, of its own, its gradient
+# summed part by part); a ZeRO-3 checkpoint of either mesh resumes on one device
+for mesh in tp pp; do
+  train --steps 4 --devices 4 --dp 2 --$mesh 2 --device cpu --metrics "$tmp/d$mesh.jsonl" \
+    2>/dev/null || fail "dp2 ${mesh}2"
+  for zero in 2 3; do
+    train --steps 4 --devices 4 --dp 2 --$mesh 2 --device cpu --zero "$zero" \
+      --metrics "$tmp/d$mesh$zero.jsonl" 2>"$tmp/log" || fail "dp2 ${mesh}2 --zero $zero: $(cat "$tmp/log")"
+    same_losses "$tmp/d$mesh.jsonl" "$tmp/d$mesh$zero.jsonl" || fail "ZeRO-$zero under $mesh changed the losses"
+  done
+  train --steps 4 --until 2 --devices 4 --dp 2 --$mesh 2 --device cpu --zero 3 \
+    --checkpoint "$tmp/d${mesh}3-stopped" --metrics "$tmp/d${mesh}3-resumed.jsonl" 2>/dev/null ||
+    fail "dp2 ${mesh}2 --zero 3 --until 2"
+  "$dlf" --threads 1 train --checkpoint "$tmp/d${mesh}3-stopped" --resume \
+    --metrics "$tmp/d${mesh}3-resumed.jsonl" 2>"$tmp/log" ||
+    fail "resume a dp2 ${mesh}2 ZeRO-3 run on one device: $(cat "$tmp/log")"
+  same_losses "$tmp/d${mesh}3.jsonl" "$tmp/d${mesh}3-resumed.jsonl" ||
+    fail "ZeRO-3 under $mesh resumed on one device differs"
 done
+train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --zero 3 \
+  --metrics "$tmp/m3z3.jsonl" 2>"$tmp/log" || fail "dp2 tp2 pp2 --zero 3: $(cat "$tmp/log")"
+same_losses "$tmp/m3.jsonl" "$tmp/m3z3.jsonl" || fail "ZeRO-3 on the dp x tp x pp mesh changed the losses"
 train --steps 4 --devices 4 --dp 2 --tp 2 --device cpu --zero 3 --recompute selective \
-  --metrics "$tmp/dt3-selective.jsonl" 2>"$tmp/log" || fail "dp2 tp2 --zero 3 --recompute selective"
-[ "$(losses "$tmp/dt3.jsonl")" = "$(losses "$tmp/dt3-selective.jsonl")" ] ||
+  --metrics "$tmp/dtp3-selective.jsonl" 2>"$tmp/log" || fail "dp2 tp2 --zero 3 --recompute selective"
+[ "$(losses "$tmp/dtp3.jsonl")" = "$(losses "$tmp/dtp3-selective.jsonl")" ] ||
   fail "selective recompute under ZeRO-3 and tp changed the losses"
-train --steps 4 --until 2 --devices 4 --dp 2 --tp 2 --device cpu --zero 3 \
-  --checkpoint "$tmp/dt3-stopped" --metrics "$tmp/dt3-resumed.jsonl" 2>/dev/null ||
-  fail "dp2 tp2 --zero 3 --until 2"
-"$dlf" --threads 1 train --checkpoint "$tmp/dt3-stopped" --resume --metrics "$tmp/dt3-resumed.jsonl" \
-  2>"$tmp/log" || fail "resume a dp2 tp2 ZeRO-3 run on one device: $(cat "$tmp/log")"
-same_losses "$tmp/dt3.jsonl" "$tmp/dt3-resumed.jsonl" || fail "ZeRO-3 under tp resumed on one device differs"
 
 # BERT: masked LM on the same text, reporting masked-byte accuracy; dp 2 gives one device's
 # losses (each replica's loss weighted by its share of the masked bytes); resume is exact

@@ -86,7 +86,6 @@ echo "$out" | grep -q "ZeRO-2, optimizer offloaded" || fail "plan does not say i
 echo "$out" | grep "at its peak" | grep -q "optimizer state" && fail "offloaded state planned on the device: $out"
 expect_error 2 train --model gpt-nano --zero 4
 expect_error 1 train --model gpt-nano --steps 1 --devices 2 --zero 3 --check-replicas 1
-expect_error 1 train --model gpt-nano --steps 1 --devices 4 --pp 2 --zero 3
 train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
   fail "train --devices 4: $(cat "$tmp/log")"
 grep -q "on a100-40gb" "$tmp/log" || fail "--devices 4 is not on sim devices by default"

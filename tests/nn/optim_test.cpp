@@ -222,13 +222,14 @@ TEST_CASE("LR schedulers set each group's rate from its initial rate, as torch's
 TEST_CASE("offload: the state and the update in host memory, the same steps, copies charged") {
   const Device dev{DeviceType::sim, 11};
   sim::reset(dev);
-  auto run = [&](bool offload, int64_t* device_state, double* host_seconds) {
+  // offload_before: the step before which offload() moves the state (-1: never)
+  auto run = [&](int offload_before, int64_t* device_state, double* host_seconds) {
     Tensor a = from_vector<float>({1, -2, 3, 0.5}).to(dev), b = from_vector<float>({0.25}).to(dev);
     a.requires_grad_();
     b.requires_grad_();
     AdamW opt({a, b}, {.lr = 0.1, .weight_decay = 0.01});
-    if (offload) opt.offload();
     for (int k = 0; k < 3; ++k) {
+      if (k == offload_before) opt.offload();
       a.set_grad(from_vector<float>({0.1f * k, -0.3f, 0.2f, 1.0f}).to(dev));
       b.set_grad(from_vector<float>({-0.5f * k}).to(dev));
       const sim::Timeline& clock = sim::timeline(dev);
@@ -238,19 +239,25 @@ TEST_CASE("offload: the state and the update in host memory, the same steps, cop
       CHECK(clock.now(sim::Stream::compute) >= clock.now(sim::Stream::host));  // waited for it
     }
     *device_state = allocator_for(dev).stats().live_by[int(MemoryCategory::optimizer_state)];
-    if (offload) {
+    if (offload_before >= 0) {
       CHECK(opt.offloaded_to() == kCPU);
       for (const Tensor& slot : opt.state(0, 0)) CHECK(slot.device() == kCPU);
     }
     return std::vector<Tensor>{a.to(kCPU), b.to(kCPU)};
   };
-  int64_t kept = 0, offloaded_state = 0;
-  double plain_host = 0, offload_host = 0;
-  const auto plain = run(false, &kept, &plain_host);
-  const auto offloaded = run(true, &offloaded_state, &offload_host);
-  for (size_t i = 0; i < plain.size(); ++i) check_close(offloaded[i], plain[i], 0, 0);
+  int64_t kept = 0, offloaded_state = 0, later_state = 0;
+  double plain_host = 0, offload_host = 0, later_host = 0;
+  const auto plain = run(-1, &kept, &plain_host);
+  const auto offloaded = run(0, &offloaded_state, &offload_host);
+  const auto later = run(1, &later_state, &later_host);  // the state of one step moves too
+  for (size_t i = 0; i < plain.size(); ++i) {
+    check_close(offloaded[i], plain[i], 0, 0);
+    check_close(later[i], plain[i], 0, 0);
+  }
   CHECK(kept == 2 * 4 * (4 + 1));  // Adam's two moments, f32, on the device
   CHECK(offloaded_state == 0);
+  CHECK(later_state == 0);
+  CHECK(later_host == doctest::Approx(offload_host));
   // Each step: each gradient down and each parameter up over the host link, one after the
   // other; between a's upload and b's download the compute stream copies a in place.
   const SimSpec& spec = sim::spec_of(dev);

@@ -22,6 +22,7 @@
 #include <dlf/models/gpt.h>
 #include <dlf/nn/normalization.h>
 #include <dlf/nn/transformer.h>
+#include <dlf/parallel/sharded_parameters.h>
 #include <dlf/parallel/tensor_parallel.h>
 
 namespace dlf::models {
@@ -59,9 +60,14 @@ class ParallelGPT : public nn::Module {
   /// This stage's parameters, whole (collective over tp), with GPT::state_dict()'s names —
   /// lm_head.weight included when there is one stage.
   nn::NamedTensors whole_state_dict() const;
-  /// Sums wte's gradient on the first stage and lm_head's on the last over `pp` (collective
-  /// for every stage; a no-op with one stage). The first call makes the two ends' group.
-  void tie_gradients(parallel::Communicator& pp);
+  /// The weight tied across stages: wte's on the first, its copy lm_head on the last;
+  /// undefined between them and with one stage (where the head is wte's weight itself).
+  Tensor tied_weight() const;
+  /// Sums the tied weight's gradient on the first and last stage over `pp` (collective for
+  /// every stage; a no-op with one stage): whole, or this rank's part of it when `sharded`
+  /// shards the gradients (ZeRO-2 and -3; see parallel::sum_tied_gradient). The first call
+  /// makes the two ends' group.
+  void tie_gradients(parallel::Communicator& pp, const parallel::ShardedParameters* sharded);
 
   /// The whole model's sizes.
   const GPTConfig& config() const { return config_; }

@@ -34,6 +34,9 @@ struct DDPOptions {
   /// rank's share is summed in f32 and the average rounded to bf16 once, then widened back into
   /// the gradients' own dtype.
   bool reduce_in_bf16 = false;
+  /// Parameters that each get a bucket of their own: a weight tied to a copy on another rank
+  /// (see sum_tied_gradient()).
+  std::vector<Tensor> own_buckets = {};
 };
 
 /// Data parallelism over a communicator (see above); a ShardedParameters for ZeRO-1 and -2.

@@ -35,6 +35,9 @@ struct FSDPOptions {
   int backward_passes = 1;
   bool reduce_in_bf16 = false;  ///< reduce-scatter the gradients in bf16 (as DDPOptions's)
   bool prefetch = true;         ///< start the next block's allgather early (see above)
+  /// Parameters outside every block that each form a unit of their own, gathered with the
+  /// root: a weight tied to a copy on another rank (see sum_tied_gradient()).
+  std::vector<Tensor> own_units = {};
 };
 
 /// ZeRO-3 over a communicator (see above); a ShardedParameters for the ZeroOptimizer.

@@ -3,9 +3,11 @@
 // every rank, a replicated one on one rank only — and the sums add up over the groups.
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <dlf/core/tensor.h>
+#include <dlf/nn/module.h>
 #include <dlf/parallel/communicator.h>
 
 namespace dlf::parallel {
@@ -17,6 +19,11 @@ struct NormScope {
   std::vector<Communicator*> groups;  ///< whose ranks' sums add up (tp, pp); empty: none
 };
 
+/// The scope counting the parameters of `named` whose name `counted` accepts, their sums adding
+/// up over `groups`.
+NormScope norm_scope_of(const nn::NamedTensors& named,
+                        const std::function<bool(const std::string& name)>& counted,
+                        std::vector<Communicator*> groups);
 /// The sum of squares of the gradients of `params` that `scope` counts, in order (in f64).
 double counted_squares(const std::vector<Tensor>& params, const NormScope& scope);
 /// `squares` summed over the ranks of `scope`'s groups, one group after the other (collective).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <dlf/core/tensor.h>
+#include <dlf/parallel/communicator.h>
 
 namespace dlf::parallel {
 
@@ -50,5 +51,14 @@ class ShardedParameters {
   virtual double comm_seconds() const = 0;
   virtual double exposed_comm_seconds() const = 0;  ///< see comm_seconds()
 };
+
+/// Sums the averaged gradient of `p` with those of its copies on the other ranks of `group` (a
+/// weight tied across ranks, as a pipeline's embedding on its first and last stage), so every
+/// copy takes the same step (collective over `group`). With whole gradients (no data
+/// parallelism: `sharded` null; ZeRO-0 and -1) the whole gradient; with sharded ones (ZeRO-2
+/// and -3) this rank's part of it, which needs `p` alone in its bucket
+/// (DDPOptions::own_buckets, FSDPOptions::own_units) so that the copies' parts hold the same
+/// elements.
+void sum_tied_gradient(const Tensor& p, Communicator& group, const ShardedParameters* sharded);
 
 }  // namespace dlf::parallel

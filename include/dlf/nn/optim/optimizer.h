@@ -60,7 +60,8 @@ class Optimizer {
   /// `host` and runs the update there; each step every gradient goes down to the host and the
   /// updated parameter comes back up (from a sim device over its host link, on its host
   /// stream: the sim clock charges the copies, not the host's own arithmetic). The device
-  /// then holds no optimizer state. Call before the first step; the results are the same.
+  /// then holds no optimizer state. The results are the same; called after some steps, it
+  /// moves the state they made.
   void offload(Device host = kCPU);
   /// Where offload() put the state and the update (none: with the parameters).
   std::optional<Device> offloaded_to() const { return host_; }
