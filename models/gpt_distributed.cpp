@@ -36,9 +36,11 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   if (model_->tied_weight().defined()) tied.push_back(model_->tied_weight());
   if (mesh.layout().dp > 1 && options.zero == 3) {
     fsdp_.emplace(*model_, mesh.dp(),
-                  parallel::FSDPOptions{.backward_passes = options.micro_batches,
-                                        .reduce_in_bf16 = options.reduce_in_bf16,
-                                        .own_units = tied});
+                  parallel::FSDPOptions{
+                      .backward_passes = options.micro_batches,
+                      .reduce_in_bf16 = options.reduce_in_bf16,
+                      .own_units = tied,
+                      .shards_on = options.offload_params ? std::optional(kCPU) : std::nullopt});
   } else if (mesh.layout().dp > 1) {
     ddp_.emplace(*model_, mesh.dp(),
                  parallel::DDPOptions{.bucket_bytes = options.bucket_bytes,

@@ -160,6 +160,24 @@ std::vector<int> strided(int count, int stride) {
 
 }  // namespace
 
+const char* offload_name(Offload offload) {
+  switch (offload) {
+    case Offload::none:
+      return "none";
+    case Offload::optimizer:
+      return "optimizer";
+    case Offload::params:
+      return "params";
+  }
+  return "none";
+}
+
+Offload parse_offload(std::string_view name) {
+  for (Offload o : {Offload::none, Offload::optimizer, Offload::params})
+    if (name == offload_name(o)) return o;
+  throw Error("unknown offload '" + std::string(name) + "': expected none, optimizer or params");
+}
+
 Plan plan_gpt(const PlanOptions& options) {
   Plan plan;
   plan.options = options;
@@ -243,11 +261,18 @@ Plan plan_gpt(const PlanOptions& options) {
       s.peak_at_update = true;
     }
     s.peak_bytes += shard_for_zero(s.memory, o.zero, l.dp, zero_shape);
-    if (o.offload) {  // 12 tensors a block, wte and wpe first, ln_f last
+    if (o.offload != Offload::none) {  // 12 tensors a block, wte and wpe first, ln_f last
       const int64_t tensors = 12 * shape.layers + (first ? 2 : 0) + (last ? 2 : 0);
       s.optimizer_s +=
-          offload_optimizer(s.memory, s.peak_bytes,
-                            double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1), tensors, o.spec);
+          offload_to_host(s.memory, s.peak_bytes,
+                          {.offload = o.offload,
+                           .zero = o.zero,
+                           .update_bytes = double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1),
+                           .tensors = tensors,
+                           .micro_batches = m,
+                           .forward_s = s.forward_s,
+                           .backward_s = s.backward_s},
+                          o.spec);
     }
     plan.stage_s =
         std::max(plan.stage_s, s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s);

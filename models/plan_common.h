@@ -7,6 +7,7 @@
 #include <dlf/autograd/checkpoint.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
+#include <dlf/models/plan.h>
 
 namespace dlf::models {
 
@@ -91,26 +92,53 @@ inline ZeroComm zero_comm(const SimSpec& spec, int zero, double grad_bytes,
 }
 
 /// ", selective recompute, ZeRO-2": the memory-saving flags of a plan, for its first line.
-inline std::string plan_flags(autograd::Recompute recompute, int zero, bool offload) {
+inline std::string plan_flags(autograd::Recompute recompute, int zero, Offload offload) {
   return (recompute == autograd::Recompute::none
               ? std::string()
               : ", " + std::string(autograd::recompute_name(recompute)) + " recompute") +
          (zero > 0 ? ", ZeRO-" + std::to_string(zero) : "") +
-         (offload ? ", optimizer offloaded" : "");
+         (offload == Offload::optimizer ? ", optimizer offloaded" : "") +
+         (offload == Offload::params ? ", optimizer and parameters offloaded" : "");
 }
 
-/// ZeRO-Offload (nn::optim::Optimizer::offload) on a device's memory at its peak and its
-/// optimizer step: the optimizer state leaves the device, and each step the gradients of the
-/// `update_bytes` of parameters the rank updates go down and the parameters come up over the
-/// host link, one copy per tensor (`tensors`) each way, not overlapped (as a sim device charges
-/// them). The host's own arithmetic is priced as the device's update, which the step keeps.
-/// Returns the seconds the copies add; lowers `memory` and `peak` by the state.
-inline double offload_optimizer(BytesByCategory& memory, int64_t& peak, double update_bytes,
-                                int64_t tensors, const SimSpec& spec) {
-  int64_t& state = memory[static_cast<int>(MemoryCategory::optimizer_state)];
-  peak -= state;
-  state = 0;
-  return 2 * (double(tensors) * spec.host_link.latency + update_bytes / spec.host_link.bandwidth);
+/// What ZeRO-Offload moves over the host link of a device in a step.
+struct HostTraffic {
+  Offload offload = Offload::none;
+  int zero = 0;               ///< the ZeRO stage
+  double update_bytes = 0;    ///< of the parameters the rank updates (under ZeRO, its shards)
+  int64_t tensors = 0;        ///< one copy per tensor each way
+  int64_t micro_batches = 1;  ///< ZeRO-3 gathers the parameters in each
+  /// seconds of a micro-batch's forward and backward: the copies overlap them
+  ///@{
+  double forward_s = 0, backward_s = 0;
+  ///@}
+};
+
+/// ZeRO-Offload on a device's memory at its peak and its step, as a sim device charges it: the
+/// optimizer state leaves the device; each step the gradients go down — under ZeRO-2 and -3
+/// each part as soon as it is reduced, overlapping backward — and the updated parameters come
+/// up. With Offload::params the ZeRO-3 shards stay in host memory, updated there, and go up with
+/// every gather instead (twice a micro-batch, overlapping compute as the gathers do). The
+/// host's own arithmetic is priced as the device's update, which the step keeps. Returns the
+/// seconds the step waits for the copies; lowers `memory` and `peak` by what leaves.
+inline double offload_to_host(BytesByCategory& memory, int64_t& peak, const HostTraffic& t,
+                              const SimSpec& spec) {
+  auto leaves = [&](MemoryCategory c, int64_t bytes) {
+    int64_t& now = memory[static_cast<int>(c)];
+    bytes = std::min(bytes, now);
+    now -= bytes;
+    peak -= bytes;
+  };
+  leaves(MemoryCategory::optimizer_state,
+         memory[static_cast<int>(MemoryCategory::optimizer_state)]);
+  const bool params = t.offload == Offload::params && t.zero >= 3;
+  if (params) leaves(MemoryCategory::parameters, int64_t(t.update_bytes));
+  const double one_way =
+      double(t.tensors) * spec.host_link.latency + t.update_bytes / spec.host_link.bandwidth;
+  const double down = t.zero >= 2 ? std::max(0.0, one_way - t.backward_s) : one_way;
+  if (!params) return down + one_way;
+  const double uploads = 2 * double(t.micro_batches) * one_way;
+  return down + std::max(0.0, uploads - double(t.micro_batches) * (t.forward_s + t.backward_s));
 }
 
 /// "<category>_bytes" for each memory category.

@@ -187,10 +187,17 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
     plan.memory = update.at_peak_by;
   }
   plan.peak_bytes += shard_for_zero(plan.memory, o.zero, o.dp, zero_shape(*replica.module));
-  if (o.offload)
-    plan.optimizer_s += offload_optimizer(plan.memory, plan.peak_bytes,
-                                          double(grad_bytes) / (o.zero > 0 ? o.dp : 1),
-                                          int64_t(tensors.size()), o.spec);
+  if (o.offload != Offload::none)
+    plan.optimizer_s +=
+        offload_to_host(plan.memory, plan.peak_bytes,
+                        {.offload = o.offload,
+                         .zero = o.zero,
+                         .update_bytes = double(grad_bytes) / (o.zero > 0 ? o.dp : 1),
+                         .tensors = int64_t(tensors.size()),
+                         .micro_batches = 1,
+                         .forward_s = plan.forward_s,
+                         .backward_s = plan.backward_s},
+                        o.spec);
 
   std::vector<int> dp_group;
   for (int i = 0; i < o.dp; ++i) dp_group.push_back(i);

@@ -4,6 +4,7 @@
 #include <dlf/parallel/ddp.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "parallel/collective_clock.h"
 
@@ -15,6 +16,7 @@ struct DistributedDataParallel::Reducer {
     int64_t numel = 0, part = 0;  // elements; each rank's part of them, padded
     int pending = 0;  // gradients not final yet in this step (parameters x backward passes)
     bool launched = false;
+    bool own = false;      // a parameter of DDPOptions::own_buckets, alone
     Tensor gradient_part;  // shard_gradients: this rank's part of the average
     Tensor wire;           // reduce_in_bf16: the bf16 buffer being averaged
   };
@@ -23,6 +25,7 @@ struct DistributedDataParallel::Reducer {
   int backward_passes = 1;
   bool shard_gradients = false;
   bool reduce_in_bf16 = false;
+  std::optional<Device> gradients_to;  // offload_gradients()
   std::vector<Bucket> buckets;
   std::vector<Work> works;
   double step_comm_seconds = 0;                  // reductions started in this backward
@@ -54,6 +57,7 @@ struct DistributedDataParallel::Reducer {
       MemoryScope scope(MemoryCategory::gradients);
       b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg, &work);  // bf16: see below
       for (Tensor& p : b.params) p.set_grad(Tensor());
+      if (gradients_to && !b.own) b.gradient_part = b.gradient_part.to(*gradients_to);
     } else {
       work = comm->allreduce(buffer, ReduceOp::avg, /*async=*/true);
     }
@@ -117,6 +121,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
       bytes = 0;
     }
     reducer_->buckets.back().params.push_back(p);
+    reducer_->buckets.back().own = alone(p);
     reducer_->buckets.back().numel += p.numel();
     bytes += static_cast<int64_t>(p.nbytes());
   }
@@ -201,6 +206,8 @@ Tensor DistributedDataParallel::piece_gradient(const OwnedPiece& piece) const {
 }
 
 bool DistributedDataParallel::whole_gradients() const { return !reducer_->shard_gradients; }
+
+void DistributedDataParallel::offload_gradients(Device host) { reducer_->gradients_to = host; }
 
 void DistributedDataParallel::publish_updates(const std::vector<OwnedPiece>& mine) {
   autograd::NoGradGuard no_grad;

@@ -1,6 +1,7 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/join.h>
+#include <dlf/device/sim_device.h>
 #include <dlf/parallel/fsdp.h>
 
 #include <cstring>
@@ -22,13 +23,15 @@ struct FullyShardedDataParallel::State {
     Tensor gradient_part;          // this rank's part of the averaged gradients, [part]
     std::optional<Work> arriving;  // its allgather, started ahead of its use (prefetch)
     int position = -1;             // a block's place in the forward's order, once seen
+    bool own = false;              // a parameter of FSDPOptions::own_units, alone
   };
   Communicator* comm = nullptr;
   FSDPOptions options;
   std::vector<Unit> units;
-  std::vector<size_t> forward_order;  // the blocks' units as the forward first ran them
-  std::vector<size_t> roots;          // units of what no block holds: gathered by unshard()
-  std::vector<Work> reducing;         // this backward's reduce-scatters
+  std::vector<size_t> forward_order;   // the blocks' units as the forward first ran them
+  std::vector<size_t> roots;           // units of what no block holds: gathered by unshard()
+  std::optional<Device> gradients_to;  // offload_gradients()
+  std::vector<Work> reducing;          // this backward's reduce-scatters
   double step_comm_seconds = 0, step_exposed_seconds = 0;
   double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
 
@@ -60,7 +63,12 @@ struct FullyShardedDataParallel::State {
     if (u.whole) return;
     autograd::NoGradGuard no_grad;
     Work work;
-    const Tensor all = comm->allgather(u.shard, &work);
+    Tensor shard = u.shard;
+    if (shard.device() != comm->device()) {  // offloaded: up first, for the allgather
+      sim::UploadsFeed feed(sim::Stream::comm);
+      shard = shard.to(comm->device());
+    }
+    const Tensor all = comm->allgather(shard, &work);
     u.arriving = work;
     step_comm_seconds += work.done.time - work.start.time;
     int64_t at = 0;
@@ -126,6 +134,7 @@ struct FullyShardedDataParallel::State {
     if (options.reduce_in_bf16) flat = flat.to(DType::bf16);
     Work work;  // overlaps the rest of backward; synchronize() waits for it
     u.gradient_part = comm->reduce_scatter(flat, ReduceOp::avg, &work);
+    if (gradients_to && !u.own) u.gradient_part = u.gradient_part.to(*gradients_to);
     reducing.push_back(work);
     step_comm_seconds += work.done.time - work.start.time;
     u.pending = -1;  // reduced in this step
@@ -187,8 +196,11 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communica
     if (add_unit(b->parameters()))
       block_units.emplace_back(const_cast<nn::Module*>(b), s.units.size() - 1);
   }
-  for (const Tensor& p : options.own_units)
-    if (add_unit({p})) s.roots.push_back(s.units.size() - 1);
+  for (const Tensor& p : options.own_units) {
+    if (!add_unit({p})) continue;
+    s.roots.push_back(s.units.size() - 1);
+    s.units.back().own = true;
+  }
   if (add_unit(module.parameters())) s.roots.push_back(s.units.size() - 1);  // the rest
   autograd::NoGradGuard no_grad;
   for (State::Unit& u : s.units) {
@@ -196,6 +208,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, Communica
     {
       MemoryScope scope(MemoryCategory::parameters);
       u.shard = s.flatten(u, false).narrow(0, comm.rank() * u.part, u.part).clone();
+      if (options.shards_on) u.shard = u.shard.to(*options.shards_on);
     }
     s.release(u);
   }
@@ -313,6 +326,8 @@ Tensor FullyShardedDataParallel::piece_gradient(const OwnedPiece& piece) const {
   const Tensor& g = state_->units.at(size_t(piece.bucket)).gradient_part;
   return g.defined() ? g.narrow(0, piece.offset, piece.end - piece.begin) : Tensor();
 }
+
+void FullyShardedDataParallel::offload_gradients(Device host) { state_->gradients_to = host; }
 
 void FullyShardedDataParallel::publish_updates(const std::vector<OwnedPiece>&) {
   // The shards were updated in place: whole values are stale, gathered again when next used.

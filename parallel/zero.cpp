@@ -50,7 +50,10 @@ ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm
     pieces_.push_back(std::move(piece));
   }
   shard_ = opt_.same_kind(std::move(shard_groups));
-  if (const std::optional<Device> host = opt_.offloaded_to()) shard_->offload(*host);
+  if (const std::optional<Device> host = opt_.offloaded_to()) {
+    shard_->offload(*host);
+    shards.offload_gradients(*host);
+  }
 }
 
 void ZeroOptimizer::attach_gradients() {

@@ -6,8 +6,9 @@
 # 120 s with spinning workers, 68 s without).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-# The tests also cross-check numbers with PyTorch (Debian's python3-torch, with numpy).
-DLF_SETUP_EXTRA="python3-torch python3-numpy ${DLF_SETUP_EXTRA:-}" bash scripts/setup.sh
+# The tests also cross-check numbers with PyTorch (Debian's python3-torch, with numpy) and
+# render dlf train's HTML report in headless Chromium.
+DLF_SETUP_EXTRA="python3-torch python3-numpy chromium ${DLF_SETUP_EXTRA:-}" bash scripts/setup.sh
 jobs=$(nproc)
 for preset in release asan; do
   echo "== $preset: configure and build" >&2

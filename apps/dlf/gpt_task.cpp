@@ -25,6 +25,7 @@ class GPTTask final : public RankTask {
               .schedule = s.schedule,
               .bucket_bytes = s.bucket_bytes,
               .zero = s.zero,
+              .offload_params = s.offload_params,
               .reduce_in_bf16 = s.reduce_in_bf16,
               .compile = s.compile}),
         batches_(

@@ -118,6 +118,9 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
                   "write a Chrome trace (Perfetto): steps, ops with shapes, FLOPs and bytes, "
                   "collectives and memory, per rank; the sim clock on sim devices, the wall clock "
                   "on the cpu");
+  cmd->add_option("--report", o.report,
+                  "write one self-contained HTML file at the end: loss and throughput curves, the "
+                  "memory of a step by category over time, its op table, the layout");
   cmd->add_option("--zero", o.zero,
                   "ZeRO stage over the data-parallel ranks: 1 shards the optimizer state and the "
                   "update (1/N per rank), 2 the gradients too, 3 the parameters too (each "
@@ -126,10 +129,11 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
       ->default_str("1")
       ->check(CLI::Range(1, 3));
   cmd->add_option("--offload", o.offload,
-                  "none, or optimizer: keep the optimizer state and a master copy of the "
+                  "none; optimizer: keep the optimizer state and a master copy of the "
                   "parameters in host memory and run the update there (ZeRO-Offload): each step "
-                  "the gradients go down and the parameters come up over the device's host link")
-      ->check(CLI::IsMember({"none", "optimizer"}))
+                  "the gradients go down and the parameters come up over the device's host link; "
+                  "params (with --zero 3): ZeRO-3's parameter shards too, uploaded for each gather")
+      ->check(CLI::IsMember({"none", "optimizer", "params"}))
       ->capture_default_str();
   cmd->add_flag("--compile", o.compile,
                 "graph mode: capture forward and backward at the first step, optimise the graph, "
@@ -191,6 +195,11 @@ void add_profile(CLI::App& app, dlf::app::TrainOptions& o, dlf::app::ProfileRequ
                 "also rank 0's memory at its peak: the live tensors by the op that made them, "
                 "their category and the block (or backward) they were made in; and the live "
                 "bytes by category over the ops (with --trace, a counter track per category)");
+  cmd->add_option("--compare", request.compare,
+                  "sim:PRESET or sim:SPEC.json (dlf calibrate writes this CPU's): the time such "
+                  "a device predicts for each op beside the measured time, by op class (matmul, "
+                  "attention, conv, normalisation, element-wise, optimizer) and per step, with "
+                  "the error (runs on the cpu device)");
 }
 
 void add_calibrate(CLI::App& app, std::string& out, CLI::App*& cmd) {
@@ -309,9 +318,10 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
       ->default_str("1")
       ->check(CLI::Range(1, 3));
   cmd->add_option("--offload", o.offload,
-                  "none, or optimizer: the optimizer state and update in host memory "
-                  "(ZeRO-Offload; the copies over the host link are priced into the step)")
-      ->check(CLI::IsMember({"none", "optimizer"}))
+                  "none; optimizer: the optimizer state and update in host memory (ZeRO-Offload; "
+                  "the copies over the host link are priced into the step); params (with --zero "
+                  "3): ZeRO-3's parameter shards too")
+      ->check(CLI::IsMember({"none", "optimizer", "params"}))
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }

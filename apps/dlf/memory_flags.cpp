@@ -55,7 +55,11 @@ std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
   for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
     for (int zero = 0; zero <= 3; ++zero) {
       if (zero > 0 && q.layout.dp == 1) continue;
-      for (bool offload : {false, true}) plans.push_back(plan_with(q, {recompute, zero, offload}));
+      for (models::Offload offload :
+           {models::Offload::none, models::Offload::optimizer, models::Offload::params}) {
+        if (offload == models::Offload::params && zero < 3) continue;  // ZeRO-3's shards
+        plans.push_back(plan_with(q, {recompute, zero, offload}));
+      }
     }
   }
   std::stable_sort(plans.begin(), plans.end(), [](const FlagsPlan& a, const FlagsPlan& b) {
@@ -65,12 +69,22 @@ std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
   return plans;
 }
 
+models::Offload offload_flag(const std::string& name, int zero) {
+  const models::Offload offload = models::parse_offload(name);
+  DLF_CHECK(offload != models::Offload::params || zero == 3,
+            "--offload params keeps ZeRO-3's parameter shards in host memory: it needs --zero 3 "
+            "(got --zero ",
+            zero, ")");
+  return offload;
+}
+
 std::string flags_str(const MemoryFlags& f) {
   std::string s = f.recompute == autograd::Recompute::none
                       ? ""
                       : std::string("--recompute ") + autograd::recompute_name(f.recompute);
   if (f.zero > 0) s += std::string(s.empty() ? "" : " ") + "--zero " + std::to_string(f.zero);
-  if (f.offload) s += std::string(s.empty() ? "" : " ") + "--offload optimizer";
+  if (f.offload != models::Offload::none)
+    s += std::string(s.empty() ? "" : " ") + "--offload " + models::offload_name(f.offload);
   return s.empty() ? "none" : s;
 }
 

@@ -8,6 +8,7 @@
 
 #include <dlf/autograd/checkpoint.h>
 #include <dlf/device/sim_spec.h>
+#include <dlf/models/plan.h>
 #include <dlf/parallel/mesh.h>
 #include <dlf/parallel/pipeline.h>
 
@@ -16,7 +17,7 @@ namespace dlf::app {
 struct MemoryFlags {
   autograd::Recompute recompute = autograd::Recompute::none;
   int zero = 0;
-  bool offload = false;  ///< --offload optimizer
+  models::Offload offload = models::Offload::none;  ///< --offload
 };
 
 /// What is planned: the run's model, layout, devices and batch.
@@ -39,7 +40,9 @@ struct FlagsPlan {
 /// Every combination the layout allows (ZeRO needs dp > 1), planned: those that fit first, fastest
 /// first, then the others by peak memory.
 std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& query);
-/// "--recompute selective --zero 2 --offload optimizer", or "none".
+/// `--offload NAME` under `--zero ZERO`: params (ZeRO-3's parameter shards) needs --zero 3.
+models::Offload offload_flag(const std::string& name, int zero);
+/// "--recompute selective --zero 3 --offload params", or "none".
 std::string flags_str(const MemoryFlags& flags);
 /// One sentence for a run with `current` flags that does not fit: the fastest flags that fit
 /// and their planned peak, or that none does.

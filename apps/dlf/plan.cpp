@@ -26,7 +26,7 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
        .dtype = dtype,
        .recompute = autograd::parse_recompute(c.recompute),
        .zero = c.zero,
-       .offload = c.offload == "optimizer"});
+       .offload = offload_flag(c.offload, c.zero)});
   std::printf("%s", (c.json ? models::to_json_line(plan) + "\n" : models::describe(plan)).c_str());
   if (!c.json && !plan.fits)
     std::printf("  %s\n", fitting_flags_hint({.model = c.model,
@@ -36,7 +36,7 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
                                               .seq = plan.options.seq,
                                               .dtype = dtype},
                                              {autograd::parse_recompute(c.recompute), c.zero,
-                                              c.offload == "optimizer"})
+                                              offload_flag(c.offload, c.zero)})
                               .c_str());
 }
 
@@ -67,7 +67,7 @@ void run_plan(const PlanCommand& c) {
                               .schedule = parse_schedule(c.schedule),
                               .recompute = autograd::parse_recompute(c.recompute),
                               .zero = c.zero,
-                              .offload = c.offload == "optimizer"};
+                              .offload = offload_flag(c.offload, c.zero)};
   const models::Plan plan = models::plan_gpt(options);
   if (c.json) {
     std::printf("%s\n", models::to_json_line(plan).c_str());
@@ -84,7 +84,7 @@ void run_plan(const PlanCommand& c) {
                                             .dtype = dtype,
                                             .schedule = plan.options.schedule},
                                            {autograd::parse_recompute(c.recompute), c.zero,
-                                            c.offload == "optimizer"})
+                                            offload_flag(c.offload, c.zero)})
                             .c_str());
   // Say what would fit on these devices, if anything does.
   options.global_batch = plan.options.global_batch;

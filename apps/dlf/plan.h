@@ -14,7 +14,7 @@ struct PlanCommand {
   std::string schedule = "1f1b";
   std::string recompute = "none";
   int zero = 0;
-  std::string offload = "none";  ///< none, or optimizer (ZeRO-Offload)
+  std::string offload = "none";  ///< none, optimizer or params (models::Offload)
   bool json = false;
 };
 

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "devices.h"
+
 namespace dlf::app {
 StepProfiler::StepProfiler(ProfileRequest request, Device device, SimSpec peaks, DType precision,
                            bool simulated)
@@ -14,7 +16,14 @@ StepProfiler::StepProfiler(ProfileRequest request, Device device, SimSpec peaks,
       device_(device),
       peaks_(std::move(peaks)),
       precision_(precision),
-      simulated_(simulated) {}
+      simulated_(simulated) {
+  if (request_.compare.empty()) return;
+  const DeviceArg predictor = parse_device_arg(request_.compare);
+  DLF_CHECK(predictor.type == DeviceType::sim && !simulated, "--compare ", request_.compare,
+            ": puts a sim device's predictions (--compare sim:PRESET or sim:SPEC.json) beside a "
+            "measured run (--device cpu)");
+  comparison_.emplace(predictor.spec);
+}
 
 // Only the steps are watched: evaluations and checkpoints between them are not.
 void StepProfiler::begin_step(int64_t n) {
@@ -25,12 +34,14 @@ void StepProfiler::begin_step(int64_t n) {
     add_observer(&*ops_);
     if (memory_) add_observer(&*memory_);
   }
+  if (ops_ && comparison_) add_observer(&*comparison_);
 }
 
 void StepProfiler::end_step(double seconds, double exposed_comm_seconds) {
   if (!ops_) return;
   remove_observer(&*ops_);
   if (memory_) remove_observer(&*memory_);
+  if (comparison_) remove_observer(&*comparison_);
   ++steps_;
   seconds_ += seconds;
   exposed_comm_seconds_ += exposed_comm_seconds;
@@ -75,6 +86,7 @@ void StepProfiler::print(std::ostream& os, const std::string& what) const {
                 flops / 1e9, flops / step / 1e9, flops / step / peak, dtype_name(precision_));
   os << line;
   if (memory_) memory_->print(os);
+  if (comparison_) comparison_->print(os, steps_, seconds_);
 }
 
 void run_calibrate(const std::string& out) {

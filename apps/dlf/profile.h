@@ -10,6 +10,8 @@
 #include <dlf/core/op_profile.h>
 #include <dlf/device/sim_spec.h>
 
+#include "compare.h"
+
 namespace dlf::app {
 
 /// What `dlf profile` asks of a training run.
@@ -17,6 +19,9 @@ struct ProfileRequest {
   int64_t skip = 1;       ///< steps run before profiling starts (primitives built, caches warm)
   bool by_shape = false;  ///< one row per op and input shapes
   bool memory = false;    ///< also what uses the memory at its peak, and a timeline
+  /// "sim:SPEC": put the times a sim device of SPEC predicts beside the measured ones, by op
+  /// class and per step (compare.h; runs on the cpu device); empty: none
+  std::string compare;
 };
 
 /// Rank 0's ops and steps once the skipped steps are done.
@@ -43,6 +48,7 @@ class StepProfiler {
   bool simulated_;
   std::optional<OpProfile> ops_;
   std::optional<MemoryProfile> memory_;
+  std::optional<SimComparison> comparison_;
   int64_t steps_ = 0;
   double seconds_ = 0, exposed_comm_seconds_ = 0;
 };

@@ -24,7 +24,10 @@ ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
   model_->recompute(s.recompute);
   if (s.compile) compiled_.emplace(step_);
   if (l.dp > 1 && s.zero == 3) {
-    fsdp_.emplace(*model_, s.mesh.dp(), parallel::FSDPOptions{.reduce_in_bf16 = s.reduce_in_bf16});
+    fsdp_.emplace(
+        *model_, s.mesh.dp(),
+        parallel::FSDPOptions{.reduce_in_bf16 = s.reduce_in_bf16,
+                              .shards_on = s.offload_params ? std::optional(kCPU) : std::nullopt});
   } else if (l.dp > 1) {
     ddp_.emplace(*model_, s.mesh.dp(),
                  parallel::DDPOptions{.bucket_bytes = s.bucket_bytes,

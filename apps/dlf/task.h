@@ -41,6 +41,8 @@ struct TaskSetup {
   autograd::Recompute recompute = autograd::Recompute::none;
   int zero =
       0;  ///< ZeRO stage: 2 reduce-scatters the gradients (DDP), 3 shards the parameters (FSDP)
+  /// ZeRO-3's parameter shards in host memory (parallel::FSDPOptions::shards_on)
+  bool offload_params = false;
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
   bool compile = false;         ///< forward and backward as one captured graph (one device)
 };

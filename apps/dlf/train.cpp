@@ -37,6 +37,7 @@
 #include "memory_flags.h"
 #include "model_io.h"
 #include "progress.h"
+#include "report.h"
 #include "task.h"
 #include "validators.h"
 #include "weights_file.h"
@@ -238,6 +239,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                  .first_step = first,
                  .recompute = autograd::parse_recompute(o.recompute),
                  .zero = o.zero,
+                 .offload_params = offload_flag(o.offload, o.zero) == models::Offload::params,
                  .reduce_in_bf16 = o.grad_reduce == "bf16",
                  .compile = o.compile},
                 job.data);
@@ -247,8 +249,9 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   const parallel::NormScope norm_scope = task->norm_scope();
   nn::optim::AdamW opt(nn::optim::decay_groups(params, run.weight_decay),
                        {.lr = run.lr, .beta1 = 0.9, .beta2 = adam_beta2(run.model), .eps = 1e-8});
-  if (o.offload == "optimizer") opt.offload(kCPU);  // before ZeRO shards it: its parts too
-  std::optional<parallel::ZeroOptimizer> zero;      // optimizer state sharded over the replicas
+  if (offload_flag(o.offload, o.zero) != models::Offload::none)
+    opt.offload(kCPU);                          // before ZeRO shards it: its parts too
+  std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
   if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->shards());
   if (job.ckpt != nullptr) {
     const nn::NamedTensors state =
@@ -289,6 +292,20 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   nn::optim::WarmupCosineLR schedule(opt, warmup, run.steps, run.min_lr / run.lr);
   schedule.set_step(first);
   Progress progress(first, run.steps, o.log_every, task->item_unit());
+  const int64_t stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps;
+  std::optional<RunReport> run_report;
+  if (!o.report.empty() && lead) {
+    const int micro_batches = int(run.batch / job.layout.dp / job.micro_batch);
+    run_report.emplace(
+        ReportHeader{.model = run.model,
+                     .layout = describe(job.layout, micro_batches, job.micro_batch, job.schedule),
+                     .device = simulated ? sim::spec_of(device).name : "cpu",
+                     .flags = "precision " + o.precision + ", recompute " + o.recompute +
+                              ", zero " + std::to_string(o.zero) + ", offload " + o.offload,
+                     .parameters = job.parameters,
+                     .item_unit = task->item_unit()},
+        device, stop - first >= 2 ? first + 1 : first);  // a warm step where there is one
+  }
   auto evaluate = [&](int64_t step) {  // every rank
     const Evaluation e = autocast([&] { return task->evaluate(); });
     if (!lead) return;
@@ -305,6 +322,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     }
     progress.note(text);
     record(json);
+    if (run_report) run_report->evaluation(step, e.loss);
   };
   int64_t last_saved = first;
   auto save = [&](int64_t step) {  // every rank: the shards and stages are gathered first
@@ -349,14 +367,16 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
           .add("sim_peak_bytes", s.peak_bytes);
     }
     record(line);
+    if (run_report)
+      run_report->end_step(step, loss, per_s, simulated ? task->items_per_step() / s.seconds : 0);
   };
 
-  const int64_t stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps;
   double loss = 0, my_peak = 0;
   std::optional<StepProfiler> profiler;
   if (o.profile && lead) profiler.emplace(*o.profile, device, job.roofline, precision, simulated);
   for (int64_t step = first; step < stop; ++step) {
     if (profiler) profiler->begin_step(step - first);
+    if (run_report) run_report->begin_step(step);
     const auto start = std::chrono::steady_clock::now();
     double sim_start = 0, comm_bytes_before = 0;
     if (simulated) {
@@ -421,6 +441,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     if (signal != 0) {  // every rank stops after the same step
       if (lead) progress.finish();
       if (!o.checkpoint.empty()) save(step + 1);
+      if (run_report) run_report->write(o.report);
       return {loss, step + 1};
     }
   }
@@ -455,6 +476,10 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   }
   if (!o.profile) evaluate(stop);  // a profile is of training steps
   if (!o.checkpoint.empty()) save(stop);
+  if (run_report) {
+    run_report->write(o.report);
+    progress.note("report written to " + o.report);
+  }
   return {loss, stop};
 }
 
@@ -480,7 +505,7 @@ models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int
           .schedule = parse_schedule(o.schedule),
           .recompute = autograd::parse_recompute(o.recompute),
           .zero = o.zero,
-          .offload = o.offload == "optimizer"};
+          .offload = offload_flag(o.offload, o.zero)};
 }
 
 // The layout of the run: --dp, --tp and --pp as given (tp and pp 1 when unset, dp the rest of
@@ -611,6 +636,13 @@ double run_train(TrainOptions o) {
   const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
+  offload_flag(o.offload, o.zero);                 // a valid combination
+  if (o.profile && !o.profile->compare.empty()) {  // refused before the run, not after it
+    DLF_CHECK(device.type == DeviceType::cpu, "--compare puts a sim device's predictions beside ",
+              "a measured run: profile on --device cpu");
+    DLF_CHECK(parse_device_arg(o.profile->compare).type == DeviceType::sim, "--compare ",
+              o.profile->compare, ": expected sim:PRESET or sim:SPEC.json");
+  }
   DLF_CHECK(o.offload == "none" || device.type != DeviceType::cpu, "--offload ", o.offload,
             ": on the cpu device the optimizer state is in host "
             "memory already; offload is for simulated accelerators (--device sim)");
@@ -664,6 +696,16 @@ double run_train(TrainOptions o) {
     metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
     DLF_CHECK(metrics.good(), "cannot write the metrics file ", o.metrics);
   }
+  if (!o.report.empty() && lead) {  // refused now rather than after the run
+    const std::filesystem::path parent = std::filesystem::absolute(o.report).parent_path();
+    std::error_code ignored;  // a failure shows as the check below
+    std::filesystem::create_directories(parent, ignored);
+    DLF_CHECK(std::filesystem::is_directory(parent) && access(parent.c_str(), W_OK) == 0,
+              "cannot write the report ", o.report, ": ", parent.string(),
+              " is not a writable directory");
+    DLF_CHECK(!std::filesystem::is_directory(o.report), "--report ", o.report,
+              " is a directory: give the HTML file's name");
+  }
   if (!o.trace.empty()) trace::start();
   const Job job{o,
                 run,
@@ -702,7 +744,7 @@ double run_train(TrainOptions o) {
                                           .micro_batch = micro,
                                           .schedule = parse_schedule(o.schedule)},
                                          {autograd::parse_recompute(o.recompute), o.zero,
-                                          o.offload == "optimizer"}));
+                                          offload_flag(o.offload, o.zero)}));
   }
   if (!o.trace.empty()) {
     trace::stop_and_write(o.trace);

@@ -35,13 +35,14 @@ struct TrainOptions {
   int64_t bucket_mb = 25;         ///< DDP gradient bucket size
   int zero = 0;  ///< ZeRO stage: 0 none, 1 optimizer state sharded, 2 gradients too
   std::string recompute = "none";    ///< activation recompute: none, full or selective
-  std::string offload = "none";      ///< none, or optimizer: state and update in host memory
+  std::string offload = "none";      ///< none, optimizer or params (models::Offload)
   std::string precision = "fp32";    ///< fp32, or bf16: matmuls, convs and attention under autocast
   std::string grad_reduce = "fp32";  ///< the dtype gradients are averaged over dp in
   bool detect_anomaly = false;       ///< name the first op that makes NaN or infinity
   bool compile = false;              ///< forward and backward captured once, replayed as a graph
   int64_t check_replicas = 0;        ///< steps between replica checksums; 0: never
   std::optional<ProfileRequest> profile;  ///< `dlf profile`: rank 0's ops as a table at the end
+  std::string report;  ///< a self-contained HTML report of the run (report.h); empty: none
 };
 
 /// A run stopped by SIGINT or SIGTERM after saving what it could; `what()` says where.

@@ -131,12 +131,22 @@ double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision
          spec.launch_overhead;
 }
 
+namespace {
+thread_local Stream upload_consumer = Stream::compute;  // UploadsFeed
+}  // namespace
+
+UploadsFeed::UploadsFeed(Stream stream) : previous_(upload_consumer) { upload_consumer = stream; }
+UploadsFeed::~UploadsFeed() { upload_consumer = previous_; }
+
 double host_copy(Device device, double bytes, bool to_device) {
   const LinkSpec& link = spec_of(device).host_link;
   const double seconds = link.latency + bytes / link.bandwidth;
   Timeline& clock = timeline(device);
-  const double start = clock.run(Stream::host, seconds, clock.now(Stream::compute));
-  if (to_device) clock.wait(Stream::compute, {start + seconds});
+  // A download's data may come from a collective (a reduced gradient) as well as a kernel.
+  const double made = to_device ? clock.now(Stream::compute)
+                                : std::max(clock.now(Stream::compute), clock.now(Stream::comm));
+  const double start = clock.run(Stream::host, seconds, made);
+  if (to_device) clock.wait(upload_consumer, {start + seconds});
   return start;
 }
 

@@ -65,25 +65,36 @@ for zero in 0 1 2 3; do
       "$(after "$tmp/mem$zero.jsonl" gradients) $(after "$tmp/mem$zero.jsonl" optimizer_state) bytes" \
       "after a step; closed form for Ψ = $psi"
 done
-# ZeRO-Offload on sim devices: the same losses as ZeRO-2, no optimizer state left on the
-# devices, and the copies on each device's host stream in the trace.
-train --steps 2 --devices 2 --dp 2 --device sim --zero 2 --metrics "$tmp/z2sim.jsonl" \
-  2>"$tmp/log" || fail "train --zero 2 on sim: $(cat "$tmp/log")"
-train --steps 2 --devices 2 --dp 2 --device sim --zero 2 --offload optimizer \
-  --metrics "$tmp/offload.jsonl" --trace "$tmp/offload.json" 2>"$tmp/log" ||
-  fail "train --offload optimizer: $(cat "$tmp/log")"
-same_losses "$tmp/z2sim.jsonl" "$tmp/offload.jsonl" || fail "--offload optimizer changed the losses"
-[ "$(after "$tmp/offload.jsonl" optimizer_state)" = 0 ] &&
-  [ "$(after "$tmp/z2sim.jsonl" optimizer_state)" -gt 0 ] ||
-  fail "--offload optimizer left optimizer state on the device: $(tail -2 "$tmp/offload.jsonl")"
-grep -q '"args":{"name":"host"}' "$tmp/offload.json" || fail "the trace has no host stream"
-grep -q '"name":"copy \[[0-9, ]*\] to host"' "$tmp/offload.json" || fail "no download in the trace"
+# ZeRO-Offload on sim devices: the same losses as without it; after a step no optimizer state on
+# the devices (--offload optimizer under ZeRO-2) and no parameters either (--offload params,
+# ZeRO-3's shards in host memory, uploaded for each gather); the copies on each device's host
+# stream in the trace, downloads and uploads.
+for offload in "2 optimizer optimizer_state host" "3 params parameters device"; do
+  read -r zero what left copy <<<"$offload"
+  train --steps 2 --devices 2 --dp 2 --device sim --zero "$zero" --metrics "$tmp/z${zero}sim.jsonl" \
+    2>"$tmp/log" || fail "train --zero $zero on sim: $(cat "$tmp/log")"
+  train --steps 2 --devices 2 --dp 2 --device sim --zero "$zero" --offload "$what" \
+    --metrics "$tmp/offload-$what.jsonl" --trace "$tmp/offload-$what.json" 2>"$tmp/log" ||
+    fail "train --offload $what: $(cat "$tmp/log")"
+  same_losses "$tmp/z${zero}sim.jsonl" "$tmp/offload-$what.jsonl" || fail "--offload $what changed the losses"
+  [ "$(after "$tmp/offload-$what.jsonl" "$left")" = 0 ] &&
+    [ "$(after "$tmp/offload-$what.jsonl" optimizer_state)" = 0 ] &&
+    [ "$(after "$tmp/z${zero}sim.jsonl" "$left")" -gt 0 ] ||
+    fail "--offload $what left $left on the device: $(tail -2 "$tmp/offload-$what.jsonl")"
+  grep -q '"args":{"name":"host"}' "$tmp/offload-$what.json" || fail "the trace has no host stream"
+  grep -q '"name":"copy \[[0-9, ]*\] to '"$copy"'"' "$tmp/offload-$what.json" ||
+    fail "--offload $what: no copy to $copy in the trace"
+done
 expect_error 1 train --model gpt-nano --steps 1 --offload optimizer --device cpu
-expect_error 2 train --model gpt-nano --offload params
+expect_error 1 train --model gpt-nano --steps 1 --devices 2 --device sim --zero 2 --offload params
 out=$("$dlf" plan --model gpt-medium --devices 8 --zero 2 --offload optimizer) ||
   fail "plan --offload optimizer: $out"
 echo "$out" | grep -q "ZeRO-2, optimizer offloaded" || fail "plan does not say it offloads: $out"
 echo "$out" | grep "at its peak" | grep -q "optimizer state" && fail "offloaded state planned on the device: $out"
+out=$("$dlf" plan --model gpt-medium --devices 8 --zero 3 --offload params) ||
+  fail "plan --offload params: $out"
+echo "$out" | grep -q "ZeRO-3, optimizer and parameters offloaded" || fail "plan does not say it offloads the parameters: $out"
+expect_error 1 plan --model gpt-medium --devices 8 --zero 1 --offload params
 expect_error 2 train --model gpt-nano --zero 4
 expect_error 1 train --model gpt-nano --steps 1 --devices 2 --zero 3 --check-replicas 1
 train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||

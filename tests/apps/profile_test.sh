@@ -63,4 +63,22 @@ train --steps 1 --device "sim:$tmp/cpu.json" 2>"$tmp/log" || fail "train on the 
 expect_error 1 --threads 1 calibrate --out "$tmp/cpu.json/under-a-file.json"
 grep -q '"peak_flops_f32"' "$tmp/cpu.json" || fail "a failed calibrate damaged the spec it could not write under"
 grep -q "on cpu (measured)" "$tmp/log" || fail "the calibrated device: $(cat "$tmp/log")"
+# --compare: each op class's measured time beside what a sim device of the calibrated spec
+# predicts, and the step's; with peaks no op comes near (1e30), an op's prediction is the spec's
+# per-op overhead alone
+out=$("$dlf" --threads 1 profile --model gpt-nano --batch 4 --seq 32 --steps 3 \
+  --compare "sim:$tmp/cpu.json" 2>"$tmp/log") || fail "profile --compare: $(cat "$tmp/log")"
+grep -q "^predicted by sim:cpu (measured)" <<<"$out" || fail "no comparison: $out"
+for class in matmul attention normalisation element-wise optimizer "in ops" step; do
+  grep -Eq "^$class +[0-9. ]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" <<<"$out" || fail "no $class row: $out"
+done
+sed -E 's/("(peak_flops_[a-z0-9]+|memory_bandwidth)"): [0-9.e+]+/\1: 1e30/' "$tmp/cpu.json" \
+  >"$tmp/unbounded.json"
+overhead=$(sed -n 's/.*"launch_overhead": \([0-9.e+-]*\).*/\1/p' "$tmp/cpu.json" | head -1)
+out=$("$dlf" --threads 1 profile --model gpt-nano --batch 4 --seq 32 --steps 3 \
+  --compare "sim:$tmp/unbounded.json" 2>"$tmp/log") || fail "profile --compare: $(cat "$tmp/log")"
+awk -v o="$overhead" '$1 == "matmul" { found = 1; d = $4 - $2 * o * 1e3; ok = d < 0.0015 && d > -0.0015 }
+  END { exit !(found && ok) }' <<<"$out" || fail "matmul predicted as calls x $overhead s: $out"
+expect_error 1 profile --model gpt-nano --steps 2 --device sim --compare "sim:$tmp/cpu.json"
+expect_error 1 profile --model gpt-nano --steps 2 --compare cpu
 echo "ok"

@@ -239,4 +239,29 @@ TEST_CASE("plan: ZeRO-1 and -2 shard the optimizer state and the gradients over 
   CHECK(vit.memory[static_cast<int>(MemoryCategory::optimizer_state)] == 8 * vit.parameters / 4);
 }
 
+TEST_CASE(
+    "plan: offload takes the optimizer state, and ZeRO-3's parameter shards, off the device") {
+  PlanOptions o = options("gpt-nano", {.dp = 4}, 8);
+  o.zero = 3;
+  const models::Plan kept = models::plan_gpt(o);
+  o.offload = models::Offload::optimizer;
+  const models::Plan optimizer = models::plan_gpt(o);
+  o.offload = models::Offload::params;
+  const models::Plan params = models::plan_gpt(o);
+  const int64_t n = models::gpt_parameter_count(models::gpt_config("gpt-nano"));
+  CHECK(bytes(kept.worst, MemoryCategory::optimizer_state) == 8 * n / 4);
+  CHECK(bytes(optimizer.worst, MemoryCategory::optimizer_state) == 0);
+  CHECK(bytes(params.worst, MemoryCategory::optimizer_state) == 0);
+  // The shards leave; the parts gathered while the step runs stay.
+  CHECK(bytes(params.worst, MemoryCategory::parameters) ==
+        bytes(kept.worst, MemoryCategory::parameters) - 4 * n / 4);
+  CHECK(params.worst.peak_bytes == optimizer.worst.peak_bytes - 4 * n / 4);
+  CHECK(optimizer.optimizer_s > kept.optimizer_s);  // the copies over the host link
+  CHECK(models::describe(params).find("ZeRO-3, optimizer and parameters offloaded") !=
+        std::string::npos);
+  CHECK(models::parse_offload("params") == models::Offload::params);
+  test::check_error([] { models::parse_offload("gradients"); },
+                    {"unknown offload 'gradients'", "none, optimizer or params"});
+}
+
 }  // namespace dlf

@@ -29,6 +29,8 @@ Batches make_batches() {
 }
 
 enum class Optimizer { sgd, adamw };
+// ZeRO-Offload: the optimizer's state and update in host memory; params: ZeRO-3's shards too
+enum class Offload { none, optimizer, params };
 
 // Trains gpt-nano for kSteps with clipping, the global batch split over the ranks; returns
 // rank 0's parameters and the (global) losses.
@@ -38,7 +40,7 @@ struct Trained {
 };
 
 Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer which,
-              int zero = 0, double max_norm = 1.0, bool offload = false) {
+              int zero = 0, double max_norm = 1.0, Offload offload = Offload::none) {
   nn::NamedTensors params, state;
   std::vector<double> losses;
   std::mutex mutex;
@@ -50,7 +52,10 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
     std::optional<parallel::DistributedDataParallel> ddp;
     std::optional<parallel::FullyShardedDataParallel> fsdp;
     if (zero == 3) {
-      fsdp.emplace(model, world);
+      fsdp.emplace(model, world,
+                   parallel::FSDPOptions{.shards_on = offload == Offload::params
+                                                          ? std::optional<Device>(kCPU)
+                                                          : std::nullopt});
     } else {
       ddp.emplace(model, world,
                   parallel::DDPOptions{.bucket_bytes = 64 << 10, .shard_gradients = zero >= 2});
@@ -63,7 +68,7 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
     else
       opt = std::make_unique<nn::optim::AdamW>(
           groups, nn::optim::AdamWOptions{.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
-    if (offload) opt->offload();
+    if (offload != Offload::none) opt->offload();
     std::optional<parallel::ZeroOptimizer> sharded;
     if (zero > 0)
       sharded.emplace(*opt, world, fsdp ? static_cast<parallel::ShardedParameters&>(*fsdp) : *ddp);
@@ -223,13 +228,22 @@ void check_matches_unsharded(int zero) {
   }
 }
 
-TEST_CASE("ZeRO-Offload: each rank's part of the state and update in host memory, bit for bit") {
+TEST_CASE(
+    "ZeRO-Offload: each rank's part of the state and update (and ZeRO-3's parameter shards) in "
+    "host memory, bit for bit") {
   const Batches data = make_batches();
   const auto devices = parallel::devices_of(DeviceType::sim, 2);
-  for (int zero : {0, 2, 3}) {
+  const std::pair<int, Offload> cases[] = {{0, Offload::optimizer},
+                                           {2, Offload::optimizer},
+                                           {3, Offload::optimizer},
+                                           {3, Offload::params}};
+  for (const auto& c : cases) {
+    const int zero = c.first;
+    const bool params = c.second == Offload::params;
     CAPTURE(zero);
+    CAPTURE(params);
     const Trained kept = train(devices, data, Optimizer::adamw, zero);
-    const Trained offloaded = train(devices, data, Optimizer::adamw, zero, 1.0, /*offload=*/true);
+    const Trained offloaded = train(devices, data, Optimizer::adamw, zero, 1.0, c.second);
     CHECK(offloaded.losses == kept.losses);
     REQUIRE(offloaded.params.size() == kept.params.size());
     for (size_t i = 0; i < kept.params.size(); ++i)
@@ -386,6 +400,27 @@ struct SimStep {
   nn::NamedTensors params;
 };
 
+// gpt-nano on this rank's device, wrapped for data parallelism as ZeRO stage `zero` lays it
+// out: FSDP for 3, DDP otherwise (sharding the gradients for 2).
+struct Replica {
+  models::GPT model;
+  std::optional<parallel::DistributedDataParallel> ddp;
+  std::optional<parallel::FullyShardedDataParallel> fsdp;
+  parallel::ShardedParameters* dp = nullptr;
+
+  Replica(parallel::Communicator& world, int zero, parallel::FSDPOptions fsdp_options = {})
+      : model(models::gpt_config("gpt-nano")) {
+    model.to(world.device());
+    if (zero == 3) {
+      dp = &fsdp.emplace(model, world, fsdp_options);
+    } else {
+      dp = &ddp.emplace(
+          model, world,
+          parallel::DDPOptions{.bucket_bytes = 32 << 10, .shard_gradients = zero == 2});
+    }
+  }
+};
+
 SimStep sim_step(int zero, bool prefetch) {
   const int n = 4;
   std::vector<Device> devices = parallel::devices_of(DeviceType::sim, n);
@@ -394,16 +429,11 @@ SimStep sim_step(int zero, bool prefetch) {
   SimStep out;
   parallel::run_ranks(devices, [&](parallel::Communicator& world) {
     manual_seed(5);
-    models::GPT model(models::gpt_config("gpt-nano"));
-    model.to(world.device());
-    std::optional<parallel::DistributedDataParallel> ddp;
-    std::optional<parallel::FullyShardedDataParallel> fsdp;
-    parallel::ShardedParameters* dp = nullptr;
-    if (zero == 3) {
-      dp = &fsdp.emplace(model, world, parallel::FSDPOptions{.prefetch = prefetch});
-    } else {
-      dp = &ddp.emplace(model, world, parallel::DDPOptions{.bucket_bytes = 32 << 10});
-    }
+    Replica replica(world, zero, parallel::FSDPOptions{.prefetch = prefetch});
+    models::GPT& model = replica.model;
+    auto& ddp = replica.ddp;
+    auto& fsdp = replica.fsdp;
+    parallel::ShardedParameters* dp = replica.dp;
     nn::optim::AdamW opt(model.parameters(), {.lr = 1e-3});
     std::optional<parallel::ZeroOptimizer> sharded;
     if (zero == 3) sharded.emplace(opt, world, *dp);
@@ -468,6 +498,45 @@ TEST_CASE("ZeRO-3: the next block's gather and the reduce-scatters overlap compu
   CHECK(plain.bytes_sent == doctest::Approx(2 * share * all).epsilon(0.01));
   CHECK(prefetched.bytes_sent ==
         doctest::Approx(share * (3 * (all - outside) + 2 * outside)).epsilon(0.01));
+}
+
+TEST_CASE("ZeRO-Offload: a gradient part goes down as soon as it is reduced, during backward") {
+  const Batches data = make_batches();
+  for (int zero : {1, 2, 3}) {
+    CAPTURE(zero);
+    parallel::run_ranks(
+        parallel::devices_of(DeviceType::sim, 2), [&](parallel::Communicator& world) {
+          manual_seed(5);
+          Replica replica(world, zero);
+          models::GPT& model = replica.model;
+          auto& ddp = replica.ddp;
+          auto& fsdp = replica.fsdp;
+          parallel::ShardedParameters* dp = replica.dp;
+          nn::optim::AdamW opt(model.parameters(), {.lr = 1e-3});
+          opt.offload();
+          parallel::ZeroOptimizer sharded(opt, world, *dp);
+          const int64_t rows = kBatch / 2, r = world.rank();
+          const Tensor x = data.x[0].narrow(0, r * rows, rows).to(world.device());
+          const Tensor y = data.y[0].narrow(0, r * rows, rows).to(world.device());
+          const sim::Timeline& clock = sim::timeline(world.device());
+          const double host_before = clock.now(sim::Stream::host);  // after the batch's upload
+          if (fsdp) fsdp->unshard();
+          model.loss(x, y).backward();
+          // Before synchronize(): the parts reduced so far are on their way down (ZeRO-2, -3);
+          // whole gradients (ZeRO-1) go down at the step.
+          const double copied_in_backward = clock.now(sim::Stream::host) - host_before;
+          if (fsdp) fsdp->synchronize();
+          if (ddp) ddp->synchronize();
+          if (zero == 1) {
+            CHECK(copied_in_backward == 0);
+          } else {
+            CHECK(copied_in_backward > 0);
+            for (const parallel::OwnedPiece& piece : dp->owned_pieces())
+              CHECK(dp->piece_gradient(piece).device() == kCPU);
+          }
+          sharded.step();
+        });
+  }
 }
 
 }  // namespace dlf

@@ -54,9 +54,23 @@ void reset(Device device);
 double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision);
 /// A copy of `bytes` between `device` and host memory over its host link: latency +
 /// bytes / bandwidth on the device's host stream, after what its compute stream has queued
-/// (which makes or last used the data). An upload (`to_device`) holds the compute stream until
-/// the bytes are there; a download does not. Returns the copy's start.
+/// (which makes or last used the data) and, for a download, its comm stream too (a reduced
+/// gradient). An upload (`to_device`) holds the compute stream (or UploadsFeed's) until the
+/// bytes are there; a download does not. Returns the copy's start.
 double host_copy(Device device, double bytes, bool to_device);
+/// Within its scope (on this thread), uploads hold `stream` instead of the compute stream:
+/// the stream that uses the bytes (an FSDP shard in host memory, uploaded for an allgather on
+/// the comm stream while compute goes on).
+class UploadsFeed {
+ public:
+  explicit UploadsFeed(Stream stream);  ///< uploads hold `stream` until the scope ends
+  ~UploadsFeed();                       ///< back to the stream before
+  UploadsFeed(const UploadsFeed&) = delete;
+  UploadsFeed& operator=(const UploadsFeed&) = delete;
+
+ private:
+  Stream previous_;
+};
 
 /// The collectives the cost model prices.
 enum class Collective : uint8_t {

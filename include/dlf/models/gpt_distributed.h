@@ -25,6 +25,8 @@ struct DistributedGPTOptions {
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;  ///< 1F1B or GPipe
   int64_t bucket_bytes = int64_t(25) << 20;                                       ///< DDP's
   int zero = 0;  ///< 2: DDP reduce-scatters the gradients; 3: FSDP shards the parameters
+  /// ZeRO-3's parameter shards in host memory (parallel::FSDPOptions::shards_on)
+  bool offload_params = false;
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
   /// Forward and backward captured as a graph at the first step and replayed after
   /// (graph::Compiled); one device and one micro-batch only.

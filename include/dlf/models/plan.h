@@ -9,6 +9,7 @@
 // pipeline by its schedule.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dlf/autograd/checkpoint.h>
@@ -25,6 +26,15 @@ using parallel::Layout;
 
 using parallel::PipelineSchedule;
 
+/// What ZeRO-Offload keeps in host memory (`--offload`).
+enum class Offload : uint8_t {
+  none,       ///< nothing: everything on the device
+  optimizer,  ///< the optimizer state and update (nn::optim::Optimizer::offload)
+  params,     ///< those and ZeRO-3's parameter shards (parallel::FSDPOptions::shards_on)
+};
+const char* offload_name(Offload offload);     ///< "none", "optimizer", "params"
+Offload parse_offload(std::string_view name);  ///< offload_name()'s inverse; else a dlf::Error
+
 /// What plan_gpt plans.
 struct PlanOptions {
   GPTConfig model;           ///< the GPT
@@ -37,9 +47,8 @@ struct PlanOptions {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  ///< the pipeline's
   /// what each block keeps for backward and recomputes there (autograd::checkpoint)
   autograd::Recompute recompute = autograd::Recompute::none;
-  int zero = 0;  ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
-  /// ZeRO-Offload: the optimizer state and update in host memory (Optimizer::offload)
-  bool offload = false;
+  int zero = 0;                     ///< ZeRO stage over dp (parallel/zero.h): 0 to 3
+  Offload offload = Offload::none;  ///< what ZeRO-Offload keeps in host memory
 };
 
 /// What one device of the most loaded pipeline stage holds and does.
@@ -111,9 +120,8 @@ struct ReplicaPlanOptions {
   DType dtype = DType::f32;  ///< f32, or bf16: mixed precision (autocast, f32 master weights)
   /// Module::recompute: what each block keeps for backward and recomputes there
   autograd::Recompute recompute = autograd::Recompute::none;
-  int zero = 0;  ///< ZeRO stage over dp (parallel/zero.h): 0, 1 or 2
-  /// ZeRO-Offload: the optimizer state and update in host memory (Optimizer::offload)
-  bool offload = false;
+  int zero = 0;                     ///< ZeRO stage over dp (parallel/zero.h): 0 to 3
+  Offload offload = Offload::none;  ///< what ZeRO-Offload keeps in host memory
 };
 
 /// A planned data-parallel layout of any model.

@@ -21,6 +21,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <dlf/nn/module.h>
@@ -38,6 +39,12 @@ struct FSDPOptions {
   /// Parameters outside every block that each form a unit of their own, gathered with the
   /// root: a weight tied to a copy on another rank (see sum_tied_gradient()).
   std::vector<Tensor> own_units = {};
+  /// ZeRO-Infinity's parameter offload: every unit's shard (its part of the parameters) is
+  /// kept on this device, the host, and uploaded when the unit is gathered, on the host stream
+  /// ahead of the allgather that needs it (a sim device: it overlaps compute as the gather
+  /// does). With a ZeroOptimizer over an optimizer offloaded to the same host, the update runs
+  /// on the shards in place.
+  std::optional<Device> shards_on = std::nullopt;
 };
 
 /// ZeRO-3 over a communicator (see above); a ShardedParameters for the ZeroOptimizer.
@@ -75,6 +82,7 @@ class FullyShardedDataParallel : public ShardedParameters {
   Tensor piece_gradient(const OwnedPiece& piece) const override;
   bool whole_gradients() const override { return false; }
   void publish_updates(const std::vector<OwnedPiece>& mine) override;
+  void offload_gradients(Device host) override;
   double comm_seconds() const override;          ///< the gathers' and reduce-scatters'
   double exposed_comm_seconds() const override;  ///< see comm_seconds()
 

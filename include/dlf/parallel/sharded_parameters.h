@@ -45,6 +45,11 @@ class ShardedParameters {
   virtual bool whole_gradients() const = 0;
   /// After this rank's pieces were updated: every rank gets the updated parameters (collective).
   virtual void publish_updates(const std::vector<OwnedPiece>& mine) = 0;
+  /// ZeRO-Offload's gradients: with sharded gradients (ZeRO-2 and -3), each bucket's part of
+  /// the averaged gradients goes down to `host` as soon as it is reduced, so the copies overlap
+  /// the rest of backward (a sim device's host stream), and piece_gradient() is on `host`.
+  /// Whole gradients (ZeRO-1) and a bucket of its own (a tied weight: sum_tied_gradient) stay.
+  virtual void offload_gradients(Device host) = 0;
   /// Seconds the collectives of the last step (up to its synchronize()) spent on the
   /// communication stream, and how many of those the compute stream waited for (sim and meta
   /// devices; 0 on the cpu).

@@ -1,0 +1,78 @@
+#include "compare.h"
+
+#include <dlf/device/sim_device.h>
+
+#include <cstdio>
+
+namespace dlf::app {
+
+std::string_view op_class_name(OpClass c) {
+  static constexpr std::string_view names[] = {"matmul",        "attention",    "conv",
+                                               "normalisation", "element-wise", "optimizer"};
+  return names[static_cast<int>(c)];
+}
+
+OpClass op_class(std::string_view name) {
+  auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
+  if (has("attention")) return OpClass::attention;
+  if (name.starts_with("conv")) return OpClass::conv;
+  if (has("matmul") || has("linear")) return OpClass::matmul;
+  if (has("norm")) return OpClass::normalisation;
+  if (has("adam") || has("sgd")) return OpClass::optimizer;
+  return OpClass::elementwise;
+}
+
+void SimComparison::on_op_start(const OpDef&) {
+  if (depth_++ == 0) start_ = std::chrono::steady_clock::now();
+}
+
+void SimComparison::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
+                          std::span<const Tensor> outputs) {
+  if (--depth_ != 0) return;
+  const double measured =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const Cost c = op_cost(op, inputs, attrs, outputs);
+  // The precision a sim device prices the op at: its outputs' (dispatch's simulated_seconds).
+  const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
+  Totals& t = classes_[static_cast<size_t>(op_class(op.name))];
+  ++t.calls;
+  t.measured += measured;
+  t.predicted +=
+      sim::op_seconds(spec_, c.flops, c.bytes_read + c.bytes_written, math_precision(dtype));
+}
+
+void SimComparison::print(std::ostream& os, int64_t steps, double step_seconds) const {
+  if (steps == 0) return;
+  const double n = double(steps);
+  char line[256];
+  auto error = [](double predicted, double measured) {
+    return measured > 0 ? 100 * (predicted - measured) / measured : 0.0;
+  };
+  std::snprintf(line, sizeof line,
+                "predicted by sim:%s (roofline at its peaks + %.2f us an op) against measured, "
+                "per step:\n%-14s %8s %12s %13s %8s\n",
+                spec_.name.c_str(), spec_.launch_overhead * 1e6, "op class", "calls", "measured ms",
+                "predicted ms", "error");
+  os << line;
+  double measured = 0, predicted = 0;
+  for (int i = 0; i < kOpClasses; ++i) {
+    const Totals& t = classes_[size_t(i)];
+    if (t.calls == 0) continue;
+    measured += t.measured;
+    predicted += t.predicted;
+    std::snprintf(line, sizeof line, "%-14s %8.1f %12.3f %13.3f %+7.1f%%\n",
+                  std::string(op_class_name(OpClass(i))).c_str(), double(t.calls) / n,
+                  t.measured / n * 1e3, t.predicted / n * 1e3, error(t.predicted, t.measured));
+    os << line;
+  }
+  std::snprintf(line, sizeof line, "%-14s %8s %12.3f %13.3f %+7.1f%%\n", "in ops", "",
+                measured / n * 1e3, predicted / n * 1e3, error(predicted, measured));
+  os << line;
+  // A sim device's step is its ops' time: what the host does between ops is not modelled.
+  std::snprintf(line, sizeof line, "%-14s %8s %12.3f %13.3f %+7.1f%%  (outside ops: %.3f ms)\n",
+                "step", "", step_seconds / n * 1e3, predicted / n * 1e3,
+                error(predicted, step_seconds), (step_seconds - measured) / n * 1e3);
+  os << line;
+}
+
+}  // namespace dlf::app

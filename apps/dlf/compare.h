@@ -1,0 +1,56 @@
+// `dlf profile --compare sim:SPEC`: does a simulated device predict this machine? Each
+// outermost op of rank 0's profiled steps is timed on the wall clock and priced as a sim device
+// of SPEC prices it (roofline time at the spec's peaks plus its per-op overhead); the two are
+// summed by op class and per step, side by side with the error.
+#pragma once
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include <dlf/core/op.h>
+#include <dlf/device/sim_spec.h>
+
+namespace dlf::app {
+
+/// What an op is, for the comparison: the classes a cost model gets right or wrong together.
+enum class OpClass : uint8_t {
+  matmul,
+  attention,
+  conv,
+  normalisation,
+  elementwise,
+  optimizer,
+};
+inline constexpr int kOpClasses = 6;         ///< how many OpClass values
+std::string_view op_class_name(OpClass c);   ///< "matmul", ...
+OpClass op_class(std::string_view op_name);  ///< by the op's name ("linear": matmul)
+
+/// Watches the calling thread's outermost ops while it is an observer (add_observer).
+class SimComparison : public DispatchObserver {
+ public:
+  /// Prices ops as a sim device of `spec` would.
+  explicit SimComparison(SimSpec spec) : spec_(std::move(spec)) {}
+  void on_op_start(const OpDef& op) override;  ///< starts an outermost op's clock
+  /// Adds an outermost op's measured and predicted time to its class (DispatchObserver).
+  void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
+             std::span<const Tensor> outputs) override;
+
+  /// The table by class and the step's line: `steps` profiled, `step_seconds` their measured
+  /// wall time.
+  void print(std::ostream& os, int64_t steps, double step_seconds) const;
+
+ private:
+  struct Totals {
+    long calls = 0;
+    double measured = 0, predicted = 0;  // seconds
+  };
+  SimSpec spec_;
+  int depth_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  std::array<Totals, kOpClasses> classes_{};
+};
+
+}  // namespace dlf::app
