@@ -50,6 +50,7 @@ SimSpec measure_cpu() {
                                      }) /
                       1000;
   s.host_link = s.interconnect = {.bandwidth = s.memory_bandwidth, .latency = s.launch_overhead};
+  s.host = {.flops = s.peak_flops_f32, .memory_bandwidth = s.memory_bandwidth};  // itself
   s.validate();
   return s;
 }

@@ -270,12 +270,16 @@ Plan plan_gpt(const PlanOptions& options) {
                            .update_bytes = double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1),
                            .tensors = tensors,
                            .micro_batches = m,
+                           .update_s = s.optimizer_s,
                            .forward_s = s.forward_s,
                            .backward_s = s.backward_s},
                           o.spec);
     }
-    plan.stage_s =
-        std::max(plan.stage_s, s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s);
+    const double stage_s = s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s;
+    if (stage == 0 || stage_s > plan.stage_s) {
+      plan.stage_s = stage_s;
+      plan.slowest = stage;
+    }
     plan.optimizer_s = std::max(plan.optimizer_s, s.optimizer_s);
     const ZeroComm dp =
         zero_comm(o.spec, o.zero, double(run.grad_bytes), dp_group, s.forward_s, s.backward_s);
@@ -284,6 +288,7 @@ Plan plan_gpt(const PlanOptions& options) {
       plan.dp_exposed_s = dp.exposed;
     }
     if (stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
+    plan.stages.push_back(std::move(s));
   }
   plan.bubble_fraction = double(l.pp - 1) / double(m + l.pp - 1);
   plan.step_s = double(m + l.pp - 1) * plan.stage_s + plan.dp_exposed_s + plan.optimizer_s;
@@ -353,10 +358,15 @@ std::string describe(const Plan& p) {
      << "): " << format_by_category(w.memory) << "\n";
   os << "    activations of one micro-batch " << format_bytes(w.activation_bytes) << ", "
      << w.in_flight << " held at once\n";
+  const StagePlan& b = p.stages.at(size_t(p.slowest));
   std::snprintf(line, sizeof line,
-                "  per micro-batch: forward %.1f ms, backward %.1f ms, tp allreduce %.1f ms, "
+                "  per micro-batch%s: forward %.1f ms, backward %.1f ms, tp allreduce %.1f ms, "
                 "pipeline send %.2f ms\n",
-                w.forward_s * 1e3, w.backward_s * 1e3, w.tp_comm_s * 1e3, p.p2p_s * 1e3);
+                o.layout.pp > 1 ? (" on stage " + std::to_string(b.stage) + " (" +
+                                   std::to_string(b.layers) + " layers, the slowest)")
+                                      .c_str()
+                                : "",
+                b.forward_s * 1e3, b.backward_s * 1e3, b.tp_comm_s * 1e3, p.p2p_s * 1e3);
   os << line;
   std::snprintf(line, sizeof line,
                 "  step: %.3f s = %ld x %.1f ms (bubble %.0f %%) + dp allreduce %.1f ms exposed "
@@ -388,7 +398,24 @@ std::string to_json_line(const Plan& p) {
       .add("tokens_per_s", p.tokens_per_s)
       .add("mfu", p.mfu)
       .add("peak_bytes", double(p.worst.peak_bytes))
-      .add("fits", p.fits);
+      .add("fits", p.fits)
+      .add("parameters", double(p.parameters))
+      .add("micro_batches", p.micro_batches)
+      .add("stage_ms", p.stage_s * 1e3)
+      .add("bubble_fraction", p.bubble_fraction)
+      .add("p2p_ms", p.p2p_s * 1e3)
+      .add("dp_comm_ms", p.dp_allreduce_s * 1e3)
+      .add("dp_exposed_ms", p.dp_exposed_s * 1e3)
+      .add("optimizer_ms", p.optimizer_s * 1e3)
+      .add("most_memory_stage", p.worst.stage)
+      .add("slowest_stage", p.slowest);
+  for (const StagePlan& st : p.stages) {
+    const std::string stage = "stage" + std::to_string(st.stage) + "_";
+    line.add(stage + "peak_bytes", double(st.peak_bytes))
+        .add(stage + "forward_ms", st.forward_s * 1e3)
+        .add(stage + "backward_ms", st.backward_s * 1e3)
+        .add(stage + "tp_comm_ms", st.tp_comm_s * 1e3);
+  }
   add_memory_fields(line, p.worst.memory);
   return line.str();
 }

@@ -108,6 +108,9 @@ struct HostTraffic {
   double update_bytes = 0;    ///< of the parameters the rank updates (under ZeRO, its shards)
   int64_t tensors = 0;        ///< one copy per tensor each way
   int64_t micro_batches = 1;  ///< ZeRO-3 gathers the parameters in each
+  /// the update's seconds on the device; the host's take their place, scaled by the two memory
+  /// bandwidths (AdamW's update is memory-bound)
+  double update_s = 0;
   /// seconds of a micro-batch's forward and backward: the copies overlap them
   ///@{
   double forward_s = 0, backward_s = 0;
@@ -119,8 +122,8 @@ struct HostTraffic {
 /// each part as soon as it is reduced, overlapping backward — and the updated parameters come
 /// up. With Offload::params the ZeRO-3 shards stay in host memory, updated there, and go up with
 /// every gather instead (twice a micro-batch, overlapping compute as the gathers do). The
-/// host's own arithmetic is priced as the device's update, which the step keeps. Returns the
-/// seconds the step waits for the copies; lowers `memory` and `peak` by what leaves.
+/// update runs on the host instead of the device (SimSpec::host; untimed without its figures).
+/// Returns the seconds this adds to the step; lowers `memory` and `peak` by what leaves.
 inline double offload_to_host(BytesByCategory& memory, int64_t& peak, const HostTraffic& t,
                               const SimSpec& spec) {
   auto leaves = [&](MemoryCategory c, int64_t bytes) {
@@ -136,9 +139,14 @@ inline double offload_to_host(BytesByCategory& memory, int64_t& peak, const Host
   const double one_way =
       double(t.tensors) * spec.host_link.latency + t.update_bytes / spec.host_link.bandwidth;
   const double down = t.zero >= 2 ? std::max(0.0, one_way - t.backward_s) : one_way;
-  if (!params) return down + one_way;
+  const double host_update = spec.host.memory_bandwidth > 0
+                                 ? t.update_s * spec.memory_bandwidth / spec.host.memory_bandwidth
+                                 : 0;
+  const double update = host_update - t.update_s;
+  if (!params) return down + one_way + update;
   const double uploads = 2 * double(t.micro_batches) * one_way;
-  return down + std::max(0.0, uploads - double(t.micro_batches) * (t.forward_s + t.backward_s));
+  return down + update +
+         std::max(0.0, uploads - double(t.micro_batches) * (t.forward_s + t.backward_s));
 }
 
 /// "<category>_bytes" for each memory category.

@@ -195,6 +195,7 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
                          .update_bytes = double(grad_bytes) / (o.zero > 0 ? o.dp : 1),
                          .tensors = int64_t(tensors.size()),
                          .micro_batches = 1,
+                         .update_s = plan.optimizer_s,
                          .forward_s = plan.forward_s,
                          .backward_s = plan.backward_s},
                         o.spec);

@@ -60,13 +60,14 @@ struct Group {
     if (abort->raised) throw Error("another rank failed; this rank stops with it");
   }
 
-  // All ranks arrive before any leaves. Polls the abort flag so a failed rank frees the others,
-  // and gives up at the watchdog's deadline naming the ranks that did not come to `what`.
-  void barrier(int rank, const char* what, double bytes) {
+  // All ranks arrive before any leaves. Polls the abort flag so a failed rank frees the others
+  // (unless `abortable` is false: see peers_done_reading), and gives up at the watchdog's
+  // deadline naming the ranks that did not come to `what`.
+  void barrier(int rank, const char* what, double bytes, bool abortable = true) {
     ::dlf::detail::release_kernel_slot();  // a waiting rank lets another run
     const Deadline deadline;
     std::unique_lock lock(mutex);
-    check_abort();
+    if (abortable) check_abort();
     const uint64_t gen = generation;
     here[rank] = true;
     if (++arrived == size()) {
@@ -79,7 +80,7 @@ struct Group {
     while (generation == gen) {
       changed.wait_for(lock, std::chrono::milliseconds(20));
       if (generation != gen) break;
-      check_abort();
+      if (abortable) check_abort();
       if (deadline.passed()) {
         std::vector<int> missing;
         for (int r = 0; r < size(); ++r)
@@ -126,7 +127,7 @@ class InProcessCommunicator final : public Communicator {
       return static_cast<std::byte*>(const_cast<void*>(base)) + n * r / parts * int64_t(elem);
     };
     if (has_data(t)) reduce_range(inputs(), part(t.raw_data(), rank_), lo, hi, t.dtype(), op);
-    wait_for_peers("allreduce", t.nbytes());
+    peers_done_reading("allreduce", t.nbytes());
     if (has_data(t)) {
       for (int r = 0; r < parts; ++r) {
         const int64_t bytes = (n * (r + 1) / parts - n * r / parts) * int64_t(elem);
@@ -136,7 +137,7 @@ class InProcessCommunicator final : public Communicator {
       }
       t.storage()->bump_version();
     }
-    wait_for_peers("allreduce", t.nbytes());  // peers are done reading this rank's part
+    peers_done_reading("allreduce", t.nbytes());
     return run(Collective::allreduce, t.nbytes(), start, async);
   }
 
@@ -149,7 +150,7 @@ class InProcessCommunicator final : public Communicator {
                     t.nbytes());
       }
     }
-    wait_for_peers("allgather", out.nbytes());
+    peers_done_reading("allgather", out.nbytes());
     hand_over(run(Collective::allgather, out.nbytes(), start, async != nullptr), async);
     return out;
   }
@@ -163,7 +164,7 @@ class InProcessCommunicator final : public Communicator {
       const int64_t part = out.numel();
       reduce_range(inputs(), out.raw_data(), part * rank_, part * (rank_ + 1), t.dtype(), op);
     }
-    wait_for_peers("reduce_scatter", t.nbytes());
+    peers_done_reading("reduce_scatter", t.nbytes());
     hand_over(run(Collective::reduce_scatter, t.nbytes(), start, async != nullptr), async);
     return out;
   }
@@ -175,7 +176,7 @@ class InProcessCommunicator final : public Communicator {
       std::memcpy(t.raw_data(), group_->slots[root].in, t.nbytes());
       t.storage()->bump_version();
     }
-    wait_for_peers("broadcast", t.nbytes());
+    peers_done_reading("broadcast", t.nbytes());
     run(Collective::broadcast, t.nbytes(), start, false);
   }
 
@@ -287,6 +288,12 @@ class InProcessCommunicator final : public Communicator {
   }
 
   void wait_for_peers(const char* what, double bytes) { group_->barrier(rank_, what, bytes); }
+  // After a collective's publish every rank of the group is in it and reads the others'
+  // buffers: none may leave, not even when another group's rank has failed (it would free a
+  // buffer a peer is reading), and none fails before arriving, so this barrier completes.
+  void peers_done_reading(const char* what, double bytes) {
+    group_->barrier(rank_, what, bytes, /*abortable=*/false);
+  }
 
   double latest_ready() const {
     double start = 0;

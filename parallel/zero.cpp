@@ -1,11 +1,14 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/op_profile.h>
 #include <dlf/core/ops/join.h>
 #include <dlf/core/ops/optim.h>
+#include <dlf/device/sim_device.h>
 #include <dlf/parallel/zero.h>
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -88,7 +91,18 @@ void ZeroOptimizer::step() {
   attach_gradients();
   auto& shard_groups = shard_->param_groups();
   for (size_t g = 0; g < shard_groups.size(); ++g) shard_groups[g].lr = opt_.param_groups()[g].lr;
-  shard_->step();
+  // Pieces in host memory (FSDPOptions::shards_on) are updated there in place: the host's work
+  // goes on a sim device's host stream (Optimizer::step charges it for pieces it copies down).
+  const std::optional<Device> host = opt_.offloaded_to();
+  const bool on_host = host && !pieces_.empty() && pieces_.front().owned.value.device() == *host &&
+                       comm_.device().type != DeviceType::cpu;
+  {
+    std::optional<OpProfile> meter;
+    if (on_host) meter.emplace();
+    shard_->step();
+    if (meter)
+      sim::host_compute(comm_.device(), meter->outermost().flops, meter->outermost().bytes);
+  }
   gradients_attached_ = false;
   std::vector<OwnedPiece> mine;
   for (Piece& piece : pieces_) {

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include <dlf/dlf.h>
 #include <dlf/parallel/mpi.h>
@@ -278,10 +279,17 @@ void add_eval(CLI::App& app, dlf::app::EvalOptions& o, CLI::App*& cmd) {
 void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd = app.add_subcommand(
       "plan", "Per-device memory and predicted step time of a layout, planned on meta devices");
-  cmd->add_option("--model", o.model,
-                  "model name, e.g. gpt-small, gpt3-175b, bert-base, vit-small, unet-small")
-      ->check(model_name())
-      ->capture_default_str();
+  CLI::Option* model =
+      cmd->add_option("--model", o.model,
+                      "model name, e.g. gpt-small, gpt3-175b, bert-base, vit-small, unet-small")
+          ->check(model_name())
+          ->capture_default_str();
+  for (auto [flag, value, what] :
+       {std::tuple{"--layers", &o.layers, "a GPT by its dimensions instead of --model: blocks"},
+        std::tuple{"--hidden", &o.hidden, "... its width (d_model)"},
+        std::tuple{"--heads", &o.heads, "... its attention heads (dividing --hidden)"},
+        std::tuple{"--vocab", &o.vocab, "... its vocabulary (default 50257; --seq: 2048)"}})
+    cmd->add_option(flag, *value, what)->check(whole(1, int64_t(1) << 24))->excludes(model);
   cmd->add_option("--devices", o.devices, "devices in all")
       ->check(whole(1, kMaxPlannedDevices))
       ->required();

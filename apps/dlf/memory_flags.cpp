@@ -12,18 +12,19 @@ namespace {
 // The plan of the query's run with `flags`.
 FlagsPlan plan_with(const FlagsQuery& q, const MemoryFlags& flags) {
   FlagsPlan p{.flags = flags};
-  if (models::model_family(q.model) == models::ModelFamily::gpt) {
-    const models::Plan plan = models::plan_gpt({.model = models::gpt_config(q.model),
-                                                .layout = q.layout,
-                                                .spec = q.spec,
-                                                .global_batch = q.batch,
-                                                .micro_batch = q.micro_batch,
-                                                .seq = q.seq,
-                                                .dtype = q.dtype,
-                                                .schedule = q.schedule,
-                                                .recompute = flags.recompute,
-                                                .zero = flags.zero,
-                                                .offload = flags.offload});
+  if (q.gpt || models::model_family(q.model) == models::ModelFamily::gpt) {
+    const models::Plan plan =
+        models::plan_gpt({.model = q.gpt ? *q.gpt : models::gpt_config(q.model),
+                          .layout = q.layout,
+                          .spec = q.spec,
+                          .global_batch = q.batch,
+                          .micro_batch = q.micro_batch,
+                          .seq = q.seq,
+                          .dtype = q.dtype,
+                          .schedule = q.schedule,
+                          .recompute = flags.recompute,
+                          .zero = flags.zero,
+                          .offload = flags.offload});
     p.peak_bytes = plan.worst.peak_bytes;
     p.step_s = plan.step_s;
     p.fits = plan.fits;
@@ -47,7 +48,7 @@ FlagsPlan plan_with(const FlagsQuery& q, const MemoryFlags& flags) {
 }  // namespace
 
 std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
-  const bool gpt = models::model_family(q.model) == models::ModelFamily::gpt;
+  const bool gpt = q.gpt || models::model_family(q.model) == models::ModelFamily::gpt;
   const bool whole_replicas = q.layout.tp * q.layout.pp == 1;
   if (!gpt && !whole_replicas) return {};
   std::vector<FlagsPlan> plans;

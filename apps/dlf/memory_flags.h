@@ -3,6 +3,7 @@
 // model, not a fixed hint. Used by `dlf plan` for a layout that does not fit and by `dlf train`
 // when a simulated device runs out of memory.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct MemoryFlags {
 /// What is planned: the run's model, layout, devices and batch.
 struct FlagsQuery {
   std::string model;
+  /// a GPT by its dimensions (dlf plan --layers ...), planned instead of `model`
+  std::optional<models::GPTConfig> gpt = std::nullopt;
   parallel::Layout layout;
   SimSpec spec;
   int64_t batch = 0, seq = 0, micro_batch = 1;

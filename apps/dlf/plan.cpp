@@ -1,6 +1,7 @@
 #include "plan.h"
 
 #include <cstdio>
+#include <optional>
 
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
@@ -40,6 +41,24 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
                               .c_str());
 }
 
+// A GPT given by --layers, --hidden and --heads, or none.
+std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
+  if (c.layers == 0 && c.hidden == 0 && c.heads == 0) return std::nullopt;
+  DLF_CHECK(c.layers > 0 && c.hidden > 0 && c.heads > 0,
+            "a GPT by its dimensions needs --layers, --hidden and --heads (got ", c.layers, ", ",
+            c.hidden, " and ", c.heads, ")");
+  DLF_CHECK(c.hidden % c.heads == 0, "--hidden ", c.hidden, " does not split into ", c.heads,
+            " heads");
+  return models::GPTConfig{.name = "gpt (" + std::to_string(c.layers) + " layers, hidden " +
+                                   std::to_string(c.hidden) + ", " + std::to_string(c.heads) +
+                                   " heads)",
+                           .vocab = c.vocab > 0 ? c.vocab : 50257,
+                           .context = c.seq > 0 ? c.seq : 2048,
+                           .layers = c.layers,
+                           .heads = c.heads,
+                           .dim = c.hidden};
+}
+
 }  // namespace
 
 void run_plan(const PlanCommand& c) {
@@ -53,11 +72,12 @@ void run_plan(const PlanCommand& c) {
   DLF_CHECK(device.type != DeviceType::cpu, "--device '", c.device,
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");
   const DType dtype = c.precision == "bf16" ? DType::bf16 : DType::f32;
-  if (models::model_family(c.model) != models::ModelFamily::gpt) {
+  const std::optional<models::GPTConfig> custom = gpt_by_dimensions(c);
+  if (!custom && models::model_family(c.model) != models::ModelFamily::gpt) {
     plan_data_parallel(c, device, dtype);
     return;
   }
-  models::PlanOptions options{.model = models::gpt_config(c.model),
+  models::PlanOptions options{.model = custom ? *custom : models::gpt_config(c.model),
                               .layout = {.dp = int(dp), .tp = c.tp, .pp = c.pp},
                               .spec = device.spec,
                               .global_batch = c.batch,
@@ -76,6 +96,7 @@ void run_plan(const PlanCommand& c) {
   std::printf("%s", models::describe(plan).c_str());
   if (plan.fits) return;
   std::printf("  %s\n", fitting_flags_hint({.model = c.model,
+                                            .gpt = custom,
                                             .layout = plan.options.layout,
                                             .spec = device.spec,
                                             .batch = plan.options.global_batch,

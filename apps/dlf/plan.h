@@ -6,6 +6,11 @@ namespace dlf::app {
 
 struct PlanCommand {
   std::string model = "gpt-small";
+  /// A GPT by its dimensions instead of a named model (all three, or none); --vocab defaults
+  /// to GPT-2's 50257 and --seq, its context, to 2048
+  ///@{
+  int64_t layers = 0, hidden = 0, heads = 0, vocab = 0;
+  ///@}
   int devices = 1;
   int dp = 0, tp = 1, pp = 1;  ///< dp 0: devices / (tp · pp)
   std::string device = "sim:a100-40gb";

@@ -131,6 +131,14 @@ double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision
          spec.launch_overhead;
 }
 
+double host_compute(Device device, double flops, double bytes) {
+  const HostSpec& host = spec_of(device).host;
+  if (host.flops <= 0 || host.memory_bandwidth <= 0) return 0;
+  const double seconds = std::max(flops / host.flops, bytes / host.memory_bandwidth);
+  timeline(device).run(Stream::host, seconds);
+  return seconds;
+}
+
 namespace {
 thread_local Stream upload_consumer = Stream::compute;  // UploadsFeed
 }  // namespace

@@ -14,6 +14,11 @@ void serialize(Archive& ar, LinkSpec& l) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, HostSpec& h) {
+  ar(cereal::make_nvp("flops", h.flops), cereal::make_nvp("memory_bandwidth", h.memory_bandwidth));
+}
+
+template <class Archive>
 std::string save_minimal(const Archive&, const Topology& t) {
   static constexpr const char* names[] = {"ring", "fully_connected", "nodes"};
   return names[static_cast<int>(t)];
@@ -41,7 +46,7 @@ void serialize(Archive& ar, SimSpec& s) {
      cereal::make_nvp("launch_overhead", s.launch_overhead),
      cereal::make_nvp("host_link", s.host_link), cereal::make_nvp("interconnect", s.interconnect),
      cereal::make_nvp("topology", s.topology), cereal::make_nvp("node_size", s.node_size),
-     cereal::make_nvp("network", s.network));
+     cereal::make_nvp("network", s.network), cereal::make_nvp("host", s.host));
 }
 
 double SimSpec::peak_flops(MathPrecision p) const {
@@ -71,6 +76,8 @@ void SimSpec::validate() const {
   DLF_CHECK(launch_overhead >= 0 && host_link.latency >= 0 && interconnect.latency >= 0 &&
                 network.latency >= 0,
             "device spec '", name, "': latencies and launch_overhead must be >= 0");
+  DLF_CHECK(host.flops >= 0 && host.memory_bandwidth >= 0, "device spec '", name,
+            "': host.flops and host.memory_bandwidth must be >= 0 (0: the host's work untimed)");
   if (topology == Topology::nodes) {
     DLF_CHECK(node_size > 0, "device spec '", name, "': node_size must be positive");
     positive(network.bandwidth, "network.bandwidth");
@@ -101,24 +108,31 @@ const std::vector<SimSpec>& presets() {
         .interconnect = {300 * GB, 5 * us},  // NVLink 3: 600 GB/s both directions
         .topology = Topology::nodes,
         .node_size = 8,
-        .network = {25 * GB, 10 * us}};  // 200 Gb/s HDR InfiniBand
+        .network = {25 * GB, 10 * us},  // 200 Gb/s HDR InfiniBand
+        // DGX A100's 2 AMD EPYC 7742 (64 cores, 2.25 GHz, 32 f32 FLOP a cycle; 8 channels of
+        // DDR4-3200 each) shared by its 8 GPUs
+        .host = {.flops = 2 * 64 * 2.25e9 * 32 / 8, .memory_bandwidth = 2 * 204.8 * GB / 8}};
     // The A100 SXM4 80GB: HBM2e, otherwise the 40GB's figures.
     SimSpec a100_80 = a100_40;
     a100_80.name = "a100-80gb";
     a100_80.memory_bytes = 80 * GiB;
     a100_80.memory_bandwidth = 2039 * GB;
-    const SimSpec h100 = {.name = "h100-80gb",  // NVIDIA H100 SXM5
-                          .memory_bytes = 80 * GiB,
-                          .peak_flops_f64 = 67 * TF,
-                          .peak_flops_f32 = 67 * TF,
-                          .peak_flops_bf16 = 989 * TF,
-                          .memory_bandwidth = 3350 * GB,
-                          .launch_overhead = 5 * us,
-                          .host_link = {64 * GB, 10 * us},     // PCIe 5.0 x16
-                          .interconnect = {450 * GB, 5 * us},  // NVLink 4: 900 GB/s both directions
-                          .topology = Topology::nodes,
-                          .node_size = 8,
-                          .network = {50 * GB, 10 * us}};  // 400 Gb/s NDR InfiniBand
+    const SimSpec h100 = {
+        .name = "h100-80gb",  // NVIDIA H100 SXM5
+        .memory_bytes = 80 * GiB,
+        .peak_flops_f64 = 67 * TF,
+        .peak_flops_f32 = 67 * TF,
+        .peak_flops_bf16 = 989 * TF,
+        .memory_bandwidth = 3350 * GB,
+        .launch_overhead = 5 * us,
+        .host_link = {64 * GB, 10 * us},     // PCIe 5.0 x16
+        .interconnect = {450 * GB, 5 * us},  // NVLink 4: 900 GB/s both directions
+        .topology = Topology::nodes,
+        .node_size = 8,
+        .network = {50 * GB, 10 * us},  // 400 Gb/s NDR InfiniBand
+        // DGX H100's 2 Xeon Platinum 8480C (56 cores, 2.0 GHz, 64 f32 FLOP a
+        // cycle; 8 channels of DDR5-4800 each) shared by its 8 GPUs
+        .host = {.flops = 2 * 56 * 2.0e9 * 64 / 8, .memory_bandwidth = 2 * 307.2 * GB / 8}};
     const SimSpec l4 = {
         .name = "l4-24gb",  // NVIDIA L4: a PCIe card, no NVLink
         .memory_bytes = 24 * GiB,
@@ -131,10 +145,26 @@ const std::vector<SimSpec>& presets() {
         .interconnect = {32 * GB, 10 * us},  // peer to peer through the host's PCIe switch
         .topology = Topology::nodes,
         .node_size = 8,
-        .network = {12.5 * GB, 20 * us}};  // 100 Gb/s Ethernet
+        .network = {12.5 * GB, 20 * us},  // 100 Gb/s Ethernet
+        // a 2-socket AMD EPYC 9354 server (32 cores, 3.25 GHz, 32 f32 FLOP a cycle; 12 channels
+        // of DDR5-4800 each) shared by its 8 cards
+        .host = {.flops = 2 * 32 * 3.25e9 * 32 / 8, .memory_bandwidth = 2 * 460.8 * GB / 8}};
     return std::vector<SimSpec>{a100_40, a100_80, h100, l4};
   }();
   return all;
+}
+
+// Spec files from before the host's figures, or that leave them out, get zeros: untimed. (A
+// textual insertion: including rapidjson here beside cereal's copy of it breaks cereal's own
+// error paths.)
+std::string with_host(const std::string& json) {
+  const size_t device = json.find("\"device\"");
+  if (device == std::string::npos || json.find("\"host\"") != std::string::npos) return json;
+  const size_t open = json.find_first_not_of(" \t\r\n:", device + 8);
+  if (open == std::string::npos || json[open] != '{') return json;  // cereal says what is wrong
+  std::string with = json;
+  with.insert(open + 1, "\"host\": {\"flops\": 0, \"memory_bandwidth\": 0},");
+  return with;
 }
 
 }  // namespace
@@ -158,7 +188,7 @@ SimSpec sim_preset(std::string_view name) {
 SimSpec sim_spec_from_json(const std::string& json) {
   SimSpec spec;
   try {
-    std::istringstream is(json);
+    std::istringstream is(with_host(json));
     cereal::JSONInputArchive archive(is);
     archive(cereal::make_nvp("device", spec));
   } catch (const Error&) {

@@ -1,8 +1,10 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/op_profile.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/optim.h>
 #include <dlf/core/ops/reduce.h>
+#include <dlf/device/sim_device.h>
 #include <dlf/nn/optim/optimizer.h>
 
 #include <cmath>
@@ -58,7 +60,13 @@ void Optimizer::step() {
           MemoryScope scope(MemoryCategory::optimizer_state);
           master = p.to(*host_);
         }
-        update(master, g.to(*host_), lr, weight_decay, state);
+        const Tensor down = g.to(*host_);
+        {
+          OpProfile meter;  // what the host computes, charged to a sim device's host stream
+          update(master, down, lr, weight_decay, state);
+          if (p.device().type != DeviceType::cpu)
+            sim::host_compute(p.device(), meter.outermost().flops, meter.outermost().bytes);
+        }
         p.copy_(master.to(p.device()));
       }
       for (Tensor& slot : state) {

@@ -141,6 +141,11 @@ mpi 2 --steps 3 --dp 2 --metrics "$tmp/mpi2.jsonl" >"$tmp/log" 2>&1 || fail "mpi
 [ "$(losses "$tmp/dp2.jsonl")" = "$(losses "$tmp/mpi2.jsonl")" ] ||
   fail "mpirun -np 2 losses differ from the in-process dp 2's"
 grep -q "over 2 MPI processes (dp 2 x tp 1 x pp 1)" "$tmp/log" || fail "an MPI run does not say so: $(cat "$tmp/log")"
+# ZeRO-3 with pipeline stages over MPI processes: the in-process dp 2 x pp 2 run's losses
+mpi 4 --steps 4 --dp 2 --pp 2 --zero 3 --metrics "$tmp/mpi4z3.jsonl" >"$tmp/log" 2>&1 ||
+  fail "mpirun -np 4 --dp 2 --pp 2 --zero 3: $(cat "$tmp/log")"
+[ "$(losses "$tmp/dpp3.jsonl")" = "$(losses "$tmp/mpi4z3.jsonl")" ] ||
+  fail "ZeRO-3 under pp over MPI differs from the in-process run"
 train --steps 3 --tp 2 --pp 2 --device cpu --metrics "$tmp/tp2pp2.jsonl" 2>/dev/null || fail "tp 2 x pp 2"
 mpi 4 --steps 3 --tp 2 --pp 2 --metrics "$tmp/mpi4.jsonl" --checkpoint "$tmp/mpi-ckpt" >"$tmp/log" 2>&1 ||
   fail "mpirun -np 4 --tp 2 --pp 2: $(cat "$tmp/log")"

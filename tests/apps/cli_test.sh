@@ -72,7 +72,24 @@ grep -q "dp 16 x tp 8 x pp 8" <<<"$out" || fail "plan layout: $out"
 grep -q "parameters .* GiB, gradients .* GiB, optimizer state .* GiB, activations" <<<"$out" ||
   fail "plan memory by category: $out"
 grep -q "predicted .* tokens/s" <<<"$out" || fail "plan throughput: $out"
-"$dlf" plan --model gpt-small --devices 8 --tp 2 --pp 2 --json | grep -q '"bench":"plan"' || fail "plan --json"
+out=$("$dlf" plan --model gpt-small --devices 8 --tp 2 --pp 2 --json) || fail "plan --json: $out"
+for field in bench stage_ms bubble_fraction p2p_ms dp_exposed_ms slowest_stage stage1_peak_bytes; do
+  grep -q "\"$field\":" <<<"$out" || fail "plan --json has no $field: $out"
+done
+out=$("$dlf" plan --model gpt-small --devices 2 --pp 2) || fail "plan --pp 2: $out"
+grep -Eq "per micro-batch on stage [01] \([0-9]+ layers, the slowest\)" <<<"$out" ||
+  fail "plan does not name the bottleneck stage: $out"
+# a GPT by its dimensions: gpt-nano's are its plan, to the byte and the second
+by_name=$("$dlf" plan --model gpt-nano --devices 2 --json | sed 's/"case":"[^"]*",//')
+by_dims=$("$dlf" plan --layers 2 --hidden 64 --heads 4 --vocab 256 --seq 64 --devices 2 --json |
+  sed 's/"case":"[^"]*",//')
+[ -n "$by_name" ] && [ "$by_name" = "$by_dims" ] || fail "gpt-nano by its dimensions: $by_dims vs $by_name"
+out=$("$dlf" plan --layers 96 --hidden 12288 --heads 96 --devices 1024 --tp 8 --pp 8 \
+  --device sim:h100-80gb --batch 1536 --precision bf16 --recompute full) || fail "plan by dimensions: $out"
+grep -q "^gpt (96 layers, hidden 12288, 96 heads) (174.6B parameters)" <<<"$out" || fail "175B by dimensions: $out"
+expect_error 1 plan --layers 2 --hidden 64 --devices 2
+expect_error 1 plan --layers 2 --hidden 66 --heads 4 --devices 2
+expect_error 2 plan --model gpt-nano --layers 2 --hidden 64 --heads 4 --devices 2
 # every family plans data-parallel layouts from its own model; what does not fit says what would
 for m in bert-mini vit-tiny unet-tiny; do
   out=$("$dlf" plan --model $m --devices 4) || fail "plan $m: $out"

@@ -30,7 +30,18 @@ TEST_CASE("sim spec: presets are valid, JSON round-trips, bad specs are refused"
     CHECK(back.peak_flops_bf16 == s.peak_flops_bf16);
     CHECK(back.network.bandwidth == s.network.bandwidth);
     CHECK(back.topology == s.topology);
+    CHECK(back.host.memory_bandwidth == s.host.memory_bandwidth);
+    CHECK(s.host.flops > 0);
   }
+  // A spec file without the host's figures (from before them) loads, the host's work untimed.
+  std::string old = to_json(sim_preset("a100-40gb"));
+  const size_t host_at = old.find(",\n        \"host\"");
+  REQUIRE(host_at != std::string::npos);
+  old.erase(host_at, old.find('}', old.find('}', host_at) + 1) - host_at);
+  REQUIRE(old.find("\"host\"") == std::string::npos);
+  const SimSpec without_host = sim_spec_from_json(old);
+  CHECK(without_host.host.flops == 0);
+  CHECK(without_host.peak_flops_bf16 == sim_preset("a100-40gb").peak_flops_bf16);
   test::check_error([] { sim_preset("tpu-v9"); }, {"unknown device preset 'tpu-v9'", "a100-40gb"});
   test::check_error([] { sim_spec_from_json("{\"device\": 3}"); }, {"device spec"});
   std::string json = to_json(sim_preset("l4-24gb"));
@@ -229,6 +240,27 @@ TEST_CASE("copies to and from the host go over the host link, on the host stream
   CHECK(clock.now(sim::Stream::compute) == computed);
   CHECK(clock.now(sim::Stream::comm) == 0);
   CHECK(down.to_vector<float>() == std::vector<float>(1000, 0.0f));
+}
+
+TEST_CASE("the host's work for a device: its roofline at the host's rates, on the host stream") {
+  const Device dev{DeviceType::sim, 9};
+  sim::reset(dev);
+  const HostSpec& host = sim::spec_of(dev).host;  // a100-40gb's
+  const sim::Timeline& clock = sim::timeline(dev);
+  // Memory-bound (AdamW's update), then compute-bound: the larger of the two times.
+  CHECK(sim::host_compute(dev, 1e6, 1e9) == doctest::Approx(1e9 / host.memory_bandwidth));
+  CHECK(sim::host_compute(dev, 1e12, 1e3) == doctest::Approx(1e12 / host.flops));
+  CHECK(clock.now(sim::Stream::host) ==
+        doctest::Approx(1e9 / host.memory_bandwidth + 1e12 / host.flops));
+  CHECK(clock.now(sim::Stream::compute) == 0);  // the device goes on meanwhile
+  SimSpec untimed = sim_preset("a100-40gb");
+  untimed.host = {};
+  const Device other{DeviceType::sim, 10};
+  sim::configure(other, untimed);
+  sim::reset(other);
+  CHECK(sim::host_compute(other, 1e12, 1e12) == 0);
+  CHECK(sim::timeline(other).now(sim::Stream::host) == 0);
+  sim::configure(other, sim_preset("a100-40gb"));
 }
 
 }  // namespace dlf

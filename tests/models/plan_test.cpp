@@ -209,6 +209,23 @@ TEST_CASE("plan_replica agrees with the GPT planner on a data-parallel layout") 
   CHECK(any.items_per_s == doctest::Approx(gpt.tokens_per_s).epsilon(0.1));
 }
 
+TEST_CASE("plan: every stage is planned; the slowest is the bottleneck, the fullest the worst") {
+  const models::Plan p = models::plan_gpt(options("gpt-mini", {.pp = 3}, 12));
+  REQUIRE(p.stages.size() == 3);
+  double slowest = 0;
+  int64_t fullest = 0;
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const models::StagePlan& s = p.stages[i];
+    CHECK(s.stage == int(i));
+    slowest = std::max(slowest, s.forward_s + s.backward_s + s.tp_comm_s + 2 * p.p2p_s);
+    fullest = std::max(fullest, s.peak_bytes);
+  }
+  CHECK(p.stage_s == slowest);
+  const models::StagePlan& b = p.stages.at(size_t(p.slowest));
+  CHECK(b.forward_s + b.backward_s + b.tp_comm_s + 2 * p.p2p_s == p.stage_s);
+  CHECK(p.worst.peak_bytes == fullest);
+}
+
 TEST_CASE("plan: ZeRO-1 and -2 shard the optimizer state and the gradients over dp") {
   PlanOptions o = options("gpt-nano", {.dp = 4}, 8);
   const models::Plan plain = models::plan_gpt(o);

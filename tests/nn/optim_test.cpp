@@ -259,10 +259,11 @@ TEST_CASE("offload: the state and the update in host memory, the same steps, cop
   CHECK(later_state == 0);
   CHECK(later_host == doctest::Approx(offload_host));
   // Each step: each gradient down and each parameter up over the host link, one after the
-  // other; between a's upload and b's download the compute stream copies a in place.
+  // other, and the host's update between (AdamW's bytes at the host's memory bandwidth:
+  // nanoseconds); between a's upload and b's download the compute stream copies a in place.
   const SimSpec& spec = sim::spec_of(dev);
   const double copies = 4 * spec.host_link.latency + 2 * (4 + 1) * 4 / spec.host_link.bandwidth;
   CHECK(plain_host == 0);
-  CHECK(offload_host >= copies * (1 - 1e-12));
-  CHECK(offload_host <= copies + spec.launch_overhead + 1e-9);
+  CHECK(offload_host > copies * (1 + 1e-12));  // the host's update is on its stream too
+  CHECK(offload_host <= copies + spec.launch_overhead + 1e-7);
 }

@@ -58,6 +58,11 @@ double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision
 /// gradient). An upload (`to_device`) holds the compute stream (or UploadsFeed's) until the
 /// bytes are there; a download does not. Returns the copy's start.
 double host_copy(Device device, double bytes, bool to_device);
+/// Work the host does for `device` (ZeRO-Offload's optimizer update on the host): `flops` and
+/// `bytes` at the spec's HostSpec rates (the roofline: the larger of the two times), on the
+/// device's host stream after what it has queued (the download of the work's data). Nothing
+/// when the spec has no host figures. Returns the seconds charged.
+double host_compute(Device device, double flops, double bytes);
 /// Within its scope (on this thread), uploads hold `stream` instead of the compute stream:
 /// the stream that uses the bytes (an FSDP shard in host memory, uploaded for an allgather on
 /// the comm stream while compute goes on).

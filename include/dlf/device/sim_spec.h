@@ -22,6 +22,13 @@ enum class Topology : uint8_t {
   nodes,            ///< nodes of `node_size` fully connected devices, joined by `network`
 };
 
+/// The host CPU's share per device, for the work offloaded to it (ZeRO-Offload's optimizer
+/// update): its f32 peak and memory bandwidth. Zeros: that work is not timed.
+struct HostSpec {
+  double flops = 0;             ///< f32 FLOP/s
+  double memory_bandwidth = 0;  ///< bytes/s
+};
+
 /// The arithmetic a kernel runs in; each has its own peak rate.
 enum class MathPrecision : uint8_t { f64, f32, bf16 };
 
@@ -40,6 +47,7 @@ struct SimSpec {
   Topology topology = Topology::fully_connected;  ///< how devices are linked
   int node_size = 8;                              ///< devices per node (Topology::nodes)
   LinkSpec network;                               ///< between nodes (Topology::nodes)
+  HostSpec host = {};  ///< the host's arithmetic (a spec file may leave it out: untimed)
 
   double peak_flops(MathPrecision p) const;  ///< the peak FLOP/s of `p`
   /// Throws dlf::Error naming the first figure that is missing or not positive.

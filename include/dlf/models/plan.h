@@ -76,7 +76,9 @@ struct Plan {
   ///@{
   int64_t parameters = 0, micro_batches = 0;
   ///@}
-  StagePlan worst;     ///< the stage with the highest peak memory
+  StagePlan worst;                ///< the stage with the highest peak memory
+  std::vector<StagePlan> stages;  ///< every stage, in order
+  int slowest = 0;     ///< the pipeline's bottleneck: the stage with the longest micro-batch
   double stage_s = 0;  ///< slowest stage's time per micro-batch, p2p included
   /// seconds: a pipeline send; the bubble's share; the dp allreduce and its exposed part
   ///@{
