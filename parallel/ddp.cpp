@@ -115,7 +115,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Communicato
   for (const Tensor& p : params) {
     const bool fits = !reducer_->buckets.empty() && bytes < options.bucket_bytes &&
                       reducer_->buckets.back().params.front().dtype() == p.dtype() && !alone(p) &&
-                      !alone(reducer_->buckets.back().params.front());
+                      !reducer_->buckets.back().own;
     if (!fits) {
       reducer_->buckets.emplace_back();
       bytes = 0;

@@ -138,12 +138,14 @@ std::string memory_chart(const std::vector<MemorySample>& samples) {
   std::string body = f.axes("Memory over the profiled step, by category", "op", "MiB live");
   std::vector<double> below(samples.size(), 0.0);
   for (int c = 0; c < kMemoryCategories; ++c) {
-    std::string upper, lower;
+    std::string upper, lower;  // the band's top left to right, then its bottom right to left
     for (size_t i = 0; i < samples.size(); ++i) {
-      const double x = f.x(double(samples[i].op));
-      lower = number(x) + "," + number(f.y(below[i])) + " " + lower;
       below[i] += double(samples[i].live_by[size_t(c)]) / (1 << 20);
-      upper += number(x) + "," + number(f.y(below[i])) + " ";
+      upper += number(f.x(double(samples[i].op))) + "," + number(f.y(below[i])) + " ";
+    }
+    for (size_t i = samples.size(); i-- > 0;) {
+      const double bottom = below[i] - double(samples[i].live_by[size_t(c)]) / (1 << 20);
+      lower += number(f.x(double(samples[i].op))) + "," + number(f.y(bottom)) + " ";
     }
     body += "<polygon fill=\"" + std::string(kColours[c]) + "\" fill-opacity=\"0.8\" points=\"" +
             upper + lower + "\"/>";
