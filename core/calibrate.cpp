@@ -1,11 +1,18 @@
 #include <dlf/core/calibrate.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/op.h>
+#include <dlf/core/ops/conv.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/linalg.h>
+#include <dlf/core/ops/nn_ops.h>
+#include <dlf/core/ops/normalization.h>
+#include <dlf/core/ops/optim.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace dlf {
@@ -32,7 +39,140 @@ double matmul_flops(DType dtype) {
   return 2.0 * double(m * k * n) / median_seconds(3, [&] { (void)linear(x, w); });
 }
 
+// The outermost ops a call dispatches, by class: their roofline time at the peaks (no
+// efficiency, no overhead) and the wall time they took, dispatch included.
+class ClassTimes : public DispatchObserver {
+ public:
+  explicit ClassTimes(const SimSpec& peaks) : peaks_(peaks) { add_observer(this); }
+  ~ClassTimes() override { remove_observer(this); }
+  ClassTimes(const ClassTimes&) = delete;
+  ClassTimes& operator=(const ClassTimes&) = delete;
+  void on_op_start(const OpDef&) override {
+    if (depth_++ == 0) start_ = std::chrono::steady_clock::now();
+  }
+  void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
+             std::span<const Tensor> outputs) override {
+    if (--depth_ != 0 || op.view) return;
+    const Cost c = op_cost(op, inputs, attrs, outputs);
+    Totals& t = by_class[static_cast<size_t>(op_class(op.name))];
+    t.roofline += std::max(c.flops / peaks_.peak_flops_f32,
+                           (c.bytes_read + c.bytes_written) / peaks_.memory_bandwidth);
+    t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    ++t.calls;
+  }
+  struct Totals {
+    double roofline = 0, seconds = 0;
+    int calls = 0;
+  };
+  std::array<Totals, kOpClasses> by_class{};
+
+ private:
+  const SimSpec& peaks_;
+  int depth_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// One size of a class's case: its ops' roofline time and the median time they took.
+using Sample = ClassTimes::Totals;
+
+Sample sample(const SimSpec& peaks, OpClass c, const std::function<void()>& run) {
+  run();  // warm-up
+  std::vector<Sample> runs;
+  for (int i = 0; i < 5; ++i) {
+    ClassTimes times(peaks);
+    run();
+    runs.push_back(times.by_class[static_cast<size_t>(c)]);
+  }
+  DLF_CHECK(runs[0].roofline > 0, "calibrate: the ", op_class_name(c), " case ran no ",
+            op_class_name(c), " op");
+  std::nth_element(runs.begin(), runs.begin() + 2, runs.end(),
+                   [](const Sample& a, const Sample& b) { return a.seconds < b.seconds; });
+  return runs[2];
+}
+
+// The line through two sizes: time = (overhead + launch) · calls + roofline / efficiency.
+KernelEfficiency fit(const Sample& small, const Sample& large, double launch_overhead) {
+  const double slope = (large.seconds - small.seconds) / (large.roofline - small.roofline);
+  // Noise can tilt a flat line below zero: then the large size alone says the share.
+  if (!(slope > 0)) {
+    const double share =
+        large.roofline / std::max(large.seconds - large.calls * launch_overhead, 1e-12);
+    return {.compute = share, .memory = share, .overhead = 0};
+  }
+  const double overhead =
+      std::max(0.0, (small.seconds - small.roofline * slope) / small.calls - launch_overhead);
+  return {.compute = 1 / slope, .memory = 1 / slope, .overhead = overhead};
+}
+
+Tensor leaf(const Shape& shape) {
+  Tensor t = randn(shape);
+  t.requires_grad_();
+  return t;
+}
+
 }  // namespace
+
+std::array<KernelEfficiency, kOpClasses> measure_kernel_efficiency(const SimSpec& peaks) {
+  // Each class's ops as a training step of the zoo's small configs runs them (gpt-mini's
+  // [8, 256, 384] activations, its MLP's 1536 columns, 64-channel 32x32 feature maps, ten
+  // million parameters): forward and backward at scale 8, and at scale 1 for the line's other
+  // point. A case makes its tensors (scale -> the step to time).
+  struct Case {
+    OpClass op_class;
+    std::function<std::function<void()>(int64_t)> at;
+  };
+  const std::vector<Case> cases = {
+      {OpClass::matmul,
+       [](int64_t s) {
+         const Tensor x = randn({256 * s, 384}), w = randn({1536, 384});
+         return [x, w] { (void)linear(x, w); };
+       }},
+      {OpClass::attention,
+       [](int64_t s) {
+         const Tensor q = leaf({s, 6, 256, 64}), k = leaf({s, 6, 256, 64}),
+                      v = leaf({s, 6, 256, 64}), g = randn({s, 6, 256, 64});
+         return [q, k, v, g] { scaled_dot_product_attention(q, k, v, true).backward(g); };
+       }},
+      {OpClass::conv,
+       [](int64_t s) {
+         const Tensor x = leaf({s, 64, 32, 32}), w = leaf({64, 64, 3, 3}),
+                      g = randn({s, 64, 32, 32});
+         return [x, w, g] { conv2d(x, w, {}, {.padding = {1, 1}}).backward(g); };
+       }},
+      {OpClass::normalisation,
+       [](int64_t s) {
+         const Tensor x = leaf({256 * s, 384}), w = leaf({384}), b = leaf({384}),
+                      g = randn({256 * s, 384});
+         return [x, w, b, g] { layer_norm(x, {384}, w, b).backward(g); };
+       }},
+      {OpClass::elementwise,
+       [](int64_t s) {
+         const Tensor x = leaf({256 * s, 1536}), y = leaf({256 * s, 1536}),
+                      g = randn({256 * s, 1536});
+         return [x, y, g] { gelu(x + y, GeluApproximation::tanh).backward(g); };
+       }},
+      {OpClass::optimizer,
+       [](int64_t s) {
+         // 16 parameters, their state distinct in memory as a model's are.
+         std::vector<std::array<Tensor, 4>> params;
+         for (int i = 0; i < 16; ++i) {
+           const Shape shape = {s << 16};
+           params.push_back({randn(shape), randn(shape), zeros(shape), zeros(shape)});
+         }
+         return [params] {
+           for (const auto& [p, g, m, v] : params)
+             adam_update_(p, g, m, v, {.lr = 1e-9, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8});
+         };
+       }},
+  };
+  std::array<KernelEfficiency, kOpClasses> table = {};
+  for (const Case& c : cases) {
+    const Sample small = sample(peaks, c.op_class, c.at(1));
+    const Sample large = sample(peaks, c.op_class, c.at(8));
+    table[static_cast<size_t>(c.op_class)] = fit(small, large, peaks.launch_overhead);
+  }
+  return table;
+}
 
 SimSpec measure_cpu() {
   SimSpec s;

@@ -145,11 +145,11 @@ bool costly_to_recompute(const OpDef& op, Inputs inputs, const Attrs& attrs,
   return op_cost(op, inputs, attrs, outputs).flops > kFlopsPerElement * elements;
 }
 
-double simulated_seconds(Device device, const Cost& cost, Inputs inputs,
+double simulated_seconds(const SimSpec& spec, const OpDef& op, const Cost& cost, Inputs inputs,
                          std::span<const Tensor> outputs) {
   const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
-  return sim::op_seconds(sim::spec_of(device), cost.flops, cost.bytes_read + cost.bytes_written,
-                         math_precision(dtype));
+  return sim::op_seconds(spec, cost.flops, cost.bytes_read + cost.bytes_written,
+                         math_precision(dtype), op_class(op.name));
 }
 
 namespace {
@@ -186,7 +186,7 @@ std::string cost_args(const Cost& c) {
 void charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs,
                       std::span<const Tensor> outputs) {
   const Cost c = op_cost(op, inputs, attrs, outputs);
-  const double seconds = simulated_seconds(device, c, inputs, outputs);
+  const double seconds = simulated_seconds(sim::spec_of(device), op, c, inputs, outputs);
   const double start = sim::timeline(device).run(sim::Stream::compute, seconds);
   if (trace::enabled()) {
     trace::span(device, sim::Stream::compute, span_name(op, inputs), start, seconds, cost_args(c));

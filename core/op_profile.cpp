@@ -1,4 +1,5 @@
 #include <dlf/core/op_profile.h>
+#include <dlf/device/sim_device.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,7 +23,9 @@ void OpProfile::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                           : !inputs.empty() ? inputs[0].device()
                                             : kCPU;
     if (device.type != DeviceType::cpu) {
-      seconds = stack_.empty() && !op.view ? simulated_seconds(device, c, inputs, outputs) : 0;
+      seconds = stack_.empty() && !op.view
+                    ? simulated_seconds(sim::spec_of(device), op, c, inputs, outputs)
+                    : 0;
       children = 0;
     }
     if (!stack_.empty()) stack_.back().children += seconds;

@@ -20,7 +20,10 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
     : mesh_(mesh), options_(options) {
   DLF_CHECK(options.micro_batches > 0, "micro-batches must be positive, got ",
             options.micro_batches);
-  model_ = std::make_unique<ParallelGPT>(config, mesh.tp(), mesh.pp_rank(), mesh.layout().pp);
+  parallel::check_schedule(options.schedule, options.virtual_stages, mesh.layout().pp,
+                           options.micro_batches);
+  model_ = std::make_unique<ParallelGPT>(config, mesh.tp(), mesh.pp_rank(), mesh.layout().pp,
+                                         options.virtual_stages);
   model_->to(mesh.tp().device());
   model_->load_shard(whole);
   if (options.compile) {
@@ -57,9 +60,11 @@ parallel::PipelineStep DistributedGPT::pipeline_step(const Tensor& x, bool forwa
             " sequences does not split into ", m, " micro-batches");
   return {.micro_batches = m,
           .schedule = options_.schedule,
+          .virtual_stages = options_.virtual_stages,
           .activation_shape = {x.size(0) / m, x.size(1), model_->config().dim},
           .activation_dtype = model_->config().dtype,
-          .forward_only = forward_only};
+          .forward_only = forward_only,
+          .slices = &mesh_.tp()};
 }
 
 double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) {
@@ -67,12 +72,15 @@ double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) 
   const Device device = mesh_.tp().device();
   const int64_t rows = step.activation_shape[0];
   if (fsdp_) fsdp_->unshard();
-  const double loss = parallel::run_pipeline(mesh_.pp(), step, [&](const Tensor& input, int m) {
-    MemoryScope activations(MemoryCategory::activations);
-    const ParallelGPT& model = *model_;
-    return model.forward(input, model.first ? x.narrow(0, m * rows, rows).to(device) : Tensor(),
-                         model.last ? y.narrow(0, m * rows, rows).to(device) : Tensor());
-  });
+  const double loss =
+      parallel::run_pipeline(mesh_.pp(), step, [&](const Tensor& input, int m, int chunk) {
+        MemoryScope activations(MemoryCategory::activations);
+        const ParallelGPT& model = *model_;
+        const bool embeds = model.first && chunk == 0;
+        const bool heads = model.last && chunk == options_.virtual_stages - 1;
+        return model.forward(input, embeds ? x.narrow(0, m * rows, rows).to(device) : Tensor(),
+                             heads ? y.narrow(0, m * rows, rows).to(device) : Tensor(), chunk);
+      });
   // The loss is on the last stage (the same on its tp ranks): to every stage, then averaged
   // over the replicas.
   if (fsdp_ && forward_only) fsdp_->reshard();

@@ -50,7 +50,8 @@ std::vector<std::pair<int64_t, int64_t>> gpt_stage_blocks(const GPTConfig& c, in
   return blocks;
 }
 
-ParallelGPT::ParallelGPT(GPTConfig config, parallel::Communicator& tp, int stage, int stages)
+ParallelGPT::ParallelGPT(GPTConfig config, parallel::Communicator& tp, int stage, int stages,
+                         int chunks)
     : first(stage == 0), last(stage == stages - 1), config_(std::move(config)), tp_(tp) {
   const GPTConfig& c = config_;
   DLF_CHECK(c.dropout == 0, "ParallelGPT: dropout is not supported yet");
@@ -60,7 +61,10 @@ ParallelGPT::ParallelGPT(GPTConfig config, parallel::Communicator& tp, int stage
             tp.size(), " tensor-parallel ranks");
   nn::TransformerOptions block = gpt_block_options(c);
   block.linears = parallel::megatron_linears(tp);
-  std::tie(first_block, end_block) = gpt_stage_blocks(c, stages)[stage];
+  DLF_CHECK(chunks >= 1, "ParallelGPT: chunks must be positive, got ", chunks);
+  const auto virtual_stages = gpt_stage_blocks(c, stages * chunks);
+  for (int v = 0; v < chunks; ++v)
+    chunk_blocks.push_back(virtual_stages[size_t(v * stages + stage)]);
   auto trunk = register_module("transformer", std::make_shared<Scope>());
   if (first) {
     wte = trunk->add(
@@ -68,8 +72,9 @@ ParallelGPT::ParallelGPT(GPTConfig config, parallel::Communicator& tp, int stage
     wpe = trunk->add("wpe", std::make_shared<nn::Embedding>(c.context, c.dim, c.dtype));
   }
   auto h = trunk->add("h", std::make_shared<Scope>());
-  for (int64_t i = first_block; i < end_block; ++i)
-    blocks.push_back(h->add(std::to_string(i), std::make_shared<nn::TransformerBlock>(block)));
+  for (const auto& [begin, end] : chunk_blocks)
+    for (int64_t i = begin; i < end; ++i)
+      blocks.push_back(h->add(std::to_string(i), std::make_shared<nn::TransformerBlock>(block)));
   if (last) {
     ln_f = trunk->add("ln_f", std::make_shared<nn::LayerNorm>(c.dim, 1e-5, true, c.dtype));
     head = first ? wte->weight
@@ -80,17 +85,26 @@ ParallelGPT::ParallelGPT(GPTConfig config, parallel::Communicator& tp, int stage
   }
 }
 
-Tensor ParallelGPT::forward(const Tensor& x, const Tensor& idx, const Tensor& targets) const {
+Tensor ParallelGPT::forward(const Tensor& x, const Tensor& idx, const Tensor& targets,
+                            int chunk) const {
+  const int chunks = int(chunk_blocks.size());
+  DLF_CHECK(chunk >= 0 && chunk < chunks, "ParallelGPT: chunk ", chunk, " is not in 0..",
+            chunks - 1);
   Tensor h = x;
-  if (first) {
+  if (first && chunk == 0) {
     DLF_CHECK(idx.dim() == 2 && idx.size(1) >= 1 && idx.size(1) <= config_.context, "GPT '",
               config_.name, "': expected token ids [B, T <= ", config_.context, "], got ",
               shape_str(idx.shape()));
     const Tensor pos = arange(double(idx.size(1)), {.dtype = DType::i64, .device = idx.device()});
     h = wte->forward(idx) + wpe->forward(pos);
   }
-  for (const auto& block : blocks) h = block->forward(h);
-  if (!last) return h;
+  // This chunk's blocks: after the blocks of the chunks before it.
+  int64_t at = 0;
+  for (int v = 0; v < chunk; ++v)
+    at += chunk_blocks[size_t(v)].second - chunk_blocks[size_t(v)].first;
+  for (int64_t i = chunk_blocks[size_t(chunk)].first; i < chunk_blocks[size_t(chunk)].second; ++i)
+    h = blocks[size_t(at++)]->forward(h);
+  if (!last || chunk != chunks - 1) return h;
   DLF_CHECK(targets.numel() == h.size(0) * h.size(1), "GPT '", config_.name, "': targets ",
             shape_str(targets.shape()), " do not match the tokens [", h.size(0), ", ", h.size(1),
             "]");
@@ -101,7 +115,8 @@ Tensor ParallelGPT::forward(const Tensor& x, const Tensor& idx, const Tensor& ta
 }
 
 Tensor ParallelGPT::loss(const Tensor& idx, const Tensor& targets) const {
-  DLF_CHECK(first && last, "ParallelGPT::loss: this is one stage of a pipeline; use forward()");
+  DLF_CHECK(first && last && chunk_blocks.size() == 1,
+            "ParallelGPT::loss: this is one stage of a pipeline; use forward()");
   return forward(Tensor(), idx, targets);
 }
 

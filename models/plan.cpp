@@ -191,10 +191,12 @@ Plan plan_gpt(const PlanOptions& options) {
   DLF_CHECK(o.seq > 0 && o.seq <= c.context, "plan: seq ", o.seq, " is outside 1..", c.context);
   DLF_CHECK(o.micro_batch > 0, "plan: the micro-batch must be positive");
   if (o.global_batch == 0) o.global_batch = l.dp * o.micro_batch * (l.pp > 1 ? 4 * l.pp : 1);
-  const std::vector<std::pair<int64_t, int64_t>> stage_blocks = gpt_stage_blocks(c, l.pp);
+  const int chunks = o.virtual_stages;
+  const std::vector<std::pair<int64_t, int64_t>> stage_blocks = gpt_stage_blocks(c, l.pp * chunks);
   DLF_CHECK(o.global_batch % (l.dp * o.micro_batch) == 0, "plan: the global batch ", o.global_batch,
             " is not a multiple of dp x micro-batch = ", l.dp * o.micro_batch);
   plan.micro_batches = o.global_batch / (l.dp * o.micro_batch);
+  parallel::check_schedule(o.schedule, chunks, l.pp, plan.micro_batches);
   plan.parameters = gpt_parameter_count(c);
   const int64_t m = plan.micro_batches;
 
@@ -211,14 +213,21 @@ Plan plan_gpt(const PlanOptions& options) {
   auto collective = [&](sim::Collective kind, double bytes, const std::vector<int>& group) {
     return sim::collective_seconds(o.spec, kind, bytes, group);
   };
-  plan.p2p_s = l.pp > 1 ? collective(sim::Collective::send_recv, boundary, pp_pair) : 0;
+  if (l.pp > 1) {  // each tp rank sends its slice over its own link; the receivers allgather
+    plan.p2p_s = collective(sim::Collective::send_recv, boundary / l.tp, pp_pair) +
+                 (l.tp > 1 ? collective(sim::Collective::allgather, boundary, tp_group) : 0);
+  }
 
   // Every stage, each kind (first or not, last or not, how many blocks) run once.
   std::map<std::tuple<bool, bool, int>, StageRun> runs;
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
-    const auto [begin, end] = stage_blocks[stage];
-    const StageShape shape{c,     l.tp,    first,      last, int(end - begin), o.micro_batch,
+    int layers = 0;  // of every chunk of this stage
+    for (int v = 0; v < chunks; ++v) {
+      const auto [begin, end] = stage_blocks[size_t(v * l.pp + stage)];
+      layers += int(end - begin);
+    }
+    const StageShape shape{c,     l.tp,    first,      last, layers, o.micro_batch,
                            o.seq, o.dtype, o.recompute};
     const auto key = std::make_tuple(first, last, shape.layers);
     if (!runs.contains(key)) runs.emplace(key, run_stage(shape, o.spec));
@@ -230,8 +239,12 @@ Plan plan_gpt(const PlanOptions& options) {
     double tp_comm = big * collective(sim::Collective::allreduce, boundary, tp_group);
     if (last)
       tp_comm += 3 * collective(sim::Collective::allreduce, 4.0 * o.micro_batch * o.seq, tp_group);
-    const int in_flight =
-        o.schedule == PipelineSchedule::gpipe ? int(m) : int(std::min<int64_t>(l.pp - stage, m));
+    // Chunks of micro-batches held at once: the warm-up's forwards and one more (run_pipeline).
+    const int in_flight = int(std::min<int64_t>(
+        parallel::warmup_forwards(o.schedule, l.pp, stage, chunks, m) + 1, m * chunks));
+    // Beyond the one micro-batch the stage's run held.
+    const int64_t more_activations =
+        int64_t(double(run.activation_bytes) * (double(in_flight) / chunks - 1));
     StagePlan s{.stage = stage,
                 .layers = shape.layers,
                 .parameters = run.parameters,
@@ -245,16 +258,14 @@ Plan plan_gpt(const PlanOptions& options) {
     // micro-batches resident and `in_flight` micro-batches' activations held, or the AdamW
     // step — whichever is higher.
     const int64_t grads_at_peak = run.at_peak_step[static_cast<int>(MemoryCategory::gradients)];
-    const int64_t step_peak = run.peak_step + run.optimizer_bytes +
-                              (run.grad_bytes - grads_at_peak) +
-                              int64_t(in_flight - 1) * run.activation_bytes;
+    const int64_t step_peak =
+        run.peak_step + run.optimizer_bytes + (run.grad_bytes - grads_at_peak) + more_activations;
     if (step_peak >= run.peak_update) {
       s.peak_bytes = step_peak;
       s.memory = run.at_peak_step;
       s.memory[static_cast<int>(MemoryCategory::gradients)] = run.grad_bytes;
       s.memory[static_cast<int>(MemoryCategory::optimizer_state)] += run.optimizer_bytes;
-      s.memory[static_cast<int>(MemoryCategory::activations)] +=
-          int64_t(in_flight - 1) * run.activation_bytes;
+      s.memory[static_cast<int>(MemoryCategory::activations)] += more_activations;
     } else {
       s.peak_bytes = run.peak_update;
       s.memory = run.at_peak_update;
@@ -275,7 +286,8 @@ Plan plan_gpt(const PlanOptions& options) {
                            .backward_s = s.backward_s},
                           o.spec);
     }
-    const double stage_s = s.forward_s + s.backward_s + s.tp_comm_s + 2 * plan.p2p_s;
+    // Each chunk receives and sends forward, and back.
+    const double stage_s = s.forward_s + s.backward_s + s.tp_comm_s + 2 * chunks * plan.p2p_s;
     if (stage == 0 || stage_s > plan.stage_s) {
       plan.stage_s = stage_s;
       plan.slowest = stage;
@@ -290,8 +302,10 @@ Plan plan_gpt(const PlanOptions& options) {
     if (stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
     plan.stages.push_back(std::move(s));
   }
-  plan.bubble_fraction = double(l.pp - 1) / double(m + l.pp - 1);
-  plan.step_s = double(m + l.pp - 1) * plan.stage_s + plan.dp_exposed_s + plan.optimizer_s;
+  // The pipeline fills and drains in (pp - 1) chunk-times: pp - 1 stage-times over V chunks.
+  const double fill = double(l.pp - 1) / chunks;
+  plan.bubble_fraction = fill / (double(m) + fill);
+  plan.step_s = (double(m) + fill) * plan.stage_s + plan.dp_exposed_s + plan.optimizer_s;
   const double tokens = double(o.global_batch * o.seq);
   plan.tokens_per_s = tokens / plan.step_s;
   const double model_flops =
@@ -313,8 +327,11 @@ std::vector<Plan> rank_layouts(const PlanOptions& options, int devices) {
     for (int pp = 1; tp * pp <= devices; ++pp) {
       const Layout l{.dp = devices / (tp * pp), .tp = tp, .pp = pp};
       const int64_t micro = default_micro_batch(l, options.global_batch);
-      if (l.devices() != devices || c.heads % tp != 0 || pp > c.layers + 1 ||
-          options.global_batch % (l.dp * micro) != 0)
+      if (l.devices() != devices || c.heads % tp != 0 ||
+          pp * options.virtual_stages > c.layers + 1 || options.global_batch % (l.dp * micro) != 0)
+        continue;
+      if (options.schedule == PipelineSchedule::interleaved &&
+          (pp < 2 || options.global_batch / (l.dp * micro) % pp != 0))
         continue;
       PlanOptions o = options;
       o.layout = l;
@@ -340,7 +357,7 @@ std::string describe(const Plan& p) {
                 "%s (%s parameters) on %d x %s: dp %d x tp %d x pp %d, %s, %s%s\n",
                 o.model.name.c_str(), format_count(double(p.parameters)).c_str(),
                 o.layout.devices(), o.spec.name.c_str(), o.layout.dp, o.layout.tp, o.layout.pp,
-                dtype_name(o.dtype), o.schedule == PipelineSchedule::gpipe ? "GPipe" : "1F1B",
+                dtype_name(o.dtype), parallel::schedule_label(o.schedule, o.virtual_stages).c_str(),
                 plan_flags(o.recompute, o.zero, o.offload).c_str());
   os << line;
   std::snprintf(line, sizeof line,
@@ -357,7 +374,9 @@ std::string describe(const Plan& p) {
   os << "    at its peak (" << (w.peak_at_update ? "the optimizer step" : "forward + backward")
      << "): " << format_by_category(w.memory) << "\n";
   os << "    activations of one micro-batch " << format_bytes(w.activation_bytes) << ", "
-     << w.in_flight << " held at once\n";
+     << w.in_flight;
+  if (o.virtual_stages > 1) os << " chunks of 1/" << o.virtual_stages << " of them";
+  os << " held at once\n";
   const StagePlan& b = p.stages.at(size_t(p.slowest));
   std::snprintf(line, sizeof line,
                 "  per micro-batch%s: forward %.1f ms, backward %.1f ms, tp allreduce %.1f ms, "
@@ -369,11 +388,11 @@ std::string describe(const Plan& p) {
                 b.forward_s * 1e3, b.backward_s * 1e3, b.tp_comm_s * 1e3, p.p2p_s * 1e3);
   os << line;
   std::snprintf(line, sizeof line,
-                "  step: %.3f s = %ld x %.1f ms (bubble %.0f %%) + dp allreduce %.1f ms exposed "
+                "  step: %.3f s = %.2f x %.1f ms (bubble %.0f %%) + dp allreduce %.1f ms exposed "
                 "(of %.1f) + optimizer %.1f ms\n",
-                p.step_s, long(p.micro_batches + o.layout.pp - 1), p.stage_s * 1e3,
-                100 * p.bubble_fraction, p.dp_exposed_s * 1e3, p.dp_allreduce_s * 1e3,
-                p.optimizer_s * 1e3);
+                p.step_s, double(p.micro_batches) + double(o.layout.pp - 1) / o.virtual_stages,
+                p.stage_s * 1e3, 100 * p.bubble_fraction, p.dp_exposed_s * 1e3,
+                p.dp_allreduce_s * 1e3, p.optimizer_s * 1e3);
   os << line;
   std::snprintf(line, sizeof line, "  %s %.0f tokens/s, MFU %.1f %%%s\n",
                 p.fits ? "predicted" : "it would run at", p.tokens_per_s, 100 * p.mfu,
@@ -401,6 +420,8 @@ std::string to_json_line(const Plan& p) {
       .add("fits", p.fits)
       .add("parameters", double(p.parameters))
       .add("micro_batches", p.micro_batches)
+      .add("schedule", parallel::schedule_name(o.schedule))
+      .add("virtual_stages", o.virtual_stages)
       .add("stage_ms", p.stage_s * 1e3)
       .add("bubble_fraction", p.bubble_fraction)
       .add("p2p_ms", p.p2p_s * 1e3)

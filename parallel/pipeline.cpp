@@ -3,6 +3,7 @@
 #include <dlf/parallel/pipeline.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 namespace dlf::parallel {
@@ -50,65 +51,179 @@ std::vector<int> partition_by_cost(std::span<const double> costs, int parts) {
   return cuts;
 }
 
-double run_pipeline(Communicator& pp, const PipelineStep& step,
-                    const std::function<Tensor(const Tensor& input, int m)>& stage) {
+const char* schedule_name(PipelineSchedule schedule) {
+  switch (schedule) {
+    case PipelineSchedule::gpipe:
+      return "gpipe";
+    case PipelineSchedule::one_f_one_b:
+      return "1f1b";
+    case PipelineSchedule::interleaved:
+      return "interleaved";
+  }
+  return "1f1b";
+}
+
+PipelineSchedule parse_schedule(std::string_view name) {
+  for (PipelineSchedule s :
+       {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved})
+    if (name == schedule_name(s)) return s;
+  throw Error("unknown pipeline schedule '" + std::string(name) +
+              "': expected 1f1b, gpipe or interleaved");
+}
+
+std::string schedule_label(PipelineSchedule schedule, int virtual_stages) {
+  switch (schedule) {
+    case PipelineSchedule::gpipe:
+      return "GPipe";
+    case PipelineSchedule::one_f_one_b:
+      return "1F1B";
+    case PipelineSchedule::interleaved:
+      return "interleaved 1F1B, " + std::to_string(virtual_stages) + " virtual stages";
+  }
+  return "1F1B";
+}
+
+void check_schedule(PipelineSchedule schedule, int virtual_stages, int stages,
+                    int64_t micro_batches) {
+  if (schedule != PipelineSchedule::interleaved) {
+    DLF_CHECK(virtual_stages == 1, "pipeline: ", virtual_stages,
+              " virtual stages need the interleaved schedule");
+    return;
+  }
+  DLF_CHECK(virtual_stages >= 2 && stages >= 2 && micro_batches % stages == 0,
+            "the interleaved schedule needs at least 2 virtual stages (got ", virtual_stages,
+            "), 2 pipeline stages (got ", stages, ") and micro-batches a multiple of them (got ",
+            micro_batches, ")");
+}
+
+int64_t warmup_forwards(PipelineSchedule schedule, int stages, int stage, int virtual_stages,
+                        int64_t micro_batches) {
+  const int64_t total = micro_batches * virtual_stages;
+  switch (schedule) {
+    case PipelineSchedule::gpipe:
+      return total;
+    case PipelineSchedule::one_f_one_b:
+      return std::min<int64_t>(stages - stage - 1, micro_batches);
+    case PipelineSchedule::interleaved:
+      // m == pp runs every forward first (Megatron-LM's choice).
+      return micro_batches == stages
+                 ? total
+                 : std::min<int64_t>(2 * (stages - stage - 1) + (virtual_stages - 1) * stages,
+                                     total);
+  }
+  return total;
+}
+
+namespace {
+
+// A (micro-batch, chunk) pass of this rank, in the order it runs.
+struct Pass {
+  int micro_batch, chunk;
+};
+
+// Megatron-LM's interleaved order: micro-batches in groups of pp, each group through chunk 0,
+// then chunk 1, ... (backward: the last chunk first). `k` counts this rank's forwards
+// (backwards).
+Pass interleaved_pass(int k, int stages, int chunks, bool forward) {
+  const int in_group = k % (stages * chunks);
+  const int chunk = in_group / stages;
+  return {(k / (stages * chunks)) * stages + in_group % stages,
+          forward ? chunk : chunks - 1 - chunk};
+}
+
+}  // namespace
+
+double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& stage) {
   const int stages = pp.size(), s = pp.rank(), m = step.micro_batches;
-  const bool first = s == 0, last = s == stages - 1;
+  const bool interleaved = step.schedule == PipelineSchedule::interleaved;
+  const int chunks = interleaved ? step.virtual_stages : 1;
   DLF_CHECK(m > 0, "pipeline: micro_batches must be positive");
+  check_schedule(step.schedule, step.virtual_stages, stages, m);
+  const int virtual_stages = stages * chunks;
   const Device device = pp.device();
-  std::vector<Tensor> inputs(m), outputs(m);
+  const int64_t numel = dlf::numel(step.activation_shape);
+  Communicator* slices =
+      step.slices != nullptr && step.slices->size() > 1 && numel % step.slices->size() == 0
+          ? step.slices
+          : nullptr;
+  // A boundary tensor to `dst`: whole, or this tp rank's slice of it.
+  auto send = [&](const Tensor& t, int dst) {
+    if (slices == nullptr) return pp.send(t.contiguous(), dst);
+    const int64_t part = numel / slices->size();
+    pp.send(t.contiguous().view({numel}).narrow(0, slices->rank() * part, part).contiguous(), dst);
+  };
+  auto recv = [&](int src) {
+    if (slices == nullptr) {
+      Tensor t = Tensor::empty(step.activation_shape, step.activation_dtype, device);
+      pp.recv(t, src);
+      return t;
+    }
+    Tensor part = Tensor::empty({numel / slices->size()}, step.activation_dtype, device);
+    pp.recv(part, src);
+    return slices->allgather(part).view(step.activation_shape).detach();
+  };
+  // Per (chunk, micro-batch): the input received and the output made.
+  std::vector<Tensor> inputs(size_t(m * chunks)), outputs(size_t(m * chunks));
   double loss_sum = 0;
 
-  auto forward = [&](int i) {
+  auto slot = [m](Pass p) { return size_t(p.chunk * m + p.micro_batch); };
+  auto forward = [&](Pass p) {
+    const int v = p.chunk * stages + s;  // the virtual stage
+    const size_t at = slot(p);
     Tensor input;
-    if (!first) {
-      input = Tensor::empty(step.activation_shape, step.activation_dtype, device);
-      pp.recv(input, s - 1);
+    if (v > 0) {
+      input = recv((s + stages - 1) % stages);
       if (!step.forward_only) input.requires_grad_();
     }
-    Tensor out = stage(input, i);
-    if (last) {
+    Tensor out = stage(input, p.micro_batch, p.chunk);
+    if (v == virtual_stages - 1) {
       loss_sum += out.item<double>();
       out = out * (1.0 / m);
     } else {
-      pp.send(out.detach().contiguous(), s + 1);
+      send(out.detach(), (s + 1) % stages);
     }
-    inputs[i] = input;
-    outputs[i] = out;
+    inputs[at] = input;
+    outputs[at] = out;
   };
-  auto backward = [&](int i) {
-    if (last) {
-      outputs[i].backward();
+  auto drop = [&](Pass p) {  // the micro-batch's activations go now
+    inputs[slot(p)] = Tensor();
+    outputs[slot(p)] = Tensor();
+  };
+  auto backward = [&](Pass p) {
+    const int v = p.chunk * stages + s;
+    const size_t at = slot(p);
+    if (v == virtual_stages - 1) {
+      outputs[at].backward();
     } else {
-      Tensor grad = Tensor::empty(step.activation_shape, step.activation_dtype, device);
-      pp.recv(grad, s + 1);
-      outputs[i].backward(grad);
+      outputs[at].backward(recv((s + 1) % stages));
     }
-    if (!first) pp.send(inputs[i].grad().contiguous(), s - 1);
-    inputs[i] = Tensor();  // the micro-batch's activations go now
-    outputs[i] = Tensor();
+    if (v > 0) send(inputs[at].grad(), (s + stages - 1) % stages);
+    drop(p);
   };
 
+  // This rank's passes in order, and how many forwards run before the first backward.
+  const int total = m * chunks;
+  const auto pass = [&](int k, bool fwd) {
+    return interleaved ? interleaved_pass(k, stages, chunks, fwd) : Pass{k, 0};
+  };
   if (step.forward_only) {
     autograd::NoGradGuard no_grad;
-    for (int i = 0; i < m; ++i) {
-      forward(i);
-      inputs[i] = outputs[i] = Tensor();
+    for (int k = 0; k < total; ++k) {
+      const Pass p = pass(k, true);
+      forward(p);
+      drop(p);
     }
-  } else if (step.schedule == PipelineSchedule::gpipe) {
-    for (int i = 0; i < m; ++i) forward(i);
-    for (int i = 0; i < m; ++i) backward(i);
-  } else {
-    const int warmup = std::min(stages - s - 1, m);
-    int f = 0, b = 0;
-    for (; f < warmup; ++f) forward(f);
-    for (; f < m; ++f, ++b) {
-      forward(f);
-      backward(b);
-    }
-    for (; b < m; ++b) backward(b);
+    return s == stages - 1 ? loss_sum / m : 0;
   }
-  return last ? loss_sum / m : 0;
+  const int warmup = int(warmup_forwards(step.schedule, stages, s, chunks, m));
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) forward(pass(f, true));
+  for (; f < total; ++f, ++b) {
+    forward(pass(f, true));
+    backward(pass(b, false));
+  }
+  for (; b < total; ++b) backward(pass(b, false));
+  return s == stages - 1 ? loss_sum / m : 0;
 }
 
 }  // namespace dlf::parallel

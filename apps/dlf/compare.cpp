@@ -1,26 +1,8 @@
 #include "compare.h"
 
-#include <dlf/device/sim_device.h>
-
 #include <cstdio>
 
 namespace dlf::app {
-
-std::string_view op_class_name(OpClass c) {
-  static constexpr std::string_view names[] = {"matmul",        "attention",    "conv",
-                                               "normalisation", "element-wise", "optimizer"};
-  return names[static_cast<int>(c)];
-}
-
-OpClass op_class(std::string_view name) {
-  auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
-  if (has("attention")) return OpClass::attention;
-  if (name.starts_with("conv")) return OpClass::conv;
-  if (has("matmul") || has("linear")) return OpClass::matmul;
-  if (has("norm")) return OpClass::normalisation;
-  if (has("adam") || has("sgd")) return OpClass::optimizer;
-  return OpClass::elementwise;
-}
 
 void SimComparison::on_op_start(const OpDef&) {
   if (depth_++ == 0) start_ = std::chrono::steady_clock::now();
@@ -31,14 +13,10 @@ void SimComparison::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
   if (--depth_ != 0) return;
   const double measured =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const Cost c = op_cost(op, inputs, attrs, outputs);
-  // The precision a sim device prices the op at: its outputs' (dispatch's simulated_seconds).
-  const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
   Totals& t = classes_[static_cast<size_t>(op_class(op.name))];
   ++t.calls;
   t.measured += measured;
-  t.predicted +=
-      sim::op_seconds(spec_, c.flops, c.bytes_read + c.bytes_written, math_precision(dtype));
+  t.predicted += simulated_seconds(spec_, op, op_cost(op, inputs, attrs, outputs), inputs, outputs);
 }
 
 void SimComparison::print(std::ostream& os, int64_t steps, double step_seconds) const {
@@ -49,7 +27,8 @@ void SimComparison::print(std::ostream& os, int64_t steps, double step_seconds) 
     return measured > 0 ? 100 * (predicted - measured) / measured : 0.0;
   };
   std::snprintf(line, sizeof line,
-                "predicted by sim:%s (roofline at its peaks + %.2f us an op) against measured, "
+                "predicted by sim:%s (roofline at its peaks and efficiencies + %.2f us an op) "
+                "against measured, "
                 "per step:\n%-14s %8s %12s %13s %8s\n",
                 spec_.name.c_str(), spec_.launch_overhead * 1e6, "op class", "calls", "measured ms",
                 "predicted ms", "error");

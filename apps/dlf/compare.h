@@ -1,7 +1,8 @@
 // `dlf profile --compare sim:SPEC`: does a simulated device predict this machine? Each
 // outermost op of rank 0's profiled steps is timed on the wall clock and priced as a sim device
-// of SPEC prices it (roofline time at the spec's peaks plus its per-op overhead); the two are
-// summed by op class and per step, side by side with the error.
+// of SPEC prices it (roofline time at the spec's peaks and its op class's efficiency, plus the
+// overheads); the two are summed by op class (dlf::OpClass) and per step, side by side with the
+// error.
 #pragma once
 #include <array>
 #include <chrono>
@@ -14,19 +15,6 @@
 #include <dlf/device/sim_spec.h>
 
 namespace dlf::app {
-
-/// What an op is, for the comparison: the classes a cost model gets right or wrong together.
-enum class OpClass : uint8_t {
-  matmul,
-  attention,
-  conv,
-  normalisation,
-  elementwise,
-  optimizer,
-};
-inline constexpr int kOpClasses = 6;         ///< how many OpClass values
-std::string_view op_class_name(OpClass c);   ///< "matmul", ...
-OpClass op_class(std::string_view op_name);  ///< by the op's name ("linear": matmul)
 
 /// Watches the calling thread's outermost ops while it is an observer (add_observer).
 class SimComparison : public DispatchObserver {

@@ -16,12 +16,6 @@ DeviceArg parse_device_arg(const std::string& arg, int devices) {
   return {type == "sim" ? DeviceType::sim : DeviceType::meta, sim_spec_from(preset)};
 }
 
-parallel::PipelineSchedule parse_schedule(const std::string& arg) {
-  DLF_CHECK(arg == "1f1b" || arg == "gpipe", "--schedule is 1f1b or gpipe, not '", arg, "'");
-  return arg == "gpipe" ? parallel::PipelineSchedule::gpipe
-                        : parallel::PipelineSchedule::one_f_one_b;
-}
-
 std::vector<Device> setup_devices(int count, const DeviceArg& arg) {
   DLF_CHECK(count > 0, "--devices must be positive, got ", count);
   std::vector<Device> devices = parallel::devices_of(arg.type, count);

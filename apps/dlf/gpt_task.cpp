@@ -23,6 +23,7 @@ class GPTTask final : public RankTask {
         gpt_(models::gpt_config(s.run.model), s.mesh, s.initial,
              {.micro_batches = int(rows_ / s.micro_batch),
               .schedule = s.schedule,
+              .virtual_stages = s.virtual_stages,
               .bucket_bytes = s.bucket_bytes,
               .zero = s.zero,
               .offload_params = s.offload_params,

@@ -36,6 +36,17 @@ using dlf::app::non_negative;
 using dlf::app::positive;
 using dlf::app::whole;
 
+// --schedule and --virtual-stages, as dlf train and dlf plan take them.
+void add_schedule_options(CLI::App* cmd, std::string& schedule, int& virtual_stages) {
+  cmd->add_option("--schedule", schedule, "pipeline schedule: 1f1b, gpipe or interleaved")
+      ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
+      ->capture_default_str();
+  cmd->add_option("--virtual-stages", virtual_stages,
+                  "chunks of layers per pipeline rank (--schedule interleaved: 2 or more)")
+      ->check(whole(1, kMaxRanks))
+      ->capture_default_str();
+}
+
 void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
   dlf::app::RunConfig& r = o.run;
   cmd->add_option("--model", r.model,
@@ -109,8 +120,7 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
                   "sequences per micro-batch (default: 1 with a pipeline, else the replica's "
                   "share)")
       ->check(whole(1, kMaxBatch));
-  cmd->add_option("--schedule", o.schedule, "pipeline schedule: 1f1b or gpipe")
-      ->capture_default_str();
+  add_schedule_options(cmd, o.schedule, o.virtual_stages);
   cmd->add_option("--device", o.device,
                   "cpu, sim (a100-40gb), sim:PRESET (a100-40gb, a100-80gb, h100-80gb, l4-24gb) or "
                   "sim:SPEC.json; auto: cpu for one device, sim for more")
@@ -314,8 +324,7 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
                   "master weights and optimizer state)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
-  cmd->add_option("--schedule", o.schedule, "pipeline schedule: 1f1b or gpipe")
-      ->capture_default_str();
+  add_schedule_options(cmd, o.schedule, o.virtual_stages);
   cmd->add_option("--recompute", o.recompute,
                   "activation recompute: none, full (every block keeps its input) or selective "
                   "(and the outputs of its matmuls, convolutions and attention)")

@@ -22,6 +22,7 @@ FlagsPlan plan_with(const FlagsQuery& q, const MemoryFlags& flags) {
                           .seq = q.seq,
                           .dtype = q.dtype,
                           .schedule = q.schedule,
+                          .virtual_stages = q.virtual_stages,
                           .recompute = flags.recompute,
                           .zero = flags.zero,
                           .offload = flags.offload});

@@ -31,6 +31,7 @@ struct FlagsQuery {
   int64_t batch = 0, seq = 0, micro_batch = 1;
   DType dtype = DType::f32;
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1;  ///< chunks of layers per pipeline rank (interleaved)
 };
 
 struct FlagsPlan {

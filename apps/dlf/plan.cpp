@@ -84,7 +84,8 @@ void run_plan(const PlanCommand& c) {
                               .micro_batch = c.micro_batch,
                               .seq = c.seq,
                               .dtype = dtype,
-                              .schedule = parse_schedule(c.schedule),
+                              .schedule = parallel::parse_schedule(c.schedule),
+                              .virtual_stages = c.virtual_stages,
                               .recompute = autograd::parse_recompute(c.recompute),
                               .zero = c.zero,
                               .offload = offload_flag(c.offload, c.zero)};
@@ -103,7 +104,8 @@ void run_plan(const PlanCommand& c) {
                                             .seq = plan.options.seq,
                                             .micro_batch = plan.options.micro_batch,
                                             .dtype = dtype,
-                                            .schedule = plan.options.schedule},
+                                            .schedule = plan.options.schedule,
+                                            .virtual_stages = c.virtual_stages},
                                            {autograd::parse_recompute(c.recompute), c.zero,
                                             offload_flag(c.offload, c.zero)})
                             .c_str());

@@ -16,7 +16,8 @@ struct PlanCommand {
   std::string device = "sim:a100-40gb";
   int64_t batch = 0, micro_batch = 1, seq = 0;
   std::string precision = "fp32";  ///< fp32, or bf16 (autocast, f32 master weights)
-  std::string schedule = "1f1b";
+  std::string schedule = "1f1b";   ///< 1f1b, gpipe or interleaved
+  int virtual_stages = 1;          ///< chunks of layers per pipeline rank (interleaved)
   std::string recompute = "none";
   int zero = 0;
   std::string offload = "none";  ///< none, optimizer or params (models::Offload)

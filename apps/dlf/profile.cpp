@@ -90,7 +90,8 @@ void StepProfiler::print(std::ostream& os, const std::string& what) const {
 }
 
 void run_calibrate(const std::string& out) {
-  const SimSpec spec = measure_cpu();
+  SimSpec spec = measure_cpu();
+  spec.efficiency = measure_kernel_efficiency(spec);
   if (!out.empty()) {
     nn::replace_file(out, "device spec", to_json(spec));
   }
@@ -100,6 +101,11 @@ void run_calibrate(const std::string& out) {
                num_threads(), spec.peak_flops_f32 / 1e9, spec.peak_flops_bf16 / 1e9,
                spec.peak_flops_f64 / 1e9, spec.memory_bandwidth / 1e9, spec.launch_overhead * 1e6,
                double(spec.memory_bytes) / double(int64_t(1) << 30));
+  for (int c = 0; c < kOpClasses; ++c) {
+    const KernelEfficiency& e = spec.efficiency[size_t(c)];
+    std::fprintf(stderr, "  %-13s kernels reach %.2f of the roofline, +%.2f us each\n",
+                 std::string(op_class_name(OpClass(c))).c_str(), e.compute, e.overhead * 1e6);
+  }
   if (out.empty()) {
     std::cout << to_json(spec);
   } else {

@@ -53,8 +53,9 @@ class StepProfiler {
   double seconds_ = 0, exposed_comm_seconds_ = 0;
 };
 
-/// `dlf calibrate`: measure_cpu()'s spec as JSON, to `out` (a file, replaced whole or left as it
-/// was) or standard output; a summary on standard error.
+/// `dlf calibrate`: measure_cpu()'s spec with measure_kernel_efficiency()'s table, as JSON, to
+/// `out` (a file, replaced whole or left as it was) or standard output; a summary on standard
+/// error.
 void run_calibrate(const std::string& out);
 
 }  // namespace dlf::app

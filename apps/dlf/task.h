@@ -34,6 +34,7 @@ struct TaskSetup {
   const nn::NamedTensors& initial;  ///< the whole model's state to start from
   int64_t micro_batch = 0;          ///< sequences per micro-batch (pipelines)
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1;                    ///< chunks of layers per pipeline rank
   int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
   int64_t eval_batches = 4;                  ///< held-out batches per evaluation; 0: all of them
   int64_t first_step = 0;                    ///< where batches start (resume)

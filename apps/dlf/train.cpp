@@ -93,6 +93,7 @@ struct Job {
   parallel::Layout layout;
   int64_t micro_batch;  // sequences
   parallel::PipelineSchedule schedule;
+  int virtual_stages;               // chunks of layers per pipeline rank
   const nn::Checkpoint* ckpt;       // resume from this, or null
   const nn::NamedTensors& initial;  // the whole model to start from
   int64_t parameters;               // the whole model's
@@ -162,12 +163,13 @@ std::string layout_text(const parallel::Layout& l) {
 }
 
 std::string describe(const parallel::Layout& l, int micro_batches, int64_t micro_batch,
-                     parallel::PipelineSchedule schedule) {
+                     parallel::PipelineSchedule schedule, int virtual_stages) {
   std::string text = layout_text(l);
   if (l.pp > 1 || micro_batches > 1) {
     text +=
         ", " + std::to_string(micro_batches) + " micro-batches of " + std::to_string(micro_batch);
-    if (l.pp > 1) text += schedule == parallel::PipelineSchedule::gpipe ? " (GPipe)" : " (1F1B)";
+    if (l.pp > 1)
+      text += std::string(" (") + parallel::schedule_label(schedule, virtual_stages) + ")";
   }
   return text;
 }
@@ -234,6 +236,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                  .initial = job.initial,
                  .micro_batch = job.micro_batch,
                  .schedule = job.schedule,
+                 .virtual_stages = job.virtual_stages,
                  .bucket_bytes = o.bucket_mb << 20,
                  .eval_batches = o.eval_batches > 0 ? o.eval_batches : default_eval_batches(run),
                  .first_step = first,
@@ -275,7 +278,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     std::fprintf(stderr, "%s: %.2fM parameters, batch %s", run.model.c_str(),
                  double(job.parameters) / 1e6, task->batch_description().c_str());
     const int micro_batches = int(run.batch / job.layout.dp / job.micro_batch);
-    const std::string layout = describe(job.layout, micro_batches, job.micro_batch, job.schedule);
+    const std::string layout =
+        describe(job.layout, micro_batches, job.micro_batch, job.schedule, job.virtual_stages);
     if (world.size() > 1) {
       std::fprintf(stderr, " over %d %s (%s)", world.size(),
                    parallel::launched_by_mpi() ? "MPI processes" : "ranks", layout.c_str());
@@ -298,7 +302,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     const int micro_batches = int(run.batch / job.layout.dp / job.micro_batch);
     run_report.emplace(
         ReportHeader{.model = run.model,
-                     .layout = describe(job.layout, micro_batches, job.micro_batch, job.schedule),
+                     .layout = describe(job.layout, micro_batches, job.micro_batch, job.schedule,
+                                        job.virtual_stages),
                      .device = simulated ? sim::spec_of(device).name : "cpu",
                      .flags = "precision " + o.precision + ", recompute " + o.recompute +
                               ", zero " + std::to_string(o.zero) + ", offload " + o.offload,
@@ -453,10 +458,10 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   }
   if (profiler) {
     const int micro_batches = int(run.batch / job.layout.dp / job.micro_batch);
-    profiler->print(std::cout,
-                    run.model + " (" +
-                        describe(job.layout, micro_batches, job.micro_batch, job.schedule) + ", " +
-                        o.precision + ")");
+    profiler->print(std::cout, run.model + " (" +
+                                   describe(job.layout, micro_batches, job.micro_batch,
+                                            job.schedule, job.virtual_stages) +
+                                   ", " + o.precision + ")");
   }
   if (simulated && job.layout.pp > 1) {  // each stage's peak: the worst of its ranks
     Tensor peak = full({1}, my_peak, {.dtype = DType::f64, .device = device});
@@ -502,7 +507,8 @@ models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int
           .global_batch = o.run.batch,
           .seq = seq,
           .dtype = o.precision == "bf16" ? DType::bf16 : DType::f32,
-          .schedule = parse_schedule(o.schedule),
+          .schedule = parallel::parse_schedule(o.schedule),
+          .virtual_stages = o.virtual_stages,
           .recompute = autograd::parse_recompute(o.recompute),
           .zero = o.zero,
           .offload = offload_flag(o.offload, o.zero)};
@@ -707,20 +713,23 @@ double run_train(TrainOptions o) {
               " is a directory: give the HTML file's name");
   }
   if (!o.trace.empty()) trace::start();
-  const Job job{o,
-                run,
-                layout,
-                micro,
-                parse_schedule(o.schedule),
-                ckpt ? &*ckpt : nullptr,
-                initial,
-                parameter_count(run),
-                data,
-                metrics,
-                to_json(run) + " layout " + describe(layout, 1, micro, parse_schedule(o.schedule)) +
-                    " zero " + std::to_string(o.zero) + " recompute " + o.recompute + " offload " +
-                    o.offload + " precision " + o.precision + " grad-reduce " + o.grad_reduce,
-                o.profile && device.type == DeviceType::cpu ? measure_cpu() : device.spec};
+  const Job job{
+      o,
+      run,
+      layout,
+      micro,
+      parallel::parse_schedule(o.schedule),
+      o.virtual_stages,
+      ckpt ? &*ckpt : nullptr,
+      initial,
+      parameter_count(run),
+      data,
+      metrics,
+      to_json(run) + " layout " +
+          describe(layout, 1, micro, parallel::parse_schedule(o.schedule), o.virtual_stages) +
+          " zero " + std::to_string(o.zero) + " recompute " + o.recompute + " offload " +
+          o.offload + " precision " + o.precision + " grad-reduce " + o.grad_reduce,
+      o.profile && device.type == DeviceType::cpu ? measure_cpu() : device.spec};
   RankResult result;
   auto rank = [&](parallel::Communicator& world) {
     const RankResult mine = train_rank(world, job);
@@ -742,7 +751,8 @@ double run_train(TrainOptions o) {
                                           .batch = run.batch,
                                           .seq = seq,
                                           .micro_batch = micro,
-                                          .schedule = parse_schedule(o.schedule)},
+                                          .schedule = parallel::parse_schedule(o.schedule),
+                                          .virtual_stages = o.virtual_stages},
                                          {autograd::parse_recompute(o.recompute), o.zero,
                                           offload_flag(o.offload, o.zero)}));
   }

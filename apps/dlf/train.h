@@ -29,7 +29,8 @@ struct TrainOptions {
   int devices = 0;                ///< ranks, one per device; 0: dp x tp x pp, or 1
   int dp = 0, tp = 0, pp = 0;     ///< the layout; all 0: 1 x 1 x 1, or planned for --devices
   int64_t micro_batch = 0;        ///< sequences per micro-batch; 0: models::default_micro_batch
-  std::string schedule = "1f1b";  ///< pipeline schedule: 1f1b or gpipe
+  std::string schedule = "1f1b";  ///< pipeline schedule: 1f1b, gpipe or interleaved
+  int virtual_stages = 1;         ///< chunks of layers per pipeline rank (interleaved)
   std::string device = "auto";    ///< see setup_devices()
   std::string trace;              ///< Chrome trace of the simulated devices; empty: none
   int64_t bucket_mb = 25;         ///< DDP gradient bucket size

@@ -126,9 +126,12 @@ void reset(Device device) {
   s.allocator.reset_peak();
 }
 
-double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision) {
-  return std::max(flops / spec.peak_flops(precision), bytes / spec.memory_bandwidth) +
-         spec.launch_overhead;
+double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision,
+                  OpClass op_class) {
+  const KernelEfficiency& e = spec.efficiency[static_cast<size_t>(op_class)];
+  return std::max(flops / (e.compute * spec.peak_flops(precision)),
+                  bytes / (e.memory * spec.memory_bandwidth)) +
+         e.overhead + spec.launch_overhead;
 }
 
 double host_compute(Device device, double flops, double bytes) {

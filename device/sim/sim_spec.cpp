@@ -5,6 +5,7 @@
 #include <cereal/types/string.hpp>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 namespace dlf {
 
@@ -37,6 +38,40 @@ void load_minimal(const Archive&, Topology& t, const std::string& name) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, KernelEfficiency& e) {
+  ar(cereal::make_nvp("compute", e.compute), cereal::make_nvp("memory", e.memory),
+     cereal::make_nvp("overhead", e.overhead));
+}
+
+namespace {
+
+// A field spec files may leave out (those written before it existed): absent, it keeps its
+// default. (cereal's lookup by name throws before it moves on, so the archive stays usable.)
+template <class Archive, class T>
+void optional_field(Archive& ar, const char* name, T& value) {
+  if constexpr (std::is_same_v<Archive, cereal::JSONInputArchive>) {
+    try {
+      ar(cereal::make_nvp(name, value));
+    } catch (const cereal::Exception&) {
+    }
+  } else {
+    ar(cereal::make_nvp(name, value));
+  }
+}
+
+// The efficiency table as an object keyed by class name; a class left out stays at the peaks.
+struct EfficiencyByClass {
+  std::array<KernelEfficiency, kOpClasses>& table;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    for (int c = 0; c < kOpClasses; ++c)
+      optional_field(ar, op_class_name(OpClass(c)).data(), table[size_t(c)]);
+  }
+};
+
+}  // namespace
+
+template <class Archive>
 void serialize(Archive& ar, SimSpec& s) {
   ar(cereal::make_nvp("name", s.name), cereal::make_nvp("memory_bytes", s.memory_bytes),
      cereal::make_nvp("peak_flops_f64", s.peak_flops_f64),
@@ -46,7 +81,10 @@ void serialize(Archive& ar, SimSpec& s) {
      cereal::make_nvp("launch_overhead", s.launch_overhead),
      cereal::make_nvp("host_link", s.host_link), cereal::make_nvp("interconnect", s.interconnect),
      cereal::make_nvp("topology", s.topology), cereal::make_nvp("node_size", s.node_size),
-     cereal::make_nvp("network", s.network), cereal::make_nvp("host", s.host));
+     cereal::make_nvp("network", s.network));
+  optional_field(ar, "host", s.host);
+  EfficiencyByClass efficiency{s.efficiency};
+  optional_field(ar, "efficiency", efficiency);
 }
 
 double SimSpec::peak_flops(MathPrecision p) const {
@@ -82,6 +120,28 @@ void SimSpec::validate() const {
     DLF_CHECK(node_size > 0, "device spec '", name, "': node_size must be positive");
     positive(network.bandwidth, "network.bandwidth");
   }
+  for (int c = 0; c < kOpClasses; ++c) {
+    const KernelEfficiency& e = efficiency[size_t(c)];
+    DLF_CHECK(e.compute > 0 && e.memory > 0 && e.overhead >= 0, "device spec '", name,
+              "': efficiency of ", op_class_name(OpClass(c)),
+              ": compute and memory must be positive, overhead >= 0");
+  }
+}
+
+std::string_view op_class_name(OpClass c) {
+  static constexpr std::string_view names[] = {"matmul",        "attention",    "conv",
+                                               "normalisation", "element-wise", "optimizer"};
+  return names[static_cast<int>(c)];
+}
+
+OpClass op_class(std::string_view name) {
+  auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
+  if (has("attention")) return OpClass::attention;
+  if (name.starts_with("conv")) return OpClass::conv;
+  if (has("matmul") || has("linear")) return OpClass::matmul;
+  if (has("norm")) return OpClass::normalisation;
+  if (name.starts_with("adam") || name.starts_with("sgd")) return OpClass::optimizer;
+  return OpClass::elementwise;
 }
 
 namespace {
@@ -94,6 +154,26 @@ constexpr int64_t GiB = int64_t(1) << 30;
 // bandwidths per direction. Latencies and launch overhead are typical measured orders of
 // magnitude (a CUDA kernel launch ~5 µs, an NCCL hop a few µs), not datasheet figures.
 // Nodes are DGX-style: 8 GPUs on NVSwitch (A100, H100) or PCIe (L4), one network port per GPU.
+// How near an A100's kernels come to its peaks, from published measurements (bf16/fp16):
+// large GEMMs 271 of 312 TFLOP/s (stas00/ml-engineering, compute/accelerator/README.md, the
+// "maximum achievable matmul FLOPS" table, A100 SXM); streaming element-wise kernels 85 % of
+// the bandwidth (BabelStream Triad, A100 80GB SXM, ukri-bench/benchmark-BabelStream);
+// LayerNorm as frameworks ship it about 60 % (karpathy/llm.c PR 645; NVIDIA/apex PR 1037's
+// older kernel); attention as an unfused kernel (PyTorch's standard attention, which Megatron-LM
+// and others ran before FlashAttention): 32 TFLOP/s causal at head dim 128, sequence 2k, FLOPs
+// counted for the visible pairs as our cost does (FlashAttention-2, Dao 2023, Fig. 4), and its
+// score matrix through memory at ~62 % (FlashAttention, Dao et al. 2022, Fig. 2). Convolutions
+// as GEMMs (cuDNN's implicit GEMM; no separate figure). The other presets use the same shares:
+// no like-for-like figures for them were checked.
+constexpr std::array<KernelEfficiency, kOpClasses> kGpuEfficiency = {{
+    {.compute = 0.87, .memory = 0.85},  // matmul
+    {.compute = 0.10, .memory = 0.62},  // attention
+    {.compute = 0.87, .memory = 0.85},  // conv
+    {.compute = 0.87, .memory = 0.60},  // normalisation
+    {.compute = 0.87, .memory = 0.85},  // element-wise
+    {.compute = 0.87, .memory = 0.85},  // optimizer
+}};
+
 const std::vector<SimSpec>& presets() {
   static const std::vector<SimSpec> all = [] {
     const SimSpec a100_40 = {
@@ -111,7 +191,8 @@ const std::vector<SimSpec>& presets() {
         .network = {25 * GB, 10 * us},  // 200 Gb/s HDR InfiniBand
         // DGX A100's 2 AMD EPYC 7742 (64 cores, 2.25 GHz, 32 f32 FLOP a cycle; 8 channels of
         // DDR4-3200 each) shared by its 8 GPUs
-        .host = {.flops = 2 * 64 * 2.25e9 * 32 / 8, .memory_bandwidth = 2 * 204.8 * GB / 8}};
+        .host = {.flops = 2 * 64 * 2.25e9 * 32 / 8, .memory_bandwidth = 2 * 204.8 * GB / 8},
+        .efficiency = kGpuEfficiency};
     // The A100 SXM4 80GB: HBM2e, otherwise the 40GB's figures.
     SimSpec a100_80 = a100_40;
     a100_80.name = "a100-80gb";
@@ -132,7 +213,8 @@ const std::vector<SimSpec>& presets() {
         .network = {50 * GB, 10 * us},  // 400 Gb/s NDR InfiniBand
         // DGX H100's 2 Xeon Platinum 8480C (56 cores, 2.0 GHz, 64 f32 FLOP a
         // cycle; 8 channels of DDR5-4800 each) shared by its 8 GPUs
-        .host = {.flops = 2 * 56 * 2.0e9 * 64 / 8, .memory_bandwidth = 2 * 307.2 * GB / 8}};
+        .host = {.flops = 2 * 56 * 2.0e9 * 64 / 8, .memory_bandwidth = 2 * 307.2 * GB / 8},
+        .efficiency = kGpuEfficiency};
     const SimSpec l4 = {
         .name = "l4-24gb",  // NVIDIA L4: a PCIe card, no NVLink
         .memory_bytes = 24 * GiB,
@@ -148,23 +230,11 @@ const std::vector<SimSpec>& presets() {
         .network = {12.5 * GB, 20 * us},  // 100 Gb/s Ethernet
         // a 2-socket AMD EPYC 9354 server (32 cores, 3.25 GHz, 32 f32 FLOP a cycle; 12 channels
         // of DDR5-4800 each) shared by its 8 cards
-        .host = {.flops = 2 * 32 * 3.25e9 * 32 / 8, .memory_bandwidth = 2 * 460.8 * GB / 8}};
+        .host = {.flops = 2 * 32 * 3.25e9 * 32 / 8, .memory_bandwidth = 2 * 460.8 * GB / 8},
+        .efficiency = kGpuEfficiency};
     return std::vector<SimSpec>{a100_40, a100_80, h100, l4};
   }();
   return all;
-}
-
-// Spec files from before the host's figures, or that leave them out, get zeros: untimed. (A
-// textual insertion: including rapidjson here beside cereal's copy of it breaks cereal's own
-// error paths.)
-std::string with_host(const std::string& json) {
-  const size_t device = json.find("\"device\"");
-  if (device == std::string::npos || json.find("\"host\"") != std::string::npos) return json;
-  const size_t open = json.find_first_not_of(" \t\r\n:", device + 8);
-  if (open == std::string::npos || json[open] != '{') return json;  // cereal says what is wrong
-  std::string with = json;
-  with.insert(open + 1, "\"host\": {\"flops\": 0, \"memory_bandwidth\": 0},");
-  return with;
 }
 
 }  // namespace
@@ -188,7 +258,7 @@ SimSpec sim_preset(std::string_view name) {
 SimSpec sim_spec_from_json(const std::string& json) {
   SimSpec spec;
   try {
-    std::istringstream is(with_host(json));
+    std::istringstream is(json);
     cereal::JSONInputArchive archive(is);
     archive(cereal::make_nvp("device", spec));
   } catch (const Error&) {

@@ -53,7 +53,31 @@ train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --metrics "$tmp/m3
 train --steps 3 --devices 8 --dp 2 --tp 2 --pp 2 --device cpu --zero \
   --metrics "$tmp/m3z.jsonl" 2>/dev/null || fail "dp2 tp2 pp2 --zero"
 [ "$(losses "$tmp/m3.jsonl")" = "$(losses "$tmp/m3z.jsonl")" ] || fail "ZeRO-1 under tp and pp changed the losses"
-expect_error 1 train --model gpt-nano --steps 1 --pp 2 --schedule zigzag
+expect_error 2 train --model gpt-nano --steps 1 --pp 2 --schedule zigzag
+# the interleaved schedule: each rank two chunks of gpt-mini's six blocks, 1F1B's losses bit for
+# bit (each parameter's micro-batches accumulate in the same order); dlf plan prices it
+mini() { "$dlf" --threads 1 train --model gpt-mini --seq 32 --steps 2 --pp 2 --device cpu "$@"; }
+mini --batch 4 --metrics "$tmp/mini-1f1b.jsonl" 2>/dev/null || fail "gpt-mini --pp 2"
+mini --batch 4 --schedule interleaved --virtual-stages 2 --metrics "$tmp/mini-interleaved.jsonl" 2>"$tmp/log" ||
+  fail "--schedule interleaved: $(cat "$tmp/log")"
+grep -q "4 micro-batches of 1 (interleaved 1F1B, 2 virtual stages)" "$tmp/log" ||
+  fail "interleaved header: $(cat "$tmp/log")"
+[ "$(losses "$tmp/mini-1f1b.jsonl")" = "$(losses "$tmp/mini-interleaved.jsonl")" ] ||
+  fail "interleaved losses differ from 1F1B's"
+mini --batch 8 --dp 2 --zero 3 --metrics "$tmp/mini-z3.jsonl" 2>/dev/null || fail "gpt-mini dp 2 pp 2 --zero 3"
+mini --batch 8 --dp 2 --zero 3 --schedule interleaved --virtual-stages 2 \
+  --metrics "$tmp/mini-z3-interleaved.jsonl" 2>/dev/null || fail "--zero 3 --schedule interleaved"
+[ "$(losses "$tmp/mini-z3.jsonl")" = "$(losses "$tmp/mini-z3-interleaved.jsonl")" ] ||
+  fail "interleaved losses under ZeRO-3 differ from 1F1B's"
+"$dlf" plan --model gpt-mini --devices 2 --pp 2 --batch 8 --schedule interleaved --virtual-stages 3 \
+  >"$tmp/plan" || fail "plan --schedule interleaved"
+grep -q "interleaved 1F1B, 3 virtual stages" "$tmp/plan" || fail "interleaved plan: $(cat "$tmp/plan")"
+grep -q "bubble 4 %" "$tmp/plan" || fail "interleaved bubble (1/3 over 8 1/3): $(cat "$tmp/plan")"
+expect_error 1 train --model gpt-nano --steps 1 --pp 2 --schedule interleaved --virtual-stages 2
+expect_error 1 train --model gpt-mini --steps 1 --pp 2 --schedule interleaved --virtual-stages 2 \
+  --batch 4 --micro-batch 4
+expect_error 1 train --model gpt-mini --steps 1 --pp 2 --virtual-stages 2
+expect_error 2 train --model gpt-mini --steps 1 --pp 2 --virtual-stages 0
 # ZeRO-2 and -3 over the data-parallel group of a dp x tp and of a dp x pp mesh: the same losses
 # (the clipped norm adds the ranks' pieces in another order: equal to rounding; under pp the
 # embedding tied across the first and last stage has a bucket, or unit, of its own, its gradient

@@ -59,6 +59,8 @@ PY
 "$dlf" --threads 1 calibrate --out "$tmp/cpu.json" 2>"$tmp/log" || fail "calibrate: $(cat "$tmp/log")"
 grep -q "matmul .* GFLOP/s f32" "$tmp/log" || fail "calibrate summary: $(cat "$tmp/log")"
 grep -q '"peak_flops_f32"' "$tmp/cpu.json" || fail "calibrate spec: $(cat "$tmp/cpu.json")"
+grep -q "attention .* kernels reach" "$tmp/log" || fail "calibrate's efficiency summary: $(cat "$tmp/log")"
+grep -q '"normalisation": {' "$tmp/cpu.json" || fail "calibrate's efficiency table: $(cat "$tmp/cpu.json")"
 train --steps 1 --device "sim:$tmp/cpu.json" 2>"$tmp/log" || fail "train on the calibrated spec: $(cat "$tmp/log")"
 expect_error 1 --threads 1 calibrate --out "$tmp/cpu.json/under-a-file.json"
 grep -q '"peak_flops_f32"' "$tmp/cpu.json" || fail "a failed calibrate damaged the spec it could not write under"
@@ -72,8 +74,9 @@ grep -q "^predicted by sim:cpu (measured)" <<<"$out" || fail "no comparison: $ou
 for class in matmul attention normalisation element-wise optimizer "in ops" step; do
   grep -Eq "^$class +[0-9. ]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" <<<"$out" || fail "no $class row: $out"
 done
-sed -E 's/("(peak_flops_[a-z0-9]+|memory_bandwidth)"): [0-9.e+]+/\1: 1e30/' "$tmp/cpu.json" \
-  >"$tmp/unbounded.json"
+# every peak unbounded and no class overhead: each op predicted at the launch overhead alone
+sed -E 's/("(peak_flops_[a-z0-9]+|memory_bandwidth)"): [0-9.e+]+/\1: 1e30/; s/"overhead": [0-9.e+-]+/"overhead": 0.0/' \
+  "$tmp/cpu.json" >"$tmp/unbounded.json"
 overhead=$(sed -n 's/.*"launch_overhead": \([0-9.e+-]*\).*/\1/p' "$tmp/cpu.json" | head -1)
 out=$("$dlf" --threads 1 profile --model gpt-nano --batch 4 --seq 32 --steps 3 \
   --compare "sim:$tmp/unbounded.json" 2>"$tmp/log") || fail "profile --compare: $(cat "$tmp/log")"

@@ -33,18 +33,41 @@ TEST_CASE("sim spec: presets are valid, JSON round-trips, bad specs are refused"
     CHECK(back.host.memory_bandwidth == s.host.memory_bandwidth);
     CHECK(s.host.flops > 0);
   }
-  // A spec file without the host's figures (from before them) loads, the host's work untimed.
-  std::string old = to_json(sim_preset("a100-40gb"));
-  const size_t host_at = old.find(",\n        \"host\"");
-  REQUIRE(host_at != std::string::npos);
-  old.erase(host_at, old.find('}', old.find('}', host_at) + 1) - host_at);
+  // A spec file without the host's figures or the kernels' efficiencies (from before them)
+  // loads: the host's work untimed, every kernel at the peaks.
+  auto without = [](std::string json, const std::string& field) {
+    const size_t at = json.find(",\n        \"" + field + "\"");
+    REQUIRE(at != std::string::npos);
+    size_t end = json.find('{', at);
+    for (int depth = 0;; ++end) {  // to the field's closing brace
+      if (json[end] == '{') ++depth;
+      if (json[end] == '}' && --depth == 0) break;
+    }
+    json.erase(at, end + 1 - at);
+    return json;
+  };
+  const std::string old = without(without(to_json(sim_preset("a100-40gb")), "efficiency"), "host");
   REQUIRE(old.find("\"host\"") == std::string::npos);
   const SimSpec without_host = sim_spec_from_json(old);
   CHECK(without_host.host.flops == 0);
   CHECK(without_host.peak_flops_bf16 == sim_preset("a100-40gb").peak_flops_bf16);
+  CHECK(without_host.efficiency[size_t(OpClass::attention)].compute == 1);
+  // The efficiencies round-trip; a class left out of the table stays at the peaks.
+  const SimSpec a100 = sim_preset("a100-80gb");
+  CHECK(a100.efficiency[size_t(OpClass::attention)].compute == 0.10);
+  std::string json = to_json(a100);
+  CHECK(sim_spec_from_json(json).efficiency[size_t(OpClass::normalisation)].memory == 0.60);
+  const size_t matmul = json.find("\"matmul\"");
+  REQUIRE(matmul != std::string::npos);
+  json.replace(matmul, 8, "\"matmux\"");
+  CHECK(sim_spec_from_json(json).efficiency[size_t(OpClass::matmul)].compute == 1);
+  CHECK(sim_spec_from_json(json).efficiency[size_t(OpClass::conv)].compute == 0.87);
+  SimSpec bad = a100;
+  bad.efficiency[size_t(OpClass::conv)].compute = 0;
+  test::check_error([&] { bad.validate(); }, {"efficiency of conv"});
   test::check_error([] { sim_preset("tpu-v9"); }, {"unknown device preset 'tpu-v9'", "a100-40gb"});
   test::check_error([] { sim_spec_from_json("{\"device\": 3}"); }, {"device spec"});
-  std::string json = to_json(sim_preset("l4-24gb"));
+  json = to_json(sim_preset("l4-24gb"));
   json.insert(json.find("\"memory_bandwidth\": ") + 20, "-");
   test::check_error([&] { sim_spec_from_json(json); }, {"memory_bandwidth must be positive"});
   test::check_error([] { sim_spec_from("/nonexistent/spec.json"); }, {"cannot read device spec"});
@@ -93,6 +116,7 @@ TEST_CASE("sim device: an op advances the compute stream by its roofline time") 
   spec.peak_flops_f32 = 1e12;
   spec.memory_bandwidth = 1e11;
   spec.launch_overhead = 1e-6;
+  spec.efficiency = {};  // every kernel at the peaks
   sim::configure(dev, spec);
   Tensor a = ones({64, 128}, {.device = dev}), b = ones({128, 32}, {.device = dev});
   sim::reset(dev);
@@ -109,6 +133,37 @@ TEST_CASE("sim device: an op advances the compute stream by its roofline time") 
   // Views take no time.
   Tensor v = d.reshape({32, 64});
   CHECK(sim::timeline(dev).now() == doctest::Approx(expected + add).epsilon(1e-12));
+}
+
+TEST_CASE("sim device: an op's class sets how near its kernel comes to the peaks") {
+  CHECK(op_class("linear") == OpClass::matmul);
+  CHECK(op_class("matmul") == OpClass::matmul);
+  CHECK(op_class("scaled_dot_product_attention_backward") == OpClass::attention);
+  CHECK(op_class("conv2d_weight_grad") == OpClass::conv);
+  CHECK(op_class("layer_norm_backward") == OpClass::normalisation);
+  CHECK(op_class("group_norm") == OpClass::normalisation);
+  CHECK(op_class("adam_update_") == OpClass::optimizer);
+  CHECK(op_class("softmax") == OpClass::elementwise);
+  CHECK(op_class("add") == OpClass::elementwise);
+
+  const Device dev{DeviceType::sim, 8};
+  SimSpec spec = small_spec(0);
+  spec.peak_flops_f32 = 1e12;
+  spec.memory_bandwidth = 1e11;
+  spec.launch_overhead = 1e-6;
+  spec.efficiency = {};
+  spec.efficiency[size_t(OpClass::matmul)] = {.compute = 0.5, .memory = 1, .overhead = 2e-6};
+  spec.efficiency[size_t(OpClass::elementwise)] = {.compute = 1, .memory = 0.25, .overhead = 0};
+  sim::configure(dev, spec);
+  Tensor a = ones({64, 128}, {.device = dev}), b = ones({128, 32}, {.device = dev});
+  sim::reset(dev);
+  Tensor c = matmul(a, b);
+  const double flops = 2.0 * 64 * 128 * 32;  // compute-bound at half the peak
+  const double expected = flops / 0.5e12 + 2e-6 + 1e-6;
+  CHECK(sim::timeline(dev).now() == doctest::Approx(expected).epsilon(1e-12));
+  Tensor d = c + c;  // a quarter of the bandwidth
+  CHECK(sim::timeline(dev).now() ==
+        doctest::Approx(expected + 4.0 * 3 * 64 * 32 / 0.25e11 + 1e-6).epsilon(1e-12));
 }
 
 TEST_CASE("meta device: same shapes, memory and time as sim, no data") {

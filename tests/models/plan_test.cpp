@@ -1,3 +1,4 @@
+#include <dlf/device/sim_device.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 
@@ -96,6 +97,44 @@ TEST_CASE("plan: tensor and pipeline parallelism split the parameters; the bubbl
   const models::Plan dp4 = models::plan_gpt(options("gpt-mini", {.dp = 4}, 16));
   CHECK(dp4.dp_allreduce_s > 0);
   CHECK(one.dp_allreduce_s == 0);
+}
+
+TEST_CASE("plan: the interleaved schedule shrinks the bubble V-fold for more sends and memory") {
+  const models::Plan plain = models::plan_gpt(options("gpt-mini", {.pp = 2}, 16));
+  PlanOptions o = options("gpt-mini", {.pp = 2}, 16);
+  o.schedule = models::PipelineSchedule::interleaved;
+  o.virtual_stages = 2;
+  const models::Plan p = models::plan_gpt(o);
+  // 8 micro-batches; the fill and drain take (pp - 1) / V = 1/2 of a stage's micro-batch time.
+  CHECK(p.micro_batches == 8);
+  CHECK(p.bubble_fraction == doctest::Approx(0.5 / 8.5));
+  CHECK(p.step_s == doctest::Approx(8.5 * p.stage_s + p.dp_exposed_s + p.optimizer_s));
+  // Each stage holds two chunks (virtual stages 0 and 2, or 1 and 3) of gpt_stage_blocks(4).
+  CHECK(p.stages[0].layers + p.stages[1].layers == 6);
+  // Stage 0's warm-up runs 2(pp - 1) + (V - 1)pp = 4 chunk forwards before its first backward:
+  // 5 chunks of half a micro-batch held, against 1F1B's 2 micro-batches.
+  CHECK(p.stages[0].in_flight == 5);
+  CHECK(p.stages[0].peak_bytes > plain.stages[0].peak_bytes);
+  // Four sends a micro-batch instead of two.
+  CHECK(p.stage_s - plain.stage_s == doctest::Approx(4 * p.p2p_s - 2 * plain.p2p_s).epsilon(1e-6));
+  CHECK(p.step_s < plain.step_s);
+
+  o.global_batch = 6;  // 3 micro-batches: not a multiple of the 2 stages
+  test::check_error([&] { models::plan_gpt(o); }, {"micro-batches a multiple of them (got 3)"});
+  o.schedule = models::PipelineSchedule::one_f_one_b;
+  o.global_batch = 16;
+  test::check_error([&] { models::plan_gpt(o); }, {"2 virtual stages need the interleaved"});
+}
+
+TEST_CASE("plan: a pipeline send is each tp rank's slice over its own link, then an allgather") {
+  const models::Plan p = models::plan_gpt(options("gpt-mini", {.tp = 2, .pp = 2}, 16));
+  const SimSpec spec = sim_preset("a100-40gb");
+  const double boundary = 2.0 * 64 * 384 * 4;  // [micro-batch 2, seq 64, C 384] in f32
+  const std::vector<int> pair = {0, 2}, tp = {0, 1};
+  CHECK(p.p2p_s ==
+        doctest::Approx(
+            sim::collective_seconds(spec, sim::Collective::send_recv, boundary / 2, pair) +
+            sim::collective_seconds(spec, sim::Collective::allgather, boundary, tp)));
 }
 
 TEST_CASE("plan: GPT-3 175B on 1024 devices in a moment, and what does not fit says so") {

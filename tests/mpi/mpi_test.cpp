@@ -217,7 +217,8 @@ TEST_CASE("on sim devices a collective starts at the group's latest ready time")
         world.wait(work);
         CHECK(t.to_vector<float>()[12345] == float(n));
 
-        const double fill = sim::op_seconds(spec, 0, 4.0 * (1 << 20), MathPrecision::f32);
+        const double fill =
+            sim::op_seconds(spec, 0, 4.0 * (1 << 20), MathPrecision::f32, OpClass::elementwise);
         CHECK(work.start.time == 1e-3 * (n - 1) + fill);  // the last rank's ready time
         const double expected =
             1e-3 * (n - 1) + fill + 2.0 * (n - 1) * (5e-6 + 4.0 * (1 << 20) / n / 100e9);

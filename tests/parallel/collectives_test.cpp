@@ -168,7 +168,8 @@ TEST_CASE("collectives on sim devices run on the comm stream for their alpha-bet
     compute_end[world.rank()] = sim::timeline(dev).now(sim::Stream::compute);
     CHECK(t.to_vector<float>()[12345] == 4.0f);
   });
-  const double fill = sim::op_seconds(spec, 0, 4.0 * (1 << 20), MathPrecision::f32);
+  const double fill =
+      sim::op_seconds(spec, 0, 4.0 * (1 << 20), MathPrecision::f32, OpClass::elementwise);
   const double expected = 3e-3 + fill + 2.0 * 3 * (5e-6 + 4.0 * (1 << 20) / 4 / 100e9);
   for (int r = 0; r < n; ++r) {
     CHECK(comm_end[r] == doctest::Approx(expected).epsilon(1e-9));

@@ -11,4 +11,11 @@ namespace dlf {
 /// ranks run at the memory bandwidth. Takes a few seconds.
 SimSpec measure_cpu();
 
+/// Each op class's KernelEfficiency on this CPU at `peaks` (measure_cpu()'s): one op of the
+/// class (linear, causal attention, a 3x3 convolution, layer_norm, gelu, the Adam update), timed
+/// at a small and a large size; the line through the two (time against roofline time) gives
+/// the share of the peak its kernels reach (the slope's inverse) and what each adds beyond
+/// the launch overhead (the intercept). Takes a second or two.
+std::array<KernelEfficiency, kOpClasses> measure_kernel_efficiency(const SimSpec& peaks);
+
 }  // namespace dlf

@@ -130,9 +130,10 @@ Cost op_cost(const OpDef& op, Inputs inputs, const Attrs& attrs, std::span<const
 /// the outputs of such ops; graph rematerialisation makes again only the others.
 bool costly_to_recompute(const OpDef& op, Inputs inputs, const Attrs& attrs,
                          std::span<const Tensor> outputs);
-/// The time a sim or meta device charges an outermost op of that cost: its roofline time at the
-/// peak of the outputs' precision, plus the launch overhead.
-double simulated_seconds(Device device, const Cost& cost, Inputs inputs,
+/// The time a sim or meta device of `spec` charges an outermost op of that cost: its roofline
+/// time at the peak of the outputs' precision and the efficiency of the op's class, plus the
+/// overheads (sim::op_seconds).
+double simulated_seconds(const SimSpec& spec, const OpDef& op, const Cost& cost, Inputs inputs,
                          std::span<const Tensor> outputs);
 
 /// Something that watches every dispatched op (the profiler, the sim clock, graph capture).

@@ -50,8 +50,10 @@ Timeline& timeline(Device device);      ///< `device`'s clock
 /// Zeroes the device's clock and restarts its peak-memory measurement.
 void reset(Device device);
 
-/// Kernel time by the roofline model: max(flops / peak, bytes / bandwidth) + launch overhead.
-double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision);
+/// Kernel time by the roofline model at the efficiency of its class (KernelEfficiency):
+/// max(flops / (compute · peak), bytes / (memory · bandwidth)) + overhead + launch overhead.
+double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision,
+                  OpClass op_class);
 /// A copy of `bytes` between `device` and host memory over its host link: latency +
 /// bytes / bandwidth on the device's host stream, after what its compute stream has queued
 /// (which makes or last used the data) and, for a download, its comm stream too (a reduced

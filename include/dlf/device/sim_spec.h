@@ -1,6 +1,7 @@
 // What a simulated accelerator is: memory, compute, bandwidths and the interconnect between
 // devices. Presets for real accelerator classes, or a JSON file (cereal).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,6 +33,26 @@ struct HostSpec {
 /// The arithmetic a kernel runs in; each has its own peak rate.
 enum class MathPrecision : uint8_t { f64, f32, bf16 };
 
+/// The kinds of kernel whose efficiency a sim device models apart.
+enum class OpClass : uint8_t { matmul, attention, conv, normalisation, elementwise, optimizer };
+inline constexpr int kOpClasses = 6;  ///< how many OpClass values there are
+/// "matmul", "attention", "conv", "normalisation", "element-wise", "optimizer"
+std::string_view op_class_name(OpClass c);
+/// The class of the op named `name`, by its name: attention, conv*, matmul and linear, *norm*,
+/// adam* and sgd* (the optimizer's updates), and element-wise for the rest (copies, softmax,
+/// reductions, fused element-wise kernels).
+OpClass op_class(std::string_view name);
+
+/// How near one class of kernels comes to the device's peaks: a kernel of W FLOPs moving B
+/// bytes takes overhead + max(W / (compute · peak), B / (memory · bandwidth)), plus the
+/// device's launch overhead — so the share of the peak it achieves grows with its size
+/// towards `compute` (or `memory`), the curve a class's kernels follow.
+struct KernelEfficiency {
+  double compute = 1;   ///< the share of the peak FLOP/s a large kernel reaches
+  double memory = 1;    ///< the share of the memory bandwidth a large kernel reaches
+  double overhead = 0;  ///< seconds each kernel takes beyond that (and launch_overhead)
+};
+
 /// An accelerator as the simulator sees it: memory, peaks, links and overheads.
 struct SimSpec {
   std::string name = "custom";  ///< a preset's name or the file's
@@ -48,6 +69,9 @@ struct SimSpec {
   int node_size = 8;                              ///< devices per node (Topology::nodes)
   LinkSpec network;                               ///< between nodes (Topology::nodes)
   HostSpec host = {};  ///< the host's arithmetic (a spec file may leave it out: untimed)
+  /// Per OpClass, how near its kernels come to the peaks (a spec file may leave it out: every
+  /// kernel at the peaks).
+  std::array<KernelEfficiency, kOpClasses> efficiency = {};
 
   double peak_flops(MathPrecision p) const;  ///< the peak FLOP/s of `p`
   /// Throws dlf::Error naming the first figure that is missing or not positive.

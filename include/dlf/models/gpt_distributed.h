@@ -1,9 +1,9 @@
 // One rank of a GPT trained over a dp × tp × pp mesh (Megatron-LM's 3-D parallelism): its
 // pipeline stage of the model, sharded over its tp group (ParallelGPT); its dp replica's rows
-// cut into micro-batches that flow through the pipeline (1F1B or GPipe); gradients averaged over
-// dp once per step (DDP, overlapping the last micro-batch's backward) and the tied embedding's
-// summed over the pipeline's two ends. Every rank of the mesh makes the same calls (SPMD); one
-// device is the 1 × 1 × 1 mesh.
+// cut into micro-batches that flow through the pipeline (1F1B, GPipe or interleaved); gradients
+// averaged over dp once per step (DDP, overlapping the last micro-batch's backward) and the tied
+// embedding's summed over the pipeline's two ends. Every rank of the mesh makes the same calls
+// (SPMD); one device is the 1 × 1 × 1 mesh.
 #pragma once
 #include <memory>
 #include <optional>
@@ -22,8 +22,10 @@ namespace dlf::models {
 /// How DistributedGPT runs a step.
 struct DistributedGPTOptions {
   int micro_batches = 1;  ///< per step, per dp replica
-  parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;  ///< 1F1B or GPipe
-  int64_t bucket_bytes = int64_t(25) << 20;                                       ///< DDP's
+  /// 1F1B, GPipe or interleaved
+  parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1;  ///< chunks of layers per rank (the interleaved schedule)
+  int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's
   int zero = 0;  ///< 2: DDP reduce-scatters the gradients; 3: FSDP shards the parameters
   /// ZeRO-3's parameter shards in host memory (parallel::FSDPOptions::shards_on)
   bool offload_params = false;

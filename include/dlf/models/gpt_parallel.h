@@ -37,14 +37,17 @@ std::vector<std::pair<int64_t, int64_t>> gpt_stage_blocks(const GPTConfig& confi
 /// One pipeline stage of a GPT, sharded over a tensor-parallel group (see above).
 class ParallelGPT : public nn::Module {
  public:
-  /// Stage `stage` of `stages`, sharded over `tp`. dlf::Error when tp does not divide the
-  /// heads, or the stages do not fit the layers. Initialise it with load_shard().
-  ParallelGPT(GPTConfig config, parallel::Communicator& tp, int stage = 0, int stages = 1);
+  /// Stage `stage` of `stages`, sharded over `tp`; with `chunks` > 1 (the interleaved
+  /// schedule) the virtual stages chunk·stages + stage of stages·chunks. dlf::Error when tp
+  /// does not divide the heads, or the (virtual) stages do not fit the layers. Initialise it
+  /// with load_shard().
+  ParallelGPT(GPTConfig config, parallel::Communicator& tp, int stage = 0, int stages = 1,
+              int chunks = 1);
 
-  /// The first stage embeds idx [B, T] (x undefined); the others continue x [B, T, C]. The
-  /// last stage returns the mean cross-entropy against targets [B, T] (the same on every tp
-  /// rank), the others their activations [B, T, C].
-  Tensor forward(const Tensor& x, const Tensor& idx, const Tensor& targets) const;
+  /// Runs chunk `chunk` of this stage. The first virtual stage embeds idx [B, T] (x
+  /// undefined); the others continue x [B, T, C]. The last returns the mean cross-entropy
+  /// against targets [B, T] (the same on every tp rank), the others their activations.
+  Tensor forward(const Tensor& x, const Tensor& idx, const Tensor& targets, int chunk = 0) const;
   /// forward() of the only stage.
   Tensor loss(const Tensor& idx, const Tensor& targets) const;
 
@@ -71,17 +74,16 @@ class ParallelGPT : public nn::Module {
 
   /// The whole model's sizes.
   const GPTConfig& config() const { return config_; }
-  /// whether this stage embeds (the first) and runs the head and loss (the last)
+  /// whether this stage embeds (the first, in its chunk 0) and runs the head and loss (the
+  /// last, in its last chunk)
   ///@{
   bool first, last;
   ///@}
-  /// this stage's blocks, transformer.h.{first_block..end_block-1}
-  ///@{
-  int64_t first_block, end_block;
-  ///@}
+  /// per chunk, its blocks transformer.h.{first..end-1}
+  std::vector<std::pair<int64_t, int64_t>> chunk_blocks;
   std::shared_ptr<parallel::VocabParallelEmbedding> wte;      ///< first stage
   std::shared_ptr<nn::Embedding> wpe;                         ///< first stage
-  std::vector<std::shared_ptr<nn::TransformerBlock>> blocks;  ///< their Linears tp-split
+  std::vector<std::shared_ptr<nn::TransformerBlock>> blocks;  ///< every chunk's, tp-split
   std::shared_ptr<nn::LayerNorm> ln_f;                        ///< last stage
   Tensor head;  ///< last stage: wte's weight, or lm_head.weight
 

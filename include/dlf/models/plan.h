@@ -6,7 +6,9 @@
 // heads, MLP columns and the vocabulary split tp ways) — so its memory and op times come from
 // the same op records and cost model as a real run. Collectives are priced by the device spec's
 // alpha–beta model over the groups of the mesh (tp innermost, then pp, then dp), and the
-// pipeline by its schedule.
+// pipeline by its schedule. A pipeline send goes from each tp rank of a stage to its peer of the
+// next, 1/tp of the boundary each over its own link, and the receivers allgather the slices
+// (Megatron-LM's scatter/gather, as parallel::PipelineStep::slices runs it).
 #pragma once
 #include <string>
 #include <string_view>
@@ -45,6 +47,7 @@ struct PlanOptions {
   int64_t seq = 0;           ///< 0: the model's context
   DType dtype = DType::f32;  ///< f32, or bf16: mixed precision (autocast, f32 master weights)
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;  ///< the pipeline's
+  int virtual_stages = 1;  ///< chunks of layers per rank (PipelineSchedule::interleaved)
   /// what each block keeps for backward and recomputes there (autograd::checkpoint)
   autograd::Recompute recompute = autograd::Recompute::none;
   int zero = 0;                     ///< ZeRO stage over dp (parallel/zero.h): 0 to 3
@@ -62,7 +65,9 @@ struct StagePlan {
   int64_t peak_bytes = 0;        ///< at the peak
   bool peak_at_update = false;   ///< the peak is in the optimizer step, not forward + backward
   int64_t activation_bytes = 0;  ///< of one micro-batch
-  int in_flight = 1;             ///< micro-batches whose activations are held at once
+  /// micro-batch chunks whose activations are held at once (a chunk: one of the stage's
+  /// virtual stages, so with V of them 1/V of a micro-batch's activations)
+  int in_flight = 1;
   /// seconds per micro-batch: forward, backward, tp collectives, the optimizer step
   ///@{
   double forward_s = 0, backward_s = 0, tp_comm_s = 0, optimizer_s = 0;
@@ -92,8 +97,9 @@ struct Plan {
   bool fits = true;  ///< whether the worst stage fits
 };
 
-/// Throws dlf::Error for a layout that does not divide the model or the batch. The stages are
-/// gpt_stage_blocks()'s, as a run has them.
+/// Throws dlf::Error for a layout that does not divide the model or the batch, or a schedule
+/// it cannot run (parallel::check_schedule). The stages are gpt_stage_blocks()'s, as a run has
+/// them (interleaved: rank s holds virtual stages s, pp + s, ... of pp · V).
 Plan plan_gpt(const PlanOptions& options);
 
 /// Sequences per micro-batch when none is asked for: with a pipeline 1 (the most micro-batches,
