@@ -1,6 +1,7 @@
 #include <dlf/core/calibrate.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/op.h>
+#include <dlf/core/op_class_times.h>
 #include <dlf/core/ops/conv.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/linalg.h>
@@ -12,7 +13,6 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
-#include <string>
 #include <vector>
 
 namespace dlf {
@@ -39,69 +39,46 @@ double matmul_flops(DType dtype) {
   return 2.0 * double(m * k * n) / median_seconds(3, [&] { (void)linear(x, w); });
 }
 
-// The outermost ops a call dispatches, by class: their roofline time at the peaks (no
-// efficiency, no overhead) and the wall time they took, dispatch included.
-class ClassTimes : public DispatchObserver {
- public:
-  explicit ClassTimes(const SimSpec& peaks) : peaks_(peaks) { add_observer(this); }
-  ~ClassTimes() override { remove_observer(this); }
-  ClassTimes(const ClassTimes&) = delete;
-  ClassTimes& operator=(const ClassTimes&) = delete;
-  void on_op_start(const OpDef&) override {
-    if (depth_++ == 0) start_ = std::chrono::steady_clock::now();
-  }
-  void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
-             std::span<const Tensor> outputs) override {
-    if (--depth_ != 0 || op.view) return;
-    const Cost c = op_cost(op, inputs, attrs, outputs);
-    Totals& t = by_class[static_cast<size_t>(op_class(op.name))];
-    t.roofline += std::max(c.flops / peaks_.peak_flops_f32,
-                           (c.bytes_read + c.bytes_written) / peaks_.memory_bandwidth);
-    t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    ++t.calls;
-  }
-  struct Totals {
-    double roofline = 0, seconds = 0;
-    int calls = 0;
-  };
-  std::array<Totals, kOpClasses> by_class{};
-
- private:
-  const SimSpec& peaks_;
-  int depth_ = 0;
-  std::chrono::steady_clock::time_point start_;
-};
-
-// One size of a class's case: its ops' roofline time and the median time they took.
-using Sample = ClassTimes::Totals;
+// One size of a class's case: its ops' roofline time (the predicted time at the peaks, no
+// efficiency or overhead), their calls and the median time they took.
+using Sample = OpClassTimes::Totals;
 
 Sample sample(const SimSpec& peaks, OpClass c, const std::function<void()>& run) {
+  SimSpec roofline = peaks;
+  roofline.efficiency = {};
+  roofline.launch_overhead = 0;
   run();  // warm-up
   std::vector<Sample> runs;
   for (int i = 0; i < 5; ++i) {
-    ClassTimes times(peaks);
+    OpClassTimes times(roofline);
+    add_observer(&times);
     run();
-    runs.push_back(times.by_class[static_cast<size_t>(c)]);
+    remove_observer(&times);
+    runs.push_back(times.by_class()[static_cast<size_t>(c)]);
   }
-  DLF_CHECK(runs[0].roofline > 0, "calibrate: the ", op_class_name(c), " case ran no ",
+  DLF_CHECK(runs[0].predicted > 0, "calibrate: the ", op_class_name(c), " case ran no ",
             op_class_name(c), " op");
   std::nth_element(runs.begin(), runs.begin() + 2, runs.end(),
-                   [](const Sample& a, const Sample& b) { return a.seconds < b.seconds; });
+                   [](const Sample& a, const Sample& b) { return a.measured < b.measured; });
   return runs[2];
 }
 
-// The line through two sizes: time = (overhead + launch) · calls + roofline / efficiency.
+// The line through two sizes: time = (overhead + launch) · calls + roofline / efficiency; the
+// share kept within [0.01, 10] of the roofline (a noisy pair of timings can tilt the line
+// anywhere).
 KernelEfficiency fit(const Sample& small, const Sample& large, double launch_overhead) {
-  const double slope = (large.seconds - small.seconds) / (large.roofline - small.roofline);
-  // Noise can tilt a flat line below zero: then the large size alone says the share.
-  if (!(slope > 0)) {
-    const double share =
-        large.roofline / std::max(large.seconds - large.calls * launch_overhead, 1e-12);
+  const auto share_of = [](double s) { return std::clamp(s, 0.01, 10.0); };
+  const double rise = large.predicted - small.predicted;
+  const double slope = rise > 0 ? (large.measured - small.measured) / rise : 0;
+  if (!(slope > 0)) {  // flat or falling: the large size alone says the share
+    const double busy = large.measured - double(large.calls) * launch_overhead;
+    const double share = share_of(busy > 0 ? large.predicted / busy : 1);
     return {.compute = share, .memory = share, .overhead = 0};
   }
-  const double overhead =
-      std::max(0.0, (small.seconds - small.roofline * slope) / small.calls - launch_overhead);
-  return {.compute = 1 / slope, .memory = 1 / slope, .overhead = overhead};
+  const double share = share_of(1 / slope);
+  const double overhead = std::max(
+      0.0, (small.measured - small.predicted / share) / double(small.calls) - launch_overhead);
+  return {.compute = share, .memory = share, .overhead = overhead};
 }
 
 Tensor leaf(const Shape& shape) {

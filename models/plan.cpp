@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <tuple>
 
@@ -191,12 +192,12 @@ Plan plan_gpt(const PlanOptions& options) {
   DLF_CHECK(o.seq > 0 && o.seq <= c.context, "plan: seq ", o.seq, " is outside 1..", c.context);
   DLF_CHECK(o.micro_batch > 0, "plan: the micro-batch must be positive");
   if (o.global_batch == 0) o.global_batch = l.dp * o.micro_batch * (l.pp > 1 ? 4 * l.pp : 1);
-  const int chunks = o.virtual_stages;
-  const std::vector<std::pair<int64_t, int64_t>> stage_blocks = gpt_stage_blocks(c, l.pp * chunks);
   DLF_CHECK(o.global_batch % (l.dp * o.micro_batch) == 0, "plan: the global batch ", o.global_batch,
             " is not a multiple of dp x micro-batch = ", l.dp * o.micro_batch);
   plan.micro_batches = o.global_batch / (l.dp * o.micro_batch);
+  const int chunks = o.virtual_stages;
   parallel::check_schedule(o.schedule, chunks, l.pp, plan.micro_batches);
+  const std::vector<std::pair<int64_t, int64_t>> stage_blocks = gpt_stage_blocks(c, l.pp * chunks);
   plan.parameters = gpt_parameter_count(c);
   const int64_t m = plan.micro_batches;
 
@@ -222,11 +223,12 @@ Plan plan_gpt(const PlanOptions& options) {
   std::map<std::tuple<bool, bool, int>, StageRun> runs;
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
-    int layers = 0;  // of every chunk of this stage
+    std::vector<int> chunk_layers;  // the blocks of each of this stage's chunks
     for (int v = 0; v < chunks; ++v) {
       const auto [begin, end] = stage_blocks[size_t(v * l.pp + stage)];
-      layers += int(end - begin);
+      chunk_layers.push_back(int(end - begin));
     }
+    const int layers = std::accumulate(chunk_layers.begin(), chunk_layers.end(), 0);
     const StageShape shape{c,     l.tp,    first,      last, layers, o.micro_batch,
                            o.seq, o.dtype, o.recompute};
     const auto key = std::make_tuple(first, last, shape.layers);
@@ -239,12 +241,17 @@ Plan plan_gpt(const PlanOptions& options) {
     double tp_comm = big * collective(sim::Collective::allreduce, boundary, tp_group);
     if (last)
       tp_comm += 3 * collective(sim::Collective::allreduce, 4.0 * o.micro_batch * o.seq, tp_group);
-    // Chunks of micro-batches held at once: the warm-up's forwards and one more (run_pipeline).
+    // Chunks of micro-batches held at once: the warm-up's forwards and one more (run_pipeline),
+    // each a share of a micro-batch's activations by its blocks; beyond the one micro-batch the
+    // stage's run held.
     const int in_flight = int(std::min<int64_t>(
         parallel::warmup_forwards(o.schedule, l.pp, stage, chunks, m) + 1, m * chunks));
-    // Beyond the one micro-batch the stage's run held.
-    const int64_t more_activations =
-        int64_t(double(run.activation_bytes) * (double(in_flight) / chunks - 1));
+    double held = 0;
+    for (int k = 0; k < in_flight; ++k) {
+      const int v = parallel::pipeline_pass(o.schedule, k, l.pp, chunks, true).chunk;
+      held += layers > 0 ? double(chunk_layers[size_t(v)]) / layers : 1.0 / chunks;
+    }
+    const int64_t more_activations = int64_t(double(run.activation_bytes) * (held - 1));
     StagePlan s{.stage = stage,
                 .layers = shape.layers,
                 .parameters = run.parameters,
@@ -310,7 +317,8 @@ Plan plan_gpt(const PlanOptions& options) {
   plan.tokens_per_s = tokens / plan.step_s;
   const double model_flops =
       (6.0 * double(plan.parameters) + 12.0 * c.layers * double(o.seq) * c.dim) * tokens;
-  plan.mfu = model_flops / (plan.step_s * l.devices() * o.spec.peak_flops(math_precision(o.dtype)));
+  plan.flops_per_device = model_flops / (plan.step_s * l.devices());
+  plan.mfu = plan.flops_per_device / o.spec.peak_flops(math_precision(o.dtype));
   plan.fits = o.spec.memory_bytes == 0 || plan.worst.peak_bytes <= o.spec.memory_bytes;
   return plan;
 }
@@ -394,9 +402,10 @@ std::string describe(const Plan& p) {
                 p.stage_s * 1e3, 100 * p.bubble_fraction, p.dp_exposed_s * 1e3,
                 p.dp_allreduce_s * 1e3, p.optimizer_s * 1e3);
   os << line;
-  std::snprintf(line, sizeof line, "  %s %.0f tokens/s, MFU %.1f %%%s\n",
-                p.fits ? "predicted" : "it would run at", p.tokens_per_s, 100 * p.mfu,
-                p.fits ? "" : " — if it fit: it does not");
+  std::snprintf(line, sizeof line,
+                "  %s %.0f tokens/s, %.1f TFLOP/s a device (6N + 12LTC a token), MFU %.1f %%%s\n",
+                p.fits ? "predicted" : "it would run at", p.tokens_per_s, p.flops_per_device / 1e12,
+                100 * p.mfu, p.fits ? "" : " — if it fit: it does not");
   os << line;
   return os.str();
 }
@@ -416,6 +425,7 @@ std::string to_json_line(const Plan& p) {
       .add("devices", o.layout.devices())
       .add("tokens_per_s", p.tokens_per_s)
       .add("mfu", p.mfu)
+      .add("tflops_per_device", p.flops_per_device / 1e12)
       .add("peak_bytes", double(p.worst.peak_bytes))
       .add("fits", p.fits)
       .add("parameters", double(p.parameters))

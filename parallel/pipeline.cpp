@@ -114,24 +114,14 @@ int64_t warmup_forwards(PipelineSchedule schedule, int stages, int stage, int vi
   return total;
 }
 
-namespace {
-
-// A (micro-batch, chunk) pass of this rank, in the order it runs.
-struct Pass {
-  int micro_batch, chunk;
-};
-
-// Megatron-LM's interleaved order: micro-batches in groups of pp, each group through chunk 0,
-// then chunk 1, ... (backward: the last chunk first). `k` counts this rank's forwards
-// (backwards).
-Pass interleaved_pass(int k, int stages, int chunks, bool forward) {
-  const int in_group = k % (stages * chunks);
+PipelinePass pipeline_pass(PipelineSchedule schedule, int k, int stages, int virtual_stages,
+                           bool forward) {
+  if (schedule != PipelineSchedule::interleaved) return {k, 0};
+  const int in_group = k % (stages * virtual_stages);
   const int chunk = in_group / stages;
-  return {(k / (stages * chunks)) * stages + in_group % stages,
-          forward ? chunk : chunks - 1 - chunk};
+  return {(k / (stages * virtual_stages)) * stages + in_group % stages,
+          forward ? chunk : virtual_stages - 1 - chunk};
 }
-
-}  // namespace
 
 double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& stage) {
   const int stages = pp.size(), s = pp.rank(), m = step.micro_batches;
@@ -166,8 +156,8 @@ double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& s
   std::vector<Tensor> inputs(size_t(m * chunks)), outputs(size_t(m * chunks));
   double loss_sum = 0;
 
-  auto slot = [m](Pass p) { return size_t(p.chunk * m + p.micro_batch); };
-  auto forward = [&](Pass p) {
+  auto slot = [m](PipelinePass p) { return size_t(p.chunk * m + p.micro_batch); };
+  auto forward = [&](PipelinePass p) {
     const int v = p.chunk * stages + s;  // the virtual stage
     const size_t at = slot(p);
     Tensor input;
@@ -185,11 +175,11 @@ double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& s
     inputs[at] = input;
     outputs[at] = out;
   };
-  auto drop = [&](Pass p) {  // the micro-batch's activations go now
+  auto drop = [&](PipelinePass p) {  // the micro-batch's activations go now
     inputs[slot(p)] = Tensor();
     outputs[slot(p)] = Tensor();
   };
-  auto backward = [&](Pass p) {
+  auto backward = [&](PipelinePass p) {
     const int v = p.chunk * stages + s;
     const size_t at = slot(p);
     if (v == virtual_stages - 1) {
@@ -204,12 +194,12 @@ double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& s
   // This rank's passes in order, and how many forwards run before the first backward.
   const int total = m * chunks;
   const auto pass = [&](int k, bool fwd) {
-    return interleaved ? interleaved_pass(k, stages, chunks, fwd) : Pass{k, 0};
+    return pipeline_pass(step.schedule, k, stages, chunks, fwd);
   };
   if (step.forward_only) {
     autograd::NoGradGuard no_grad;
     for (int k = 0; k < total; ++k) {
-      const Pass p = pass(k, true);
+      const PipelinePass p = pass(k, true);
       forward(p);
       drop(p);
     }

@@ -4,21 +4,6 @@
 
 namespace dlf::app {
 
-void SimComparison::on_op_start(const OpDef&) {
-  if (depth_++ == 0) start_ = std::chrono::steady_clock::now();
-}
-
-void SimComparison::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
-                          std::span<const Tensor> outputs) {
-  if (--depth_ != 0) return;
-  const double measured =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  Totals& t = classes_[static_cast<size_t>(op_class(op.name))];
-  ++t.calls;
-  t.measured += measured;
-  t.predicted += simulated_seconds(spec_, op, op_cost(op, inputs, attrs, outputs), inputs, outputs);
-}
-
 void SimComparison::print(std::ostream& os, int64_t steps, double step_seconds) const {
   if (steps == 0) return;
   const double n = double(steps);
@@ -30,12 +15,12 @@ void SimComparison::print(std::ostream& os, int64_t steps, double step_seconds) 
                 "predicted by sim:%s (roofline at its peaks and efficiencies + %.2f us an op) "
                 "against measured, "
                 "per step:\n%-14s %8s %12s %13s %8s\n",
-                spec_.name.c_str(), spec_.launch_overhead * 1e6, "op class", "calls", "measured ms",
-                "predicted ms", "error");
+                spec().name.c_str(), spec().launch_overhead * 1e6, "op class", "calls",
+                "measured ms", "predicted ms", "error");
   os << line;
   double measured = 0, predicted = 0;
   for (int i = 0; i < kOpClasses; ++i) {
-    const Totals& t = classes_[size_t(i)];
+    const Totals& t = by_class()[size_t(i)];
     if (t.calls == 0) continue;
     measured += t.measured;
     predicted += t.predicted;

@@ -7,7 +7,8 @@
 
 namespace dlf::kernels {
 
-/// e^x in a form the compiler vectorises (std::exp stays a scalar call in a simd loop):
+/// e^x in a form the compiler vectorises (std::exp stays a scalar call in a simd loop; the
+/// clamp is a select only without trapping math, cmake/dlf_warnings.cmake):
 /// x = k·ln2 + r with |r| <= ln2/2 (ln2 in two parts, the first short enough that k times it
 /// is exact), e^r by a degree-6 polynomial fitted to it on that interval (least squares in
 /// relative error), times 2^k built in the exponent bits. Within 1.3 ulp of the exact e^x over

@@ -64,6 +64,11 @@ grep -q "4 micro-batches of 1 (interleaved 1F1B, 2 virtual stages)" "$tmp/log" |
   fail "interleaved header: $(cat "$tmp/log")"
 [ "$(losses "$tmp/mini-1f1b.jsonl")" = "$(losses "$tmp/mini-interleaved.jsonl")" ] ||
   fail "interleaved losses differ from 1F1B's"
+# with tp 2 each stage's two ranks send half the boundary and the receivers allgather it
+mini --batch 4 --tp 2 --schedule interleaved --virtual-stages 2 --metrics "$tmp/mini-tp-interleaved.jsonl" \
+  2>/dev/null || fail "--tp 2 --schedule interleaved"
+same_losses "$tmp/mini-1f1b.jsonl" "$tmp/mini-tp-interleaved.jsonl" ||
+  fail "tp 2 interleaved losses differ from 1F1B's"
 mini --batch 8 --dp 2 --zero 3 --metrics "$tmp/mini-z3.jsonl" 2>/dev/null || fail "gpt-mini dp 2 pp 2 --zero 3"
 mini --batch 8 --dp 2 --zero 3 --schedule interleaved --virtual-stages 2 \
   --metrics "$tmp/mini-z3-interleaved.jsonl" 2>/dev/null || fail "--zero 3 --schedule interleaved"

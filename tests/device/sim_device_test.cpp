@@ -62,6 +62,23 @@ TEST_CASE("sim spec: presets are valid, JSON round-trips, bad specs are refused"
   json.replace(matmul, 8, "\"matmux\"");
   CHECK(sim_spec_from_json(json).efficiency[size_t(OpClass::matmul)].compute == 1);
   CHECK(sim_spec_from_json(json).efficiency[size_t(OpClass::conv)].compute == 0.87);
+  // An entry may leave figures out (the peaks' for those); the classes after it still load.
+  std::string partial = to_json(a100);
+  const size_t attention = partial.find("\"attention\"");
+  partial.replace(attention, partial.find('}', attention) + 1 - attention,
+                  "\"attention\": {\"compute\": 0.5}");
+  const SimSpec read = sim_spec_from_json(partial);
+  CHECK(read.efficiency[size_t(OpClass::attention)].compute == 0.5);
+  CHECK(read.efficiency[size_t(OpClass::attention)].memory == 1);
+  CHECK(read.efficiency[size_t(OpClass::optimizer)].memory == 0.85);
+  // A host with a figure missing, or a figure of the wrong type, is an error, not the peaks.
+  std::string half_host = to_json(a100);
+  const size_t host = half_host.find("\"host\"");
+  half_host.replace(host, half_host.find('}', host) + 1 - host, "\"host\": {\"flops\": 1e12}");
+  test::check_error([&] { sim_spec_from_json(half_host); }, {"memory_bandwidth"});
+  std::string typo = to_json(a100);
+  typo.replace(typo.find("0.1", typo.find("\"attention\"")), 3, "\"0.1\"");
+  test::check_error([&] { sim_spec_from_json(typo); }, {"device spec"});
   SimSpec bad = a100;
   bad.efficiency[size_t(OpClass::conv)].compute = 0;
   test::check_error([&] { bad.validate(); }, {"efficiency of conv"});

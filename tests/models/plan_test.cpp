@@ -52,6 +52,11 @@ TEST_CASE("plan: one device holds the model, its gradients and Adam's two moment
   CHECK(p.step_s == doctest::Approx(p.stage_s + p.optimizer_s));
   CHECK(p.optimizer_s == p.worst.optimizer_s);  // one stage
   CHECK(p.tokens_per_s == doctest::Approx(2 * 64 / p.step_s));
+  // Model FLOPs: 6N + 12·L·T·C a token (T = 64 here), per device.
+  const models::GPTConfig c = models::gpt_config("gpt-nano");
+  const double per_token = 6.0 * double(n) + 12.0 * c.layers * 64 * c.dim;
+  CHECK(p.flops_per_device == doctest::Approx(per_token * 2 * 64 / p.step_s));
+  CHECK(p.mfu == doctest::Approx(p.flops_per_device / sim_preset("a100-40gb").peak_flops_f32));
 }
 
 TEST_CASE("plan: the meta step's time is the sim device's for the same model") {
@@ -115,7 +120,8 @@ TEST_CASE("plan: the interleaved schedule shrinks the bubble V-fold for more sen
   // 5 chunks of half a micro-batch held, against 1F1B's 2 micro-batches.
   CHECK(p.stages[0].in_flight == 5);
   CHECK(p.stages[0].peak_bytes > plain.stages[0].peak_bytes);
-  // Four sends a micro-batch instead of two.
+  // Four sends a micro-batch instead of two (both schedules give each stage 3 blocks, so the
+  // compute is the same).
   CHECK(p.stage_s - plain.stage_s == doctest::Approx(4 * p.p2p_s - 2 * plain.p2p_s).epsilon(1e-6));
   CHECK(p.step_s < plain.step_s);
 

@@ -94,6 +94,9 @@ struct Plan {
   ///@{
   double step_s = 0, tokens_per_s = 0, mfu = 0;
   ///@}
+  /// model FLOP/s achieved by each device, counting 6·N + 12·L·T·C FLOPs a token (N parameters,
+  /// L layers, T tokens a sequence, C the width; recomputation not counted)
+  double flops_per_device = 0;
   bool fits = true;  ///< whether the worst stage fits
 };
 

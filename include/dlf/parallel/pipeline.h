@@ -53,11 +53,23 @@ std::string schedule_label(PipelineSchedule schedule, int virtual_stages);
 void check_schedule(PipelineSchedule schedule, int virtual_stages, int stages,
                     int64_t micro_batches);
 
-/// How many (micro-batch, chunk) forwards stage `stage` runs before its first backward — it
-/// holds that many plus one chunks' activations at once: all of them under GPipe, pp - stage - 1
-/// under 1F1B, 2(pp - stage - 1) + (V - 1)·pp interleaved (Megatron-LM's warm-up).
+/// How many (micro-batch, chunk) forwards stage `stage` runs before its first backward (it
+/// holds the activations of that many and one more, at most all of them): all under GPipe,
+/// pp - stage - 1 under 1F1B, 2(pp - stage - 1) + (V - 1)·pp interleaved (Megatron-LM's
+/// warm-up; all of them when the micro-batches are as many as the stages).
 int64_t warmup_forwards(PipelineSchedule schedule, int stages, int stage, int virtual_stages,
                         int64_t micro_batches);
+
+/// One forward or backward of a stage: a micro-batch through one of its chunks.
+struct PipelinePass {
+  int micro_batch = 0;  ///< which
+  int chunk = 0;        ///< 0 unless interleaved
+};
+/// A stage's k-th forward (or backward) pass: micro-batch k, or interleaved, Megatron-LM's
+/// order — micro-batches in groups of pp, each group through chunk 0, then chunk 1, ...
+/// (backward: the last chunk first).
+PipelinePass pipeline_pass(PipelineSchedule schedule, int k, int stages, int virtual_stages,
+                           bool forward);
 
 /// Runs chunk `chunk` of this rank's layers (0 when not interleaved) on micro-batch `m`.
 using StageFn = std::function<Tensor(const Tensor& input, int m, int chunk)>;

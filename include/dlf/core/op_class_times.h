@@ -1,0 +1,40 @@
+// Measured against predicted, by op class: the wall time of each outermost op the calling
+// thread dispatches beside the time a sim device of a spec would charge it. What `dlf profile
+// --compare` prints and what `dlf calibrate` fits its efficiency curves to.
+#pragma once
+#include <array>
+#include <chrono>
+
+#include <dlf/core/op.h>
+#include <dlf/device/sim_spec.h>
+
+namespace dlf {
+
+/// Watches the calling thread's outermost ops while it is an observer (add_observer).
+class OpClassTimes : public DispatchObserver {
+ public:
+  /// Prices ops as a sim device of `spec` would (simulated_seconds; views are free there).
+  explicit OpClassTimes(SimSpec spec) : spec_(std::move(spec)) {}
+  void on_op_start(const OpDef& op) override;  ///< starts an outermost op's clock
+  /// Adds an outermost op's measured and predicted time to its class (DispatchObserver).
+  void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
+             std::span<const Tensor> outputs) override;
+
+  /// One class's ops so far.
+  struct Totals {
+    long calls = 0;        ///< how many ran
+    double measured = 0;   ///< seconds on the wall clock, dispatch included
+    double predicted = 0;  ///< seconds the spec's device would charge
+  };
+  /// Per OpClass.
+  const std::array<Totals, kOpClasses>& by_class() const { return classes_; }
+  const SimSpec& spec() const { return spec_; }  ///< the one ops are priced by
+
+ private:
+  SimSpec spec_;
+  int depth_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  std::array<Totals, kOpClasses> classes_{};
+};
+
+}  // namespace dlf
