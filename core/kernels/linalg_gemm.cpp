@@ -7,6 +7,7 @@
 #include <numbers>
 #include <vector>
 
+#include "core/kernels/activation_math.h"
 #include "core/kernels/convert.h"
 #include "device/cpu/onednn_context.h"
 
@@ -183,10 +184,8 @@ A activate(A x, Activation activation) {
       return x;
     case Activation::relu:
       return x > A(0) ? x : A(0);
-    case Activation::gelu_tanh: {
-      const A c = std::sqrt(A(2) / std::numbers::pi_v<A>);
-      return A(0.5) * x * (A(1) + std::tanh(c * (x + A(0.044715) * x * x * x)));
-    }
+    case Activation::gelu_tanh:
+      return gelu_tanh_of(x);
     case Activation::gelu_erf:
       return A(0.5) * x * (A(1) + std::erf(x / std::numbers::sqrt2_v<A>));
   }

@@ -74,11 +74,8 @@ template <typename X>
 X gelu_erf(X x) {
   return X(0.5) * x * (X(1) + std::erf(x * X(std::numbers::sqrt2 / 2)));
 }
-template <typename X>
-X gelu_tanh(X x) {
-  constexpr double kSqrt2OverPi = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
-  return X(0.5) * x * (X(1) + std::tanh(X(kSqrt2OverPi) * (x + X(0.044715) * x * x * x)));
-}
+using kernels::gelu_tanh_derivative;
+using kernels::gelu_tanh_of;
 
 const OpDef& neg_op =
     register_unary<DTypeSet::numeric>("neg", kArithmetic, eltwise(algorithm::eltwise_linear, -1, 0),
@@ -157,27 +154,36 @@ const OpDef& clamp_op = register_unary<DTypeSet::floating>(
     });
 
 bool tanh_form(const Attrs& a) { return a.s("approximation") == "tanh"; }
-const OpDef& gelu_op = register_unary<DTypeSet::floating>(
-    "gelu", kTranscendental + 5,
-    [](const Tensor& x, const Attrs& a, const Tensor& out) {
-      return kernels::onednn_eltwise(
-          tanh_form(a) ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf, 0, 0, x, out);
+// The erf form through oneDNN; the tanh form in the loop, where gelu_tanh_of vectorises. One
+// loop per form: a form chosen inside the loop would keep it scalar.
+const OpDef& gelu_op = register_op({
+    .name = "gelu",
+    .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
+      elementwise::check_dtype("gelu", DTypeSet::floating, in[0]);
+      return {{in[0].shape(), in[0].dtype(), in[0].memory_format()}};
     },
-    [](const Attrs& a) {
-      return [tanh = tanh_form(a)](auto x) { return tanh ? gelu_tanh(x) : gelu_erf(x); };
-    });
+    .kernel =
+        [](Inputs in, const Attrs& a, Outputs out) {
+          const bool tanh = tanh_form(a);
+          if (!tanh && kernels::onednn_eltwise(algorithm::eltwise_gelu_erf, 0, 0, in[0], out[0])) {
+            return;
+          }
+          elementwise::visit<DTypeSet::floating>(in[0].dtype(), [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            if (tanh) {
+              kernels::map_elements<T, T>(out[0], in, [](auto x) { return gelu_tanh_of(x); });
+            } else {
+              kernels::map_elements<T, T>(out[0], in, [](auto x) { return gelu_erf(x); });
+            }
+          });
+        },
+    .cost = elementwise::cost_per_element(kTranscendental + 5),
+});
 
 template <typename X>
 X gelu_erf_derivative(X x) {
   const X cdf = X(0.5) * (X(1) + std::erf(x * X(std::numbers::sqrt2 / 2)));
   return cdf + x * std::exp(X(-0.5) * x * x) * X(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-}
-template <typename X>
-X gelu_tanh_derivative(X x) {
-  constexpr double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
-  const X t = std::tanh(X(k) * (x + X(0.044715) * x * x * x));
-  return X(0.5) * (X(1) + t) +
-         X(0.5) * x * (X(1) - t * t) * X(k) * (X(1) + X(3 * 0.044715) * x * x);
 }
 
 // What a fused activation backward gives: grad · act'(x), of x's shape and dtype.
@@ -196,16 +202,19 @@ const OpDef& gelu_backward_op = register_op({
     .kernel =
         [](Inputs in, const Attrs& a, Outputs out) {
           const bool tanh = tanh_form(a);
-          if (kernels::onednn_eltwise_backward(
-                  tanh ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf, in[0], in[1],
-                  out[0])) {
+          if (!tanh &&
+              kernels::onednn_eltwise_backward(algorithm::eltwise_gelu_erf, in[0], in[1], out[0])) {
             return;
           }
           elementwise::visit<DTypeSet::floating>(in[1].dtype(), [&](auto tag) {
             using T = typename decltype(tag)::type;
-            kernels::map_elements<T, T, T>(out[0], in, [tanh](auto g, auto x) {
-              return g * (tanh ? gelu_tanh_derivative(x) : gelu_erf_derivative(x));
-            });
+            if (tanh) {
+              kernels::map_elements<T, T, T>(
+                  out[0], in, [](auto g, auto x) { return g * gelu_tanh_derivative(x); });
+            } else {
+              kernels::map_elements<T, T, T>(
+                  out[0], in, [](auto g, auto x) { return g * gelu_erf_derivative(x); });
+            }
           });
         },
     .cost = elementwise::cost_per_element(kTranscendental + 10),

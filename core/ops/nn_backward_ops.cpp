@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/kernels/activation_math.h"
 #include "core/kernels/dtype_dispatch.h"
 #include "core/kernels/nn_attention.h"
 #include "core/kernels/row_major.h"
@@ -63,17 +64,31 @@ const OpDef& cross_entropy_backward_op = register_op({
                                   : reduction == "sum" ? double(g[0])
                                                        : 0.0;
             const double off = eps / static_cast<double>(classes);
+            using A = kernels::acc_t<T>;
+            // Row r = (batch b, position j) is x[b, c, j] = base[c * stride], stride = inner: a
+            // constant 1 for [N, C] logits, so that the loop over classes vectorises (exp_of in
+            // float).
+            const auto rows_with = [&](auto stride) {
 #pragma omp parallel for if (rows * classes > 32768)
-            for (int64_t r = 0; r < rows; ++r) {
-              // Row r = (batch b, position j) is x[b, c, j] = base[c * inner].
-              const int64_t base = (r / inner) * classes * inner + r % inner;
-              const double w = y[r] == ignore ? 0.0 : reduction == "none" ? double(g[r]) : shared;
-              for (int64_t c = 0; c < classes; ++c) {
-                const int64_t at = base + c * inner;
-                const double p = std::exp(double(x[at]) - double(lse[r]));
-                const double target_part = c == y[r] ? 1 - eps : 0.0;
-                dx[at] = static_cast<T>(w * (p - target_part - off));
+              for (int64_t r = 0; r < rows; ++r) {
+                const int64_t base = (r / inner) * classes * inner + r % inner;
+                const A w(y[r] == ignore ? 0.0 : reduction == "none" ? double(g[r]) : shared);
+                const A row_lse = lse[r], spread = A(off), target = A(1 - eps);
+                const T* xs = x.data() + base;
+                T* dxs = dx + base;
+                const int64_t target_class = y[r];
+#pragma omp simd
+                for (int64_t c = 0; c < classes; ++c) {
+                  const A p = kernels::exp_of(A(xs[c * stride]) - row_lse);
+                  dxs[c * stride] =
+                      static_cast<T>(w * (p - (c == target_class ? target : A(0)) - spread));
+                }
               }
+            };
+            if (inner == 1) {
+              rows_with(std::integral_constant<int64_t, 1>{});
+            } else {
+              rows_with(inner);
             }
           });
         },

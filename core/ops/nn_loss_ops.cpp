@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
+#include "core/kernels/activation_math.h"
 #include "core/kernels/dtype_dispatch.h"
 #include "core/kernels/row_major.h"
 
@@ -78,27 +80,37 @@ const OpDef& cross_entropy_op = register_op({
             using L = kernels::acc_t<T>;  // the loss's type: f32 for bf16 logits
             kernels::RowMajorData<T> x(logits);
             L* lse_out = out[1].data<L>();
-#pragma omp parallel for if (rows * classes > 32768)
-            for (int64_t r = 0; r < rows; ++r) {
-              // Row r = (batch b, position j) reads x[b, c, j] = base[c * inner].
-              const T* base = x.data() + (r / inner) * classes * inner + r % inner;
-              double max = -std::numeric_limits<double>::infinity(), total = 0;
-              for (int64_t c = 0; c < classes; ++c) max = std::max(max, double(base[c * inner]));
-              double sum_exp = 0;
-              for (int64_t c = 0; c < classes; ++c) {
-                const double v = base[c * inner];
-                sum_exp += std::exp(v - max);
-                total += v;
-              }
-              const double lse = max + std::log(sum_exp);
+            // Row r's loss from its target's logit, its logsumexp and the sum of its logits.
+            const auto row_nll = [&](int64_t r, double target_logit, double lse, double total) {
               lse_out[r] = static_cast<L>(lse);
-              if (y[r] == ignore) {
-                row_loss[r] = 0;
-              } else {
-                const double nll = lse - double(base[y[r] * inner]);
-                const double smooth = static_cast<double>(classes) * lse - total;  // Σ_c -log p_c
-                row_loss[r] = (1 - eps) * nll + eps / static_cast<double>(classes) * smooth;
+              if (y[r] == ignore) return 0.0;
+              const double smooth = static_cast<double>(classes) * lse - total;  // Σ_c -log p_c
+              return (1 - eps) * (lse - target_logit) + eps / static_cast<double>(classes) * smooth;
+            };
+            // Row r = (batch b, position j) reads x[b, c, j] = base[c * stride], stride = inner:
+            // a constant 1 for [N, C] logits, so that the loops over classes vectorise.
+            const auto rows_with = [&](auto stride) {
+#pragma omp parallel for if (rows * classes > 32768)
+              for (int64_t r = 0; r < rows; ++r) {
+                const T* base = x.data() + (r / inner) * classes * inner + r % inner;
+                L max = -std::numeric_limits<L>::infinity();
+                for (int64_t c = 0; c < classes; ++c) max = std::max(max, L(base[c * stride]));
+                // exp in the compute type (exp_of vectorises in float), sums in double
+                double sum_exp = 0, total = 0;
+#pragma omp simd reduction(+ : sum_exp, total)
+                for (int64_t c = 0; c < classes; ++c) {
+                  const L v = base[c * stride];
+                  sum_exp += double(kernels::exp_of(L(v - max)));
+                  total += double(v);
+                }
+                row_loss[r] = row_nll(r, base[y[r] == ignore ? 0 : y[r] * stride],
+                                      double(max) + std::log(sum_exp), total);
               }
+            };
+            if (inner == 1) {
+              rows_with(std::integral_constant<int64_t, 1>{});
+            } else {
+              rows_with(inner);
             }
             L* loss = out[0].data<L>();
             if (a.s("reduction") == "none") {

@@ -90,6 +90,7 @@ const OpDef& sum_squares_op = register_op({
             for (int64_t b = 0; b < blocks; ++b) {
               double s = 0;
               const int64_t end = std::min(n, (b + 1) * kSquaresBlock);
+#pragma omp simd reduction(+ : s)
               for (int64_t i = b * kSquaresBlock; i < end; ++i) s += double(d[i]) * double(d[i]);
               partial[b] = s;
             }
