@@ -11,10 +11,20 @@ void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
   if (--depth_ != 0 || op.view) return;
   const double measured =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  Totals& t = classes_[static_cast<size_t>(op_class(op.name))];
+  const OpClass c = op_class(op.name);
+  const Cost cost = op_cost(op, inputs, attrs, outputs);
+  Totals& t = classes_[static_cast<size_t>(c)];
   ++t.calls;
   t.measured += measured;
-  t.predicted += simulated_seconds(spec_, op, op_cost(op, inputs, attrs, outputs), inputs, outputs);
+  t.predicted += simulated_seconds(spec_, op, cost, inputs, outputs);
+  if (keep_ops_) {
+    const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
+    ops_.push_back({.op_class = c,
+                    .precision = math_precision(dtype),
+                    .flops = cost.flops,
+                    .bytes = cost.bytes_read + cost.bytes_written,
+                    .measured = measured});
+  }
 }
 
 }  // namespace dlf

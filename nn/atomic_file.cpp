@@ -38,13 +38,19 @@ void remove_stale_temporaries(const fs::path& dir, const std::string& prefix) {
 
 }  // namespace
 
-void replace_file(const fs::path& target, const std::string& what,
-                  const std::function<void(const fs::path& temp)>& write) {
+fs::path make_directory_for(const fs::path& target, const std::string& what) {
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
   fs::create_directories(dir, ec);
   DLF_CHECK(fs::is_directory(dir), what, ": cannot create the directory ", dir.string(),
             ec ? " (" + ec.message() + ")" : "");
+  return dir;
+}
+
+void replace_file(const fs::path& target, const std::string& what,
+                  const std::function<void(const fs::path& temp)>& write) {
+  const fs::path dir = make_directory_for(target, what);
+  std::error_code ec;
   const std::string prefix = target.filename().string() + ".tmp-";
   remove_stale_temporaries(dir, prefix);
   const fs::path temp = dir / (prefix + std::to_string(::getpid()));

@@ -216,8 +216,9 @@ void add_profile(CLI::App& app, dlf::app::TrainOptions& o, dlf::app::ProfileRequ
 void add_calibrate(CLI::App& app, std::string& out, CLI::App*& cmd) {
   cmd = app.add_subcommand("calibrate",
                            "Measure this CPU as the simulator describes a device (matmul peak per "
-                           "precision, memory bandwidth, per-op overhead) and write its JSON spec, "
-                           "for --device sim:FILE.json");
+                           "precision, memory bandwidth, per-op overhead, each op class's share "
+                           "of the peaks; about ten seconds) and write its JSON spec, for "
+                           "--device sim:FILE.json");
   cmd->add_option("--out", out, "the spec file (default: standard output)");
 }
 

@@ -90,6 +90,7 @@ void StepProfiler::print(std::ostream& os, const std::string& what) const {
 }
 
 void run_calibrate(const std::string& out) {
+  if (!out.empty()) nn::make_directory_for(out, "device spec");  // before measuring
   SimSpec spec = measure_cpu();
   spec.efficiency = measure_kernel_efficiency(spec);
   if (!out.empty()) {
@@ -103,8 +104,9 @@ void run_calibrate(const std::string& out) {
                double(spec.memory_bytes) / double(int64_t(1) << 30));
   for (int c = 0; c < kOpClasses; ++c) {
     const KernelEfficiency& e = spec.efficiency[size_t(c)];
-    std::fprintf(stderr, "  %-13s kernels reach %.2f of the roofline, +%.2f us each\n",
-                 std::string(op_class_name(OpClass(c))).c_str(), e.compute, e.overhead * 1e6);
+    std::fprintf(
+        stderr, "  %-13s kernels reach %.2f of the FLOP/s, %.2f of the bandwidth, +%.2f us each\n",
+        std::string(op_class_name(OpClass(c))).c_str(), e.compute, e.memory, e.overhead * 1e6);
   }
   if (out.empty()) {
     std::cout << to_json(spec);

@@ -11,11 +11,14 @@ namespace dlf {
 /// ranks run at the memory bandwidth. Takes a few seconds.
 SimSpec measure_cpu();
 
-/// Each op class's KernelEfficiency on this CPU at `peaks` (measure_cpu()'s): one op of the
-/// class (linear, causal attention, a 3x3 convolution, layer_norm, gelu, the Adam update), timed
-/// at a small and a large size; the line through the two (time against roofline time) gives
-/// the share of the peak its kernels reach (the slope's inverse) and what each adds beyond
-/// the launch overhead (the intercept). Takes a second or two.
+/// Each op class's KernelEfficiency on this CPU at `peaks` (measure_cpu()'s): its ops (linear,
+/// causal attention, a 3x3 convolution, layer_norm, streaming and GELU element-wise kernels,
+/// the Adam update; forward and backward) at a large size give the share of the peaks its
+/// kernels reach, solved so that the simulator prices them at their measured time (element-wise:
+/// the bandwidth share from streaming kernels, then the FLOP/s share from GELU's); at a small
+/// size, what each kernel adds beyond that. Each size runs over copies of its tensors twice the
+/// last-level cache in bytes (a training step's ops find their inputs out of cache), the sizes
+/// alternating, the median pass of each taken. Takes about ten seconds.
 std::array<KernelEfficiency, kOpClasses> measure_kernel_efficiency(const SimSpec& peaks);
 
 }  // namespace dlf

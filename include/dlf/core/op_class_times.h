@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <chrono>
+#include <vector>
 
 #include <dlf/core/op.h>
 #include <dlf/device/sim_spec.h>
@@ -13,8 +14,10 @@ namespace dlf {
 /// Watches the calling thread's outermost ops while it is an observer (add_observer).
 class OpClassTimes : public DispatchObserver {
  public:
-  /// Prices ops as a sim device of `spec` would (simulated_seconds; views are free there).
-  explicit OpClassTimes(SimSpec spec) : spec_(std::move(spec)) {}
+  /// Prices ops as a sim device of `spec` would (simulated_seconds; views are free there);
+  /// `keep_ops` keeps each op's cost and time as well (ops()).
+  explicit OpClassTimes(SimSpec spec, bool keep_ops = false)
+      : spec_(std::move(spec)), keep_ops_(keep_ops) {}
   void on_op_start(const OpDef& op) override;  ///< starts an outermost op's clock
   /// Adds an outermost op's measured and predicted time to its class (DispatchObserver).
   void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
@@ -28,13 +31,26 @@ class OpClassTimes : public DispatchObserver {
   };
   /// Per OpClass.
   const std::array<Totals, kOpClasses>& by_class() const { return classes_; }
+
+  /// One outermost op as it ran, what a sim device would price it by.
+  struct Op {
+    OpClass op_class = OpClass::elementwise;       ///< its class
+    MathPrecision precision = MathPrecision::f32;  ///< the precision of its arithmetic
+    double flops = 0;                              ///< its cost's FLOPs
+    double bytes = 0;                              ///< bytes it reads and writes
+    double measured = 0;                           ///< seconds on the wall clock
+  };
+  /// Every op so far, in order, when constructed with keep_ops (else empty).
+  const std::vector<Op>& ops() const { return ops_; }
   const SimSpec& spec() const { return spec_; }  ///< the one ops are priced by
 
  private:
   SimSpec spec_;
+  bool keep_ops_ = false;
   int depth_ = 0;
   std::chrono::steady_clock::time_point start_;
   std::array<Totals, kOpClasses> classes_{};
+  std::vector<Op> ops_;
 };
 
 }  // namespace dlf

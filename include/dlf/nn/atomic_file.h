@@ -12,6 +12,10 @@ namespace dlf::nn {
 /// previous file is unchanged. Temporaries of killed writers (whose process is gone) are removed.
 void replace_file(const std::filesystem::path& target, const std::string& what,
                   const std::function<void(const std::filesystem::path& temp)>& write);
+/// Creates the directory `target` goes in and returns it, or throws the dlf::Error that
+/// replace_file() would: a command that works long before it writes checks with it first.
+std::filesystem::path make_directory_for(const std::filesystem::path& target,
+                                         const std::string& what);
 /// replace_file() writing `text`.
 void replace_file(const std::filesystem::path& target, const std::string& what,
                   const std::string& text);
