@@ -194,4 +194,25 @@ TEST_CASE("model-parallel GPT: the gathered whole is the model and its optimizer
   }
 }
 
+TEST_CASE(
+    "ParallelGPT's chunks: each its own blocks; a chunk out of range or an unknown schedule") {
+  using Blocks = std::vector<std::pair<int64_t, int64_t>>;
+  const models::GPTConfig config = models::gpt_config("gpt-nano");  // 2 blocks
+  parallel::run_ranks(parallel::devices_of(DeviceType::cpu, 1), [&](parallel::Communicator& tp) {
+    const models::ParallelGPT model(config, tp, /*stage=*/0, /*stages=*/1, /*chunks=*/2);
+    CHECK(model.chunk_blocks == Blocks{{0, 1}, {1, 2}});
+    const Tensor idx = zeros({1, 4}, {.dtype = DType::i64});
+    for (int chunk : {-1, 2}) {
+      test::check_error([&] { (void)model.forward(Tensor(), idx, idx, chunk); },
+                        {"ParallelGPT: chunk " + std::to_string(chunk) + " is not in 0..1"});
+    }
+  });
+  for (auto s : {parallel::PipelineSchedule::gpipe, parallel::PipelineSchedule::one_f_one_b,
+                 parallel::PipelineSchedule::interleaved}) {
+    CHECK(parallel::parse_schedule(parallel::schedule_name(s)) == s);
+  }
+  test::check_error([] { (void)parallel::parse_schedule("zero-bubble"); },
+                    {"unknown pipeline schedule 'zero-bubble'", "1f1b, gpipe or interleaved"});
+}
+
 }  // namespace dlf
