@@ -6,6 +6,7 @@
 // gradients, temporaries) for both, the planned arena, and what capture and the passes took.
 //
 //   compile_bench [MODEL...] [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K]
+//                 [--skip-pass NAME]...   (a pass of graph::optimize left out: what it brings)
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -24,6 +25,7 @@ struct Options {
   std::vector<std::string> models = {"gpt-nano", "unet-small", "gpt-mini", "gpt-small"};
   int steps = 5, warmup = 2, threads = 2;
   int64_t batch = 0, seq = 0;
+  std::vector<std::string> skip_passes;
 };
 
 Options parse(int argc, char** argv) {
@@ -35,6 +37,8 @@ Options parse(int argc, char** argv) {
   app.add_option("--threads", o.threads, "CPU threads")->capture_default_str();
   app.add_option("--batch", o.batch, "sequences or images per step (default: the peer's)");
   app.add_option("--seq", o.seq, "tokens per sequence (default: the peer's)");
+  app.add_option("--skip-pass", o.skip_passes,
+                 "a pass of graph::optimize to leave out (\"element-wise fusion\"); repeatable");
   bench::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -45,7 +49,7 @@ void run(const std::string& name, const Options& o) {
   const models::ExampleStep w = models::example_step(name, o.batch, o.seq, data);
   nn::optim::AdamW opt(w.model->parameters(), {.lr = 3e-4});
   const graph::StepFn eager_step = graph::backward_step(w.loss);
-  graph::Compiled compiled(eager_step);
+  graph::Compiled compiled(eager_step, o.skip_passes);
   Allocator& memory = allocator_for(kCPU);
   int64_t peak[2] = {0, 0};  // [compiled, eager], over the timed steps
   bool timed = false;        // the first compiled step captures, eagerly: not counted
@@ -66,6 +70,9 @@ void run(const std::string& name, const Options& o) {
   JsonLine line;
   line.add("bench", "compile").add("case", name).add("impl", "dlf-compiled");
   line.add("threads", o.threads).add("batch", w.batch_size).add("seq", w.seq);
+  std::string skipped;
+  for (const std::string& p : o.skip_passes) skipped += (skipped.empty() ? "" : ",") + p;
+  if (!skipped.empty()) line.add("skipped_passes", skipped);
   line.add("metric", "throughput").add("value", double(w.items) / (compiled_t.median_ms / 1e3));
   line.add("unit", w.unit);
   bench::add_timing(line, compiled_t);

@@ -1,6 +1,7 @@
 // The op registry and the dispatch choke point.
 #include <dlf/core/autocast.h>
 #include <dlf/core/op.h>
+
 #include <dlf/device/allocator.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/threads.h>
@@ -11,6 +12,8 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+
+#include "core/abstract_run.h"
 
 namespace dlf {
 
@@ -111,12 +114,24 @@ std::vector<const OpDef*> registered_ops() {
 
 namespace {
 thread_local std::vector<DispatchObserver*> observers;
+thread_local bool abstract = false;  // inside a detail::AbstractRun
 AutogradHook autograd_hook = nullptr;
 RecomputeHook recompute_hook = nullptr;
 }  // namespace
 
 void add_observer(DispatchObserver* observer) { observers.push_back(observer); }
 void remove_observer(DispatchObserver* observer) { std::erase(observers, observer); }
+
+detail::AbstractRun::AbstractRun(DispatchObserver& observer) : saved_(std::move(observers)) {
+  DLF_CHECK(!abstract, "an abstract run is already under way on this thread");
+  observers = {&observer};
+  abstract = true;
+}
+
+detail::AbstractRun::~AbstractRun() {
+  abstract = false;
+  observers = std::move(saved_);
+}
 void set_autograd_hook(AutogradHook hook) { autograd_hook = hook; }
 void set_recompute_hook(RecomputeHook hook) { recompute_hook = hook; }
 
@@ -243,15 +258,15 @@ void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<T
     DepthGuard depth;
     const Device device = outputs.empty() ? inputs[0].device() : outputs[0].device();
     const bool traced_cpu =
-        device.type == DeviceType::cpu && dispatch_depth == 1 && trace::enabled();
+        device.type == DeviceType::cpu && dispatch_depth == 1 && !abstract && trace::enabled();
     const double began = traced_cpu ? trace::now() : 0;
-    if (device.has_data()) {
+    if (device.has_data() && !abstract) {
       detail::acquire_kernel_slot();
       detail::apply_num_threads();
       op.kernel(inputs, attrs, outputs);
     }
     if (op.inplace >= 0) outputs[0].storage()->bump_version();
-    if (dispatch_depth == 1 && !charge_host_copy(device, op, inputs, outputs) &&
+    if (dispatch_depth == 1 && !abstract && !charge_host_copy(device, op, inputs, outputs) &&
         device.type != DeviceType::cpu)
       charge_simulated(device, op, inputs, attrs, outputs);
     if (traced_cpu) trace_cpu(device, op, inputs, attrs, outputs, began);

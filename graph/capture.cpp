@@ -4,8 +4,11 @@
 #include <dlf/graph/capture.h>
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
+
+#include "core/abstract_run.h"
 
 namespace dlf::graph {
 namespace {
@@ -188,14 +191,23 @@ StepFn backward_step(std::function<Tensor(const std::vector<Tensor>& batch)> los
   };
 }
 
-Capture capture(const StepFn& step, const std::vector<Tensor>& inputs) {
+Capture capture(const StepFn& step, const std::vector<Tensor>& inputs, CaptureMode mode) {
   Recorder recorder(inputs);
   std::vector<Tensor> results;
+  Generator& random = default_generator();
+  const uint64_t drawn = random.offset();
   {
     Recording on(recorder);
+    std::optional<detail::AbstractRun> abstract;
+    if (mode == CaptureMode::abstract) abstract.emplace(recorder);
     results = step(inputs);
   }
-  return {.graph = recorder.finish(results), .results = std::move(results)};
+  Graph g = recorder.finish(results);
+  if (mode == CaptureMode::abstract) {
+    for (const GradBinding& b : g.grads) b.param.set_grad(Tensor());
+    random.set_offset(drawn);
+  }
+  return {.graph = std::move(g), .results = std::move(results)};
 }
 
 }  // namespace dlf::graph

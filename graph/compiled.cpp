@@ -13,7 +13,10 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }
 }  // namespace
 
-Compiled::Compiled(StepFn step) : step_(std::move(step)) {}
+Compiled::Compiled(StepFn step, std::vector<std::string> skip_passes)
+    : step_(std::move(step)), skip_passes_(std::move(skip_passes)) {
+  check_pass_names(skip_passes_);
+}
 
 std::vector<Tensor> Compiled::operator()(const std::vector<Tensor>& inputs) {
   const bool grad = autograd::grad_enabled();
@@ -24,15 +27,15 @@ std::vector<Tensor> Compiled::operator()(const std::vector<Tensor>& inputs) {
   }
   Entry e{.grad_enabled = grad, .autocast = cast, .executable = nullptr, .report = {}};
   auto start = std::chrono::steady_clock::now();
-  Capture c = capture(step_, inputs);
+  Capture c = capture(step_, inputs, CaptureMode::abstract);
   e.report.capture_ms = ms_since(start);
   e.report.nodes_captured = c.graph.nodes.size();
   start = std::chrono::steady_clock::now();
-  e.report.passes = optimize(c.graph);
+  e.report.passes = optimize(c.graph, skip_passes_);
   e.executable = std::make_unique<Executable>(std::move(c.graph));
   e.report.optimise_ms = ms_since(start);
   cache_.push_back(std::move(e));
-  return std::move(c.results);
+  return cache_.back().executable->run(inputs);
 }
 
 const Executable& Compiled::last_executable() const {

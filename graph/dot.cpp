@@ -2,6 +2,8 @@
 // gradients as ellipses; reads of parameters and state are counted in the reading box.
 #include <dlf/graph/io.h>
 
+#include <dlf/graph/passes.h>
+
 #include <sstream>
 
 namespace dlf::graph {
@@ -21,6 +23,7 @@ std::string to_dot(const Graph& g) {
     int external = 0;
     for (int v : node.inputs) external += v >= 0 && g.values[v].producer < 0 && argument_of[v] < 0;
     os << "  n" << n << " [label=\"" << node.op->name;
+    if (const std::string chain = fused_chain(node); !chain.empty()) os << "\\n" << chain;
     if (!node.outputs.empty()) os << "\\n" << shape_str(g.values[node.outputs[0]].shape);
     if (external > 0) os << "\\n+" << external << " external";
     os << '"' << (node.op->view ? ", style=dashed" : "") << "];\n";

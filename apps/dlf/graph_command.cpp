@@ -36,6 +36,10 @@ void run_graph(const GraphCommand& o) {
   std::string line;
   for (const auto& [name, count] : ops) line += " " + name + " " + std::to_string(count);
   std::printf("ops:%s\n", line.c_str());
+  std::map<std::string, int> chains;
+  for (const graph::Node& n : g.nodes)
+    if (const std::string chain = graph::fused_chain(n); !chain.empty()) ++chains[chain];
+  for (const auto& [chain, count] : chains) std::printf("fused %3d x %s\n", count, chain.c_str());
   std::map<graph::BufferKind, std::pair<int, double>> kinds;
   for (const graph::Buffer& b : g.buffers) {
     kinds[b.kind].first++;

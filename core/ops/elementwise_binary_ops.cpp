@@ -24,6 +24,16 @@ struct OnednnBinary {
   std::optional<algorithm> swapped;
 };
 
+template <bool Compare, typename Fn>
+std::function<void(std::span<const float* const>, float*, int64_t, const Attrs&)>
+pointwise_unless_compare(Fn fn) {
+  if constexpr (Compare) {
+    return {};  // a bool output: not fused
+  } else {
+    return elementwise::pointwise<2>([fn](const Attrs&) { return fn; });
+  }
+}
+
 /// Registers `name`: out = fn(a, b), bool when Compare, else of the operands' dtype.
 template <DTypeSet Set, bool Compare, typename Fn>
 const OpDef& register_binary(std::string name, double flops, OnednnBinary onednn, Fn fn) {
@@ -48,6 +58,7 @@ const OpDef& register_binary(std::string name, double flops, OnednnBinary onednn
             });
           },
       .cost = elementwise::cost_per_element(flops),
+      .pointwise = pointwise_unless_compare<Compare>(fn),
   });
 }
 

@@ -32,6 +32,24 @@ MemoryFormat output_format(Inputs in, const Shape& shape);
 /// Bytes of the inputs (at their own sizes) and the output, and `flops` per output element.
 std::function<Cost(Inputs, const Attrs&, std::span<const Tensor>)> cost_per_element(double flops);
 
+/// OpDef::pointwise from `make_fn(attrs)`, which gives the op's element function of `Arity`
+/// arguments (the one its loop kernel maps), here on floats.
+template <size_t Arity, typename MakeFn>
+auto pointwise(MakeFn make_fn) {
+  static_assert(Arity == 1 || Arity == 2);
+  return [make_fn](std::span<const float* const> in, float* out, int64_t n, const Attrs& a) {
+    const auto f = make_fn(a);
+    float* __restrict o = out;
+    const float* __restrict x = in[0];
+    if constexpr (Arity == 1) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+    } else {
+      const float* __restrict y = in[1];
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+    }
+  };
+}
+
 /// fn(TypeTag<T>{}) for the dtypes of `Set` only (the op's infer has already refused others).
 template <DTypeSet Set, typename Fn>
 decltype(auto) visit(DType t, Fn&& fn) {

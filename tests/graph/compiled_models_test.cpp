@@ -1,6 +1,10 @@
 // Compiled training steps of the zoo's models against eager ones: the same losses and the same
-// weights after five AdamW steps, bit for bit; a step captured on meta plans a big model's memory.
+// weights after five AdamW steps, to 1e-6 (fused element-wise loops round as the plain loops do,
+// not as oneDNN's kernels); a step captured on meta plans a big model's memory.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include <dlf/dlf.h>
 
@@ -12,6 +16,17 @@ namespace {
 
 using Batch = std::vector<Tensor>;
 using LossFn = std::function<Tensor(const nn::Module&, const Batch&)>;
+
+// The largest difference, relative to the largest magnitude of `want`.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff = std::max(diff, std::abs(double(got[i]) - double(want[i])));
+    scale = std::max(scale, std::abs(double(want[i])));
+  }
+  return diff / scale;
+}
 
 // Trains `model` five steps on `batches`, eagerly or through a compiled forward and backward
 // (the optimizer steps eagerly after it); the losses.
@@ -43,18 +58,30 @@ void check_compiled_matches_eager(const Config& config, const std::vector<Batch>
   compiled.recompute(what);
   const std::vector<float> eager_losses = train(eager, batches, loss, false);
   const std::vector<float> compiled_losses = train(compiled, batches, loss, true);
-  CHECK(compiled_losses == eager_losses);
+  CHECK(relative_error(compiled_losses, eager_losses) < 1e-6);
+  // Weights at the model's scale: a parameter whose gradient is zero up to rounding (a key
+  // projection's bias: softmax ignores a shift shared by all keys) moves by Adam's normalised
+  // step whatever the rounding, so its own scale would measure noise.
   const nn::NamedTensors a = eager.state_dict(), b = compiled.state_dict();
   REQUIRE(a.size() == b.size());
+  double scale = 0;
+  for (const auto& [name, t] : a)
+    for (float x : t.template to_vector<float>()) scale = std::max(scale, double(std::abs(x)));
   for (size_t i = 0; i < a.size(); ++i) {
     INFO(a[i].first);
-    CHECK(a[i].second.template to_vector<float>() == b[i].second.template to_vector<float>());
+    const std::vector<float> want = a[i].second.template to_vector<float>();
+    const std::vector<float> got = b[i].second.template to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    double diff = 0;
+    for (size_t j = 0; j < got.size(); ++j)
+      diff = std::max(diff, std::abs(double(got[j]) - double(want[j])));
+    CHECK(diff <= 1e-6 * scale);
   }
 }
 
 }  // namespace
 
-TEST_CASE("graph: gpt-nano trains compiled as it trains eagerly, bit for bit") {
+TEST_CASE("graph: gpt-nano trains compiled as it trains eagerly, to 1e-6") {
   const models::GPTConfig config = models::gpt_config("gpt-nano");
   Generator data(1);
   std::vector<Batch> batches;
@@ -89,7 +116,7 @@ TEST_CASE("graph: bert's masked-LM loss picks its positions on the host, so capt
       {"graph capture", "on the host", "input 1 of the step"});
 }
 
-TEST_CASE("graph: vit-tiny trains compiled as it trains eagerly, bit for bit") {
+TEST_CASE("graph: vit-tiny trains compiled as it trains eagerly, to 1e-6") {
   const models::ViTConfig config = models::vit_config("vit-tiny");
   Generator data(3);
   std::vector<Batch> batches;
@@ -102,7 +129,7 @@ TEST_CASE("graph: vit-tiny trains compiled as it trains eagerly, bit for bit") {
       });
 }
 
-TEST_CASE("graph: unet-tiny trains compiled as it trains eagerly, bit for bit") {
+TEST_CASE("graph: unet-tiny trains compiled as it trains eagerly, to 1e-6") {
   const models::UNetConfig config = models::unet_config("unet-tiny");
   const auto ddpm = std::make_shared<models::DDPM>();
   Generator data(4);

@@ -189,6 +189,43 @@ TEST_CASE("graph: random ops draw afresh at each run, as eager does") {
   for (int i = 0; i < 3; ++i) CHECK(values_of(f({x})[0]) == eager[size_t(i)]);
 }
 
+TEST_CASE("graph: an abstract capture records the step without running it") {
+  Generator gen(17);
+  const Tensor w = randn({6, 4}, {}, &gen).requires_grad_();
+  const auto step = [&](const std::vector<Tensor>& in) {
+    const Tensor loss = dropout(gelu(matmul(in[0], w)), 0.25, true).square().mean();
+    loss.backward();
+    return std::vector<Tensor>{loss};
+  };
+  const Tensor x = randn({5, 6}, {}, &gen);
+  struct Count final : DispatchObserver {
+    int ops = 0;
+    void on_op(const OpDef&, Inputs, const Attrs&, std::span<const Tensor>) override { ++ops; }
+  } seen;
+  add_observer(&seen);
+  manual_seed(3);
+  graph::Capture eager = graph::capture(step, {x});
+  const float eager_loss = eager.results[0].item<float>();
+  const std::vector<float> eager_grad = values_of(w.grad());
+  const int eager_ops = seen.ops;
+  w.set_grad(Tensor());
+
+  manual_seed(3);
+  const uint64_t drawn = default_generator().offset();
+  seen.ops = 0;
+  graph::Capture abstract = graph::capture(step, {x}, graph::CaptureMode::abstract);
+  CHECK(seen.ops == 0);  // only the recorder saw the ops: no kernel, no profile, no clock
+  CHECK(eager_ops == int(abstract.graph.nodes.size()));
+  CHECK(op_names(abstract.graph) == op_names(eager.graph));
+  CHECK_FALSE(w.grad().defined());               // the step's gradients are cleared
+  CHECK(default_generator().offset() == drawn);  // and nothing was drawn
+  remove_observer(&seen);
+  // Run next, the graph does what the eager step did, dropout's draw included.
+  const std::vector<Tensor> results = graph::Executable(std::move(abstract.graph)).run({x});
+  CHECK(results[0].item<float>() == eager_loss);
+  CHECK(values_of(w.grad()) == eager_grad);
+}
+
 TEST_CASE("graph: a step that reads values on the host cannot be captured") {
   const auto step = [](const std::vector<Tensor>& in) {
     const Tensor s = in[0].sum();

@@ -99,6 +99,11 @@ struct OpDef {
   /// For ops whose attrs hold state drawn from a random stream when dispatched (dropout's seed
   /// and offset): draws them afresh, as dispatching the op again would. Graph replay calls it.
   std::function<void(Inputs, Attrs&)> redraw = {};
+  /// For element-wise ops: the same arithmetic on `n` dense f32 elements, out[i] =
+  /// f(in[0][i], in[1][i], ...), the inputs already broadcast to the output. What graph fusion
+  /// chains inside one loop (graph::fuse_elementwise).
+  std::function<void(std::span<const float* const> in, float* out, int64_t n, const Attrs&)>
+      pointwise = {};
 };
 
 /// Sets attrs "seed" and "offset" to `g`'s next `count` counters: how a random op draws its

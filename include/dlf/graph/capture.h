@@ -15,13 +15,24 @@ using StepFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inpu
 /// `dlf train --compile` and the benchmarks capture.
 StepFn backward_step(std::function<Tensor(const std::vector<Tensor>& batch)> loss);
 
-/// What a capture gives: the graph and the step's results from the eager run that made it.
-struct Capture {
-  Graph graph;                  ///< the ops the step dispatched
-  std::vector<Tensor> results;  ///< what the step returned, run eagerly
+/// How capture runs the step.
+enum class CaptureMode {
+  /// Runs it: the results, the gradients it leaves and its writes are the step's, as eager.
+  eager,
+  /// Runs no kernel — shapes, dtypes and aliasing only, as torch.compile's fake tensors — so
+  /// capturing costs milliseconds at any size: the results hold undefined values, the step's
+  /// gradients are cleared again, its writes to outside bytes do not happen and the default
+  /// generator is put back, so that running the graph next does what the eager step would have.
+  abstract,
 };
 
-/// Runs `step(inputs)` eagerly on this thread, recording each op it dispatches (forward,
+/// What a capture gives: the graph and the step's results from the run that made it.
+struct Capture {
+  Graph graph;                  ///< the ops the step dispatched
+  std::vector<Tensor> results;  ///< what the step returned (values undefined when abstract)
+};
+
+/// Runs `step(inputs)` on this thread (as `mode` says), recording each op it dispatches (forward,
 /// backward, anything else), on any device (on meta it only plans). Tensors the step reads
 /// that existed before are external buffers, bound by reference: later runs see their current
 /// contents. Gradients it leaves on parameters are bound so a run leaves them too; the
@@ -29,6 +40,7 @@ struct Capture {
 /// gradients, it does not accumulate into old ones). Throws a dlf::Error naming the op when the
 /// step touches values on the host outside a kernel (data(), item(), to_vector()): what it
 /// does next could depend on data, which a graph cannot replay.
-Capture capture(const StepFn& step, const std::vector<Tensor>& inputs);
+Capture capture(const StepFn& step, const std::vector<Tensor>& inputs,
+                CaptureMode mode = CaptureMode::eager);
 
 }  // namespace dlf::graph

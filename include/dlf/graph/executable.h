@@ -35,18 +35,20 @@ class Executable {
 struct CompileReport {
   std::vector<PassReport> passes;  ///< each pass of optimize()
   size_t nodes_captured = 0;       ///< before the passes
-  double capture_ms = 0;           ///< the eager run that captured the step
+  double capture_ms = 0;           ///< tracing the step (no kernel runs)
   double optimise_ms = 0;          ///< the passes and the memory plan
 };
 
 /// A step compiled per input signature (torch.compile): the first call with a new one
-/// captures the step (running it eagerly, so its results are eager's), optimises and plans the
-/// graph; later calls with that signature, the same grad mode and the same autocast run the
-/// Executable.
+/// captures the step without running its kernels (CaptureMode::abstract), optimises and plans
+/// the graph and runs it; later calls with that signature, the same grad mode and the same
+/// autocast run that Executable again.
 class Compiled {
  public:
-  explicit Compiled(StepFn step);  ///< nothing is captured before the first call
-  /// The step's results on `inputs`: from its graph, or from the eager run that captures it.
+  /// Nothing is captured before the first call; each capture is optimised by optimize() less
+  /// the passes `skip_passes` names.
+  explicit Compiled(StepFn step, std::vector<std::string> skip_passes = {});
+  /// The step's results on `inputs`, from its graph (captured first when new).
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
   size_t captures() const { return cache_.size(); }  ///< how many signatures were captured
   /// The graph of the last capture and what making it did; a dlf::Error before any.
@@ -61,6 +63,7 @@ class Compiled {
     CompileReport report;
   };
   StepFn step_;
+  std::vector<std::string> skip_passes_;
   std::vector<Entry> cache_;
 };
 

@@ -16,7 +16,7 @@ void save(const Graph& g, const std::string& path);
 /// after a run, grads[i].param.grad(). A dlf::Error names the file and what is wrong.
 Graph load(const std::string& path);
 
-/// The graph as Graphviz DOT: an op per box (fusion groups later), an edge per value, inputs
+/// The graph as Graphviz DOT: an op per box (a fused node lists its ops), an edge per value, inputs
 /// and results as ellipses, external reads folded into the node that reads them.
 std::string to_dot(const Graph& g);
 

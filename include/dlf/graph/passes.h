@@ -29,6 +29,17 @@ int fold_constants(Graph& g);
 /// results are the same bits. Returns the nodes added.
 int rematerialize(Graph& g);
 
+/// Element-wise fusion: chains of f32 element-wise ops of one output shape and layout, each
+/// reading what an earlier one made, become one fused_elementwise node that runs them tile by
+/// tile (each input read once, each output written once; the values in between never reach
+/// memory), where the chain's last op ran. A chain ends where a node outside it reads one of its
+/// values (that value becomes an output of the fused node) or writes in place bytes it read.
+/// Results agree with the unfused ops' to rounding (the loops, not oneDNN, compute them).
+/// Returns the nodes removed.
+int fuse_elementwise(Graph& g);
+/// For a node fuse_elementwise made: its ops in order, comma-separated ("add,gelu"); else "".
+std::string fused_chain(const Node& node);
+
 /// What one pass did.
 struct PassReport {
   std::string pass;         ///< its name
@@ -37,8 +48,13 @@ struct PassReport {
   double ms = 0;            ///< its own time
 };
 
-/// The default pipeline: constant folding, common subexpressions, dead code,
-/// rematerialisation.
-std::vector<PassReport> optimize(Graph& g);
+/// The default pipeline's passes, in the order optimize() runs them: "constant folding",
+/// "common subexpressions", "dead code", "rematerialisation", "element-wise fusion".
+const std::vector<std::string>& pass_names();
+/// A dlf::Error listing the passes when a name is none of pass_names().
+void check_pass_names(const std::vector<std::string>& names);
+
+/// The default pipeline less the passes `skip` names (check_pass_names first).
+std::vector<PassReport> optimize(Graph& g, const std::vector<std::string>& skip = {});
 
 }  // namespace dlf::graph
