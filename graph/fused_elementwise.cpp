@@ -15,6 +15,7 @@
 #include <dlf/graph/passes.h>
 
 #include "core/kernels/strided_loop.h"
+#include "core/ops/elementwise_common.h"
 
 namespace dlf::graph {
 namespace {
@@ -95,14 +96,8 @@ std::vector<TensorMeta> infer(Inputs in, const Attrs& a) {
               shape_str(c.shape));
     made.push_back(Tensor::empty(c.shape, DType::f32, kMeta));
   }
-  MemoryFormat format = MemoryFormat::contiguous;  // an input's of the shape, as element-wise ops
-  for (const Tensor& t : in) {
-    if (t.shape() == c.shape) {
-      format = t.memory_format();
-      break;
-    }
-  }
-  return std::vector<TensorMeta>(c.outputs.size(), {c.shape, DType::f32, format});
+  return std::vector<TensorMeta>(c.outputs.size(),
+                                 {c.shape, DType::f32, elementwise::output_format(in, c.shape)});
 }
 
 // An input as the tiles read it, walked in the output's memory order.

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "graph/meta_of.h"
+
 namespace dlf::graph {
 namespace {
 
@@ -165,9 +167,7 @@ void check_loaded(const Graph& g, const std::string& path) {
     if (b.kind == BufferKind::argument && (b.argument < 0 || b.argument >= int(g.arguments.size())))
       bad("a buffer is input " + std::to_string(b.argument) + " of " +
           std::to_string(g.arguments.size()));
-  auto meta = [&](int v) {
-    return v < 0 ? Tensor() : Tensor::empty(g.values[v].shape, g.values[v].dtype, kMeta);
-  };
+  auto meta = [&](int v) { return v < 0 ? Tensor() : meta_of(g.values[v]); };
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     const std::string where = "node " + std::to_string(n) + " ('" + node.op->name + "')";

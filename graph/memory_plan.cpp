@@ -25,7 +25,7 @@ bool planned(const Buffer& b) {
 
 bool same_dense_layout(const Value& a, const Value& b) {
   return a.shape == b.shape && a.strides == b.strides && a.dtype == b.dtype && a.offset == 0 &&
-         b.offset == 0 && numel(a.shape) * int64_t(dtype_size(a.dtype)) > 0;
+         b.offset == 0;
 }
 
 // The input whose bytes node `n` may write its output over (in place), or -1: an element-wise

@@ -43,8 +43,8 @@ decltype(auto) visit_floating(DType t, const char* op, Fn&& fn) {
     default:
       break;
   }
-  throw Error(detail::concat(op, ": dtype ", dtype_name(t),
-                             " is not supported (expected f32, f64 or bf16)"));
+  throw Error(dlf::detail::concat(op, ": dtype ", dtype_name(t),
+                                  " is not supported (expected f32, f64 or bf16)"));
 }
 
 /// The type arithmetic runs in: float for bf16, T otherwise.

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numbers>
 #include <vector>
 
 #include "core/kernels/activation_math.h"
@@ -187,7 +186,7 @@ A activate(A x, Activation activation) {
     case Activation::gelu_tanh:
       return gelu_tanh_of(x);
     case Activation::gelu_erf:
-      return A(0.5) * x * (A(1) + std::erf(x / std::numbers::sqrt2_v<A>));
+      return gelu_erf_of(x);
   }
   return x;
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "graph/fused_elementwise.h"
+#include "graph/meta_of.h"
 
 namespace dlf::graph {
 namespace {
@@ -43,8 +44,6 @@ struct Group {
   std::set<int> reads;       // buffers its members read
   bool open = true;
 };
-
-Tensor meta_of(const Value& v) { return Tensor::empty(v.shape, v.dtype, kMeta); }
 
 // Autograd keeps what backward reads as tensors of their own, which capture records as values
 // of the same buffer without a producer: each such value that views a node's output as the node

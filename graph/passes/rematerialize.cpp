@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <map>
 
+#include "graph/meta_of.h"
+
 namespace dlf::graph {
 namespace {
 
 constexpr int kGap = 16;  // nodes between two reads that make the later one "late"
-
-Tensor meta_of(const Value& v) { return Tensor::empty(v.shape, v.dtype, kMeta); }
 
 // Whether recomputing `node` costs little next to the bytes it moves.
 bool cheap(const Graph& g, const Node& node) {
