@@ -54,6 +54,10 @@ bool same_dense_layout(const Tensor& first, const Rest&... rest) {
   return first.is_channels_last() && (rest.is_channels_last() && ...);
 }
 
+// oneDNN's element-wise kernels open a parallel region whatever the size; small ones run
+// faster in dlf's loops, on the calling thread.
+bool worth_onednn(const Tensor& out) { return out.numel() >= kParallelGrain; }
+
 bool fits(const Tensor& t) {
   return t.dim() <= DNNL_MAX_NDIMS && (onednn_supports(t.dtype()) || t.dtype() == DType::b8);
 }
@@ -73,7 +77,7 @@ void execute(const Prepared<Primitive, N>& p, const std::array<int, N>& args,
 
 bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& x,
                     const Tensor& out) {
-  if (!onednn_supports(x.dtype()) || !fits(x) || !same_dense_layout(x, out) || x.numel() == 0) {
+  if (!onednn_supports(x.dtype()) || !fits(x) || !same_dense_layout(x, out) || !worth_onednn(out)) {
     return false;
   }
   using Eltwise = MaybePrepared<dnnl::eltwise_forward, 2>;
@@ -99,7 +103,7 @@ bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& 
 bool onednn_eltwise_backward(dnnl::algorithm alg, const Tensor& grad, const Tensor& x,
                              const Tensor& out, float alpha) {
   if (!onednn_supports(x.dtype()) || !fits(x) || !same_dense_layout(x, grad, out) ||
-      grad.dtype() != x.dtype() || x.numel() == 0) {
+      grad.dtype() != x.dtype() || !worth_onednn(out)) {
     return false;
   }
   using Eltwise = MaybePrepared<dnnl::eltwise_backward, 3>;
@@ -123,7 +127,7 @@ bool onednn_eltwise_backward(dnnl::algorithm alg, const Tensor& grad, const Tens
 }
 
 bool onednn_binary(dnnl::algorithm alg, const Tensor& src0, const Tensor& src1, const Tensor& dst) {
-  if (!onednn_supports(src0.dtype()) || !fits(src1) || !fits(dst) || dst.numel() == 0) {
+  if (!onednn_supports(src0.dtype()) || !fits(src1) || !fits(dst) || !worth_onednn(dst)) {
     return false;
   }
   using Binary = MaybePrepared<dnnl::binary, 3>;

@@ -73,11 +73,15 @@ void coalesce(Shape& shape, std::array<std::vector<int64_t>, N>& strides) {
 }
 }  // namespace detail
 
+/// The fewest elements of element-wise work worth waking the OpenMP pool for: below it one
+/// thread finishes before a sleeping worker would have woken (50-100 µs on a VM).
+inline constexpr int64_t kParallelGrain = 32768;
+
 /// Calls body(ptrs, inner_byte_strides, n) over all elements of `shape`, in runs along the
 /// innermost dim, split into contiguous ranges of elements across the OpenMP pool when
 /// there is at least `grain` elements of work.
 template <size_t N, typename Body>
-void strided_for(Shape shape, StridedOperands<N> ops, Body&& body, int64_t grain = 32768) {
+void strided_for(Shape shape, StridedOperands<N> ops, Body&& body, int64_t grain = kParallelGrain) {
   const int64_t total = numel(shape);
   if (total == 0) return;
   detail::order_by_first<N>(shape, ops.byte_strides);

@@ -188,7 +188,7 @@ TEST_CASE("element-wise ops and matmul can be differentiated twice") {
   }
 }
 
-TEST_CASE("silu: f32 forward and fused backward (oneDNN's swish) match the f64 formula") {
+TEST_CASE("silu: f32 forward and fused backward match the f64 formula") {
   const Tensor x64 = randn({4, 37}, {.dtype = DType::f64}) * 3.0;
   const Tensor g64 = randn({4, 37}, {.dtype = DType::f64});
   const Tensor x32 = x64.to(DType::f32).detach();
