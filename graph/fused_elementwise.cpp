@@ -20,8 +20,7 @@
 namespace dlf::graph {
 namespace {
 
-constexpr int64_t kTile = 1024;    // elements: a member's tile is 4 KiB, a chain's stays in L1/L2
-constexpr int64_t kGrain = 32768;  // below this many elements, one thread
+constexpr int64_t kTile = 1024;  // elements: a member's tile is 4 KiB, a chain's stays in L1/L2
 
 struct Chain {
   std::vector<FusedMember> members;
@@ -166,7 +165,7 @@ void kernel(Inputs in, const Attrs& a, Outputs out) {
   for (size_t k = 0; k < c.members.size(); ++k)
     if (!written[k]) slot[sources.size() + k] = slots++;
   const int64_t tiles = (total + kTile - 1) / kTile;
-#pragma omp parallel if (total >= kGrain && omp_get_max_threads() > 1)
+#pragma omp parallel if (total >= kernels::kParallelGrain && omp_get_max_threads() > 1)
   {
     std::vector<float> scratch(size_t(slots * kTile));
     std::vector<const float*> at(slot.size());

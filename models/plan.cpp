@@ -2,6 +2,7 @@
 #include <dlf/core/autocast.h>
 #include <dlf/core/op.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/join.h>
 #include <dlf/core/ops/linalg.h>
 #include <dlf/core/ops/nn_ops.h>
 #include <dlf/core/ops/normalization.h>
@@ -51,9 +52,11 @@ struct StageRun {
 
 Tensor block_forward(const Tensor& x, const BlockShard& p, int64_t heads, int64_t head_dim) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  const Tensor qkv = linear(layer_norm(x, {C}, p.ln1_w, p.ln1_b), p.attn_w, p.attn_b)
-                         .view({B, T, 3, heads, head_dim});
-  auto head_view = [&](int64_t i) { return qkv.select(2, i).transpose(1, 2); };
+  const std::vector<Tensor> qkv =
+      unbind(linear(layer_norm(x, {C}, p.ln1_w, p.ln1_b), p.attn_w, p.attn_b)
+                 .view({B, T, 3, heads, head_dim}),
+             2);
+  auto head_view = [&](int64_t i) { return qkv[size_t(i)].transpose(1, 2); };
   const Tensor y = scaled_dot_product_attention(head_view(0), head_view(1), head_view(2), true);
   const Tensor h =
       x + linear(y.transpose(1, 2).reshape({B, T, heads * head_dim}), p.proj_w, p.proj_b);

@@ -712,7 +712,6 @@ double run_train(TrainOptions o) {
     DLF_CHECK(!std::filesystem::is_directory(o.report), "--report ", o.report,
               " is a directory: give the HTML file's name");
   }
-  if (!o.trace.empty()) trace::start();
   const Job job{
       o,
       run,
@@ -730,6 +729,7 @@ double run_train(TrainOptions o) {
           " zero " + std::to_string(o.zero) + " recompute " + o.recompute + " offload " +
           o.offload + " precision " + o.precision + " grad-reduce " + o.grad_reduce,
       o.profile && device.type == DeviceType::cpu ? measure_cpu() : device.spec};
+  if (!o.trace.empty()) trace::start();  // after measuring the CPU: its ops are not the run's
   RankResult result;
   auto rank = [&](parallel::Communicator& world) {
     const RankResult mine = train_rank(world, job);

@@ -1,6 +1,7 @@
-// Backward of cat, embedding, cross_entropy, dropout and attention.
+// Backward of cat and split, embedding, cross_entropy, dropout and attention.
 #include <dlf/autograd/backward.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/join.h>
 
 #include "autograd/derivatives/sum_to.h"
 
@@ -21,6 +22,15 @@ Grads cat_backward(const BackwardContext& c) {
     start += size;
   }
   return out;
+}
+
+// The pieces' gradients joined in one pass (zeros for a piece none reached).
+Grads split_backward(const BackwardContext& c) {
+  const size_t pieces = c.attrs().ints("sizes").size();
+  std::vector<Tensor> grads;
+  grads.reserve(pieces);
+  for (size_t i = 0; i < pieces; ++i) grads.push_back(c.grad(static_cast<int>(i)));
+  return {cat(grads, c.attrs().i("dim"))};
 }
 
 // The fused ops of core/ops/nn_backward_ops.cpp; attention's gradients come over the
@@ -44,6 +54,7 @@ Grads attention_backward(const BackwardContext& c) {
 
 [[maybe_unused]] const bool registered = [] {
   register_backward("cat", {.fn = cat_backward});
+  register_backward("split", {.fn = split_backward});
   register_backward("embedding",
                     {.save_inputs = {1}, .fn = [](const BackwardContext& c) -> Grads {
                        return {dispatch1(find_op("embedding_backward"), {c.grad(), c.input(1)},

@@ -1,6 +1,8 @@
 // oneDNN eltwise and binary primitives for the element-wise ops (f32 and bf16), cached by
-// layout. Each returns false, having done nothing, when oneDNN has no optimised kernel for the
-// dtypes or layout (it would pick its slow reference kernel); the caller then runs its loop.
+// layout, from kParallelGrain elements (oneDNN opens a parallel region at any size; below the
+// grain dlf's loops run on the calling thread). Each returns false, having done nothing, below
+// it or when oneDNN has no optimised kernel for the dtypes or layout (it would pick its slow
+// reference kernel); the caller then runs its loop.
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 

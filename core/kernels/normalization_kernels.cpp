@@ -9,11 +9,10 @@
 #include "core/kernels/convert.h"
 #include "core/kernels/onednn_util.h"
 #include "core/kernels/reduce_common.h"
+#include "core/kernels/strided_loop.h"
 
 namespace dlf::kernels {
 namespace {
-
-constexpr int64_t kParallelGrain = 32768;
 
 void run(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
   p.execute(cpu::stream(), args);

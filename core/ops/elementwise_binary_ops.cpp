@@ -1,5 +1,6 @@
-// Binary element-wise ops and comparisons with NumPy broadcasting. f32/bf16 run on oneDNN's
-// binary primitive where it has a fast kernel for the layout; everything else loops.
+// Binary element-wise ops and comparisons with NumPy broadcasting. f32/bf16 from kParallelGrain
+// elements run on oneDNN's binary primitive where it has a fast kernel for the layout;
+// everything else loops.
 #include <dlf/core/ops/elementwise.h>
 
 #include <cmath>

@@ -1,5 +1,6 @@
-// Unary element-wise ops and the tensor-with-scalar forms. f32/bf16 run on oneDNN (eltwise, or
-// binary with the scalar as a one-element operand) where it has a fast kernel; the rest loop.
+// Unary element-wise ops and the tensor-with-scalar forms. f32/bf16 from kParallelGrain elements
+// run on oneDNN (eltwise, or binary with the scalar as a one-element operand) where it has a
+// fast kernel; the rest loop.
 #include <dlf/core/ops/elementwise.h>
 
 #include <cmath>
@@ -32,7 +33,7 @@ OnednnKernel eltwise(algorithm alg, float alpha = 0, float beta = 0) {
 /// the value is data, not part of the primitive, so a changing scalar creates no primitives.
 OnednnKernel with_scalar_operand(algorithm alg) {
   return [alg](const Tensor& x, const Attrs& a, const Tensor& out) {
-    if (!kernels::onednn_supports(x.dtype())) return false;
+    if (!kernels::onednn_supports(x.dtype()) || out.numel() < kernels::kParallelGrain) return false;
     Tensor scalar = Tensor::empty({}, DType::f32, kCPU);
     *scalar.data<float>() = static_cast<float>(a.f("scalar"));
     return kernels::onednn_binary(alg, x, scalar, out);

@@ -1,5 +1,5 @@
-// Joining and splitting along a dim: cat is an op; stack, split and chunk are built on
-// cat and narrow (so split and chunk return views).
+// Joining and splitting along a dim: cat and split are ops (split's pieces are views, and one
+// op for all of them makes its backward one cat); stack, chunk and unbind are built on them.
 #include <dlf/core/op.h>
 #include <dlf/core/ops/join.h>
 
@@ -49,6 +49,31 @@ const OpDef& cat_op = register_op({
         },
 });
 
+const OpDef& split_op = register_op({
+    .name = "split",
+    .view = [](Inputs in, const Attrs& a) -> std::vector<Tensor> {
+      const Tensor& x = in[0];
+      DLF_CHECK(x.dim() > 0, "split: cannot split a rank-0 tensor");
+      const int64_t d = wrap_dim(a.i("dim"), x.dim());
+      const std::vector<int64_t>& sizes = a.ints("sizes");
+      for (int64_t s : sizes) DLF_CHECK(s >= 0, "split: negative size in ", shape_str(sizes));
+      DLF_CHECK(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == x.shape()[d],
+                "split: sizes ", shape_str(sizes), " do not add up to ", x.shape()[d],
+                ", the size of dim ", d, " of shape ", shape_str(x.shape()));
+      std::vector<Tensor> pieces;
+      pieces.reserve(sizes.size());
+      int64_t start = 0;
+      for (int64_t s : sizes) {
+        Shape shape = x.shape();
+        shape[d] = s;
+        pieces.emplace_back(x.storage(), shape, x.strides(), x.offset() + start * x.strides()[d],
+                            x.dtype());
+        start += s;
+      }
+      return pieces;
+    },
+});
+
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -70,21 +95,12 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
-  const int64_t d = wrap_dim(dim, x.dim());
-  for (int64_t s : sizes) {
-    DLF_CHECK(s >= 0, "split_sizes: negative size in ", shape_str(sizes));
+  if (sizes.empty()) {  // no piece: an op without outputs would have no gradient to record
+    DLF_CHECK(x.shape()[wrap_dim(dim, x.dim())] == 0, "split: no sizes for dim ", dim, " of shape ",
+              shape_str(x.shape()));
+    return {};
   }
-  DLF_CHECK(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == x.shape()[d],
-            "split_sizes: sizes ", shape_str(sizes), " do not add up to ", x.shape()[d],
-            ", the size of dim ", d, " of shape ", shape_str(x.shape()));
-  std::vector<Tensor> pieces;
-  pieces.reserve(sizes.size());
-  int64_t start = 0;
-  for (int64_t s : sizes) {
-    pieces.push_back(x.narrow(d, start, s));
-    start += s;
-  }
-  return pieces;
+  return dispatch(split_op, {x}, {{"dim", dim}, {"sizes", sizes}});
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
@@ -104,6 +120,15 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   const int64_t n = x.shape()[d];
   if (n == 0) return split_sizes(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
   return split(x, (n + chunks - 1) / chunks, d);
+}
+
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
+  DLF_CHECK(x.dim() > 0, "unbind: cannot unbind a rank-0 tensor");
+  const int64_t d = wrap_dim(dim, x.dim());
+  std::vector<Tensor> pieces =
+      split_sizes(x, std::vector<int64_t>(static_cast<size_t>(x.shape()[d]), 1), d);
+  for (Tensor& piece : pieces) piece = piece.squeeze(d);
+  return pieces;
 }
 
 }  // namespace dlf

@@ -1,5 +1,6 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/join.h>
 #include <dlf/core/ops/nn_ops.h>
 #include <dlf/nn/transformer.h>
 
@@ -66,9 +67,10 @@ Tensor SelfAttention::forward(const Tensor& x) const {
   DLF_CHECK(x.dim() == 3 && x.size(2) == c_proj->weight.size(0), "attention: expected x [B, T, ",
             c_proj->weight.size(0), "], got ", shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1);
-  // [B, T, 3, H, hd] -> q, k, v as strided [B, H, T, hd] views: the kernel reads them in place.
-  const Tensor qkv = c_attn->forward(x).view({B, T, 3, heads, head_dim});
-  auto head_view = [&](int64_t i) { return qkv.select(2, i).transpose(1, 2); };
+  // [B, T, 3, H, hd] -> q, k, v as strided [B, H, T, hd] views: the kernel reads them in place,
+  // and their gradients come back as one cat.
+  const std::vector<Tensor> qkv = unbind(c_attn->forward(x).view({B, T, 3, heads, head_dim}), 2);
+  auto head_view = [&](int64_t i) { return qkv[size_t(i)].transpose(1, 2); };
   const Tensor y = scaled_dot_product_attention(head_view(0), head_view(1), head_view(2), causal);
   return dropout->forward(c_proj->forward(y.transpose(1, 2).reshape({B, T, heads * head_dim})));
 }

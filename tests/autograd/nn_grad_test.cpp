@@ -1,3 +1,4 @@
+#include <dlf/core/op_profile.h>
 #include <dlf/device/threads.h>
 
 #include "autograd/grad_cases.h"
@@ -9,9 +10,14 @@ using test::leaves;
 namespace {
 using V = std::vector<Tensor>;
 
-// q, k, v as GPT makes them: views of one [B, T, 3, H, d] tensor, transposed to [B, H, T, d].
+// q, k, v as GPT makes them: views of one [B, T, 3, H, d] tensor (unbind), transposed to
+// [B, H, T, d].
 V qkv_leaf(int64_t t, int64_t heads = 2) { return leaves({{2, t, 3, heads, 3}}); }
-Tensor head(const Tensor& all, int64_t i) { return all.select(2, i).transpose(1, 2); }
+V heads(const Tensor& all) {
+  V qkv = unbind(all, 2);
+  for (Tensor& t : qkv) t = t.transpose(1, 2);
+  return qkv;
+}
 
 Tensor targets(const std::vector<int64_t>& v, const Shape& s) { return from_vector(v, s); }
 
@@ -53,13 +59,21 @@ GradCase cross_entropy_case(std::string name, std::function<V()> logits,
                    return leaves({{3}, {3}});
                  },
                  [](const V& x) { return stack(x, -1); }},
-        GradCase{"cat", "split and chunk (views of one input) rejoined",
+        GradCase{"split", "split and chunk (views of one input) rejoined",
                  [] {
                    return leaves({{4, 3}});
                  },
                  [](const V& x) {
                    V parts = chunk(x[0], 2, 0);
                    return cat({parts[1], split(parts[0], 1, 1)[2] * 2.0}, 1);
+                 }},
+        GradCase{"split", "unbind along a middle dim, a piece unused and one used twice",
+                 [] {
+                   return leaves({{2, 3, 4}});
+                 },
+                 [](const V& x) {
+                   V p = unbind(x[0], 1);
+                   return p[0] * p[2] + p[2] * 3.0;
                  }},
         GradCase{"embedding", "repeated 2-d indices",
                  [] {
@@ -124,14 +138,14 @@ GradCase cross_entropy_case(std::string name, std::function<V()> logits,
         GradCase{"scaled_dot_product_attention", "causal, q/k/v as views of one tensor",
                  [] { return qkv_leaf(4); },
                  [](const V& x) {
-                   return scaled_dot_product_attention(head(x[0], 0), head(x[0], 1), head(x[0], 2),
-                                                       true);
+                   const V h = heads(x[0]);
+                   return scaled_dot_product_attention(h[0], h[1], h[2], true);
                  }},
         GradCase{"scaled_dot_product_attention", "not causal, views of one tensor, q is k",
                  [] { return qkv_leaf(3); },
                  [](const V& x) {
-                   return scaled_dot_product_attention(head(x[0], 1), head(x[0], 1), head(x[0], 2),
-                                                       false);
+                   const V h = heads(x[0]);  // the first piece unused: its gradient is zeros
+                   return scaled_dot_product_attention(h[1], h[1], h[2], false);
                  }},
         GradCase{
             "scaled_dot_product_attention", "Tq != Tk, broadcast k/v, custom scale",
@@ -153,8 +167,8 @@ GradCase cross_entropy_case(std::string name, std::function<V()> logits,
         GradCase{"scaled_dot_product_attention", "causal, 8 entries, views of one tensor",
                  [] { return qkv_leaf(5, 4); },
                  [](const V& x) {
-                   return scaled_dot_product_attention(head(x[0], 0), head(x[0], 1), head(x[0], 2),
-                                                       true);
+                   const V h = heads(x[0]);
+                   return scaled_dot_product_attention(h[0], h[1], h[2], true);
                  }},
         attention_case("causal, 8 entries, more queries than keys, k/v broadcast",
                        {{8, 4, 2}, {1, 3, 2}, {1, 3, 2}}, true),
@@ -183,6 +197,19 @@ V converted(const V& in, DType dtype) {
 }  // namespace
 
 TEST_CASE("gradcheck: join, embedding, losses, dropout, attention") { test::run_grad_cases("nn"); }
+
+TEST_CASE("unbind's pieces send their gradients back as one cat") {
+  const Tensor x = from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3}).requires_grad_();
+  const V p = unbind(x, 1);
+  const Tensor loss = (p[0] * p[1] + p[2] * 2.0).sum();
+  OpProfile profile;  // the backward's ops
+  loss.backward();
+  // d/dp0 = p1, d/dp1 = p0, d/dp2 = 2: rows [2, 1, 2] and [5, 4, 2].
+  test::check_close(x.grad(), {2, 1, 2, 5, 4, 2}, {2, 3}, 0, 0);
+  CHECK(profile.rows().at("cat").calls == 1);
+  CHECK(profile.rows().count("slice_backward") == 0);
+  CHECK(profile.rows().count("add") == 0);
+}
 
 TEST_CASE("the f32 and bf16 attention backward agree with the f64 one across blocks") {
   // T = 150: three blocks of query rows and of keys, so pass 2 sums over several blocks; with

@@ -81,7 +81,7 @@ TEST_CASE("stack adds a dim and joins along it") {
   check_error([&] { stack({}, 0); }, {"stack", "empty list"});
 }
 
-TEST_CASE("split, split_sizes and chunk return views of PyTorch's sizes") {
+TEST_CASE("split, split_sizes, chunk and unbind return views of PyTorch's sizes") {
   Tensor x = arange(10, {.dtype = DType::f64}).view({5, 2});
   SUBCASE("split") {
     auto pieces = split(x, 2, 0);
@@ -113,6 +113,17 @@ TEST_CASE("split, split_sizes and chunk return views of PyTorch's sizes") {
     CHECK(sizes_along(chunk(zeros({0}), 3, 0), 0) == std::vector<int64_t>{0, 0, 0});
     check_close(chunk(six, 4, 0)[2], {4, 5}, {2});
     check_error([&] { chunk(six, 0, 0); }, {"chunk", "0"});
+  }
+  SUBCASE("unbind: the slices at each index, without the dim") {
+    auto rows = unbind(x, 0), columns = unbind(x, -1);
+    REQUIRE(rows.size() == 5);
+    REQUIRE(columns.size() == 2);
+    CHECK(columns[1].storage() == x.storage());
+    check_close(rows[3], {6, 7}, {2});
+    check_close(columns[1], {1, 3, 5, 7, 9}, {5});
+    CHECK(unbind(zeros({0, 2}), 0).empty());
+    CHECK(unbind(zeros({0, 2}).requires_grad_(), 0).empty());  // no op, no gradient to record
+    check_error([] { unbind(zeros({}), 0); }, {"unbind", "rank-0"});
   }
   SUBCASE("cat undoes split") {
     check_close(cat(split(x.transpose(0, 1), 2, 1), 1), x.transpose(0, 1), 0, 0);

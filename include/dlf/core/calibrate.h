@@ -8,7 +8,8 @@ namespace dlf {
 /// Measures this CPU with the current thread count: the matmul rate per precision at a
 /// GPT-2-sized product (1024 x 768 by 768 x 3072), the bandwidth of a 128 MiB copy, the time
 /// dispatch and a tiny kernel add to an op, and the host's memory. Links between in-process
-/// ranks run at the memory bandwidth. Takes a few seconds.
+/// ranks run at the memory bandwidth. Takes a few seconds, on a thread of its own (whose
+/// OpenMP team ends with it: an idle team left behind slows every later parallel region).
 SimSpec measure_cpu();
 
 /// Each op class's KernelEfficiency on this CPU at `peaks` (measure_cpu()'s): its ops (linear,
