@@ -123,6 +123,7 @@ int main(int argc, char** argv) try {
   }
   const bench::Timing t = bench::summarize(ms);
   const double items_per_s = double(w.items) / (t.median_ms / 1e3);
+  const double rss_mib = peak_rss_mib();  // the training's, before measuring the peak's tensors
   // MFU's denominator: the matmul rate this process reaches now, at a GPT-2-sized shape.
   const double peak =
       measure_cpu().peak_flops(bf16 ? MathPrecision::bf16 : MathPrecision::f32) / 1e9;
@@ -135,7 +136,7 @@ int main(int argc, char** argv) try {
       .add("value", items_per_s);
   line.add("unit", w.unit);
   bench::add_timing(line, t);
-  line.add("peak_rss_mib", peak_rss_mib()).add("mfu", mfu).add("matmul_peak_gflops", peak);
+  line.add("peak_rss_mib", rss_mib).add("mfu", mfu).add("matmul_peak_gflops", peak);
   line.add("step_gflop", step_flops / 1e9).add("params", w.model->num_parameters());
   line.add("loss_first", first_loss).add("loss_last", last_loss);
   line.add("activations_mib", double(held[0]) / (1 << 20));

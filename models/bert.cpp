@@ -224,25 +224,11 @@ Tensor BertForMaskedLM::forward(const Tensor& ids) const {
   return predictions->forward(bert->forward(ids));
 }
 
-Tensor BertForMaskedLM::loss(const Tensor& ids, const Tensor& labels) const {
-  check_ids(ids, config_);
+Tensor BertForMaskedLM::loss(const Tensor& ids, const Tensor& labels, Reduction reduction) const {
   DLF_CHECK(labels.shape() == ids.shape(), "BERT: labels ", shape_str(labels.shape()),
             " do not match the tokens ", shape_str(ids.shape()));
-  // The labelled positions (flattened) and their labels, gathered on the host.
-  const Tensor flat = labels.to(kCPU).to(DType::i64).contiguous();
-  const int64_t* l = flat.data<int64_t>();
-  const int64_t ignore = CrossEntropyOptions{}.ignore_index;
-  std::vector<int64_t> rows, targets;
-  for (int64_t i = 0; i < flat.numel(); ++i) {
-    if (l[i] == ignore) continue;
-    rows.push_back(i);
-    targets.push_back(l[i]);
-  }
-  DLF_CHECK(!rows.empty(), "BERT: every label is -100, so no position has a token to predict");
-  const Tensor hidden = bert->forward(ids).view({-1, config_.dim});
-  // embedding() gathers the rows; its backward scatters their gradients back into `hidden`.
-  const Tensor picked = embedding(hidden, from_vector(rows).to(ids.device()));
-  return cross_entropy(predictions->forward(picked), from_vector(targets).to(ids.device()));
+  return cross_entropy(forward(ids).view({-1, config_.vocab}), labels.reshape({-1}),
+                       {.reduction = reduction});
 }
 
 }  // namespace dlf::models

@@ -27,9 +27,6 @@ struct Replica {
   double items = 0;  // per replica per step
 };
 
-// BERT's masking rate; which positions are masked does not change the plan, only how many.
-constexpr int64_t kMaskEvery = 7;  // 1 in 7 ≈ 15 %
-
 Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
   const Device d = kPlanDevice;
   DefaultDeviceGuard on_plan_device(d);
@@ -54,11 +51,7 @@ Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
       DLF_CHECK(seq <= c.max_positions, "plan: --seq ", seq, " is longer than ", o.model, "'s ",
                 c.max_positions, " positions");
       auto m = std::make_shared<BertForMaskedLM>(c);
-      // The labels' values choose the positions the head runs on: they live on the host.
-      std::vector<int64_t> labels(size_t(batch * seq), -100);
-      for (size_t i = 0; i < labels.size(); i += kMaskEvery) labels[i] = 0;
-      const Tensor x = input({batch, seq}, DType::i64);
-      const Tensor y = from_vector(labels, {batch, seq});
+      const Tensor x = input({batch, seq}, DType::i64), y = input({batch, seq}, DType::i64);
       return {m, [m, x, y] { return m->loss(x, y); }, "tokens", double(batch * seq)};
     }
     case ModelFamily::vit: {

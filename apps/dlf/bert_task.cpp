@@ -1,6 +1,7 @@
 #include "bert_task.h"
 
 #include <dlf/autograd/grad_mode.h>
+#include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/models/bert.h>
 #include <dlf/nn/data/masking.h>
@@ -24,11 +25,12 @@ MaskedBatch masked(const Tensor& tokens, uint64_t seed, uint64_t stream, int64_t
 
 constexpr uint64_t kTrainStream = 0x6d61736b, kValidationStream = 0x76616c;
 
-// This replica's rows of a masked batch, and the weight that makes the mean of the replicas'
-// mean losses the batch's mean loss: its share of the masked positions times the replicas.
+// This replica's rows of a masked batch, and the factor that makes the mean of the replicas'
+// summed losses the batch's mean loss: the replicas over the batch's masked positions. A tensor
+// (a graph input under --compile, where the count changes from batch to batch).
 struct RankBatch {
   MaskedBatch rows;
-  double weight = 1;
+  Tensor scale;
 };
 
 int64_t masked_count(const Tensor& labels) {
@@ -54,11 +56,11 @@ class BertTask final : public ReplicaTask {
 
   double forward_backward() override {
     const RankBatch b = batches_.next();
-    weight_ = b.weight;
-    return train_on({b.rows.inputs.to(device()), b.rows.labels.to(device())});
+    return train_on({b.rows.inputs.to(device()), b.rows.labels.to(device()), b.scale.to(device())});
   }
   Tensor batch_loss(const std::vector<Tensor>& b) const override {
-    return bert().loss(b[0], b[1]) * weight_;
+    const Tensor loss = bert().loss(b[0], b[1], Reduction::sum);
+    return loss * b[2].to(loss.dtype());
   }
 
   Evaluation evaluate_replica() override {
@@ -67,8 +69,10 @@ class BertTask final : public ReplicaTask {
     for (int64_t i = 0; i < eval_batches_; ++i) {
       const RankBatch b = batch(nn::data::Split::val, i);
       const Tensor inputs = b.rows.inputs.to(device()), labels = b.rows.labels.to(device());
-      loss += bert().loss(inputs, labels).item<double>() * b.weight;
-      accuracy += nn::accuracy(bert().forward(inputs), labels) * b.weight;
+      const double scale = b.scale.item<double>();
+      loss += bert().loss(inputs, labels, Reduction::sum).item<double>() * scale;
+      accuracy += nn::accuracy(bert().forward(inputs), labels) *
+                  double(masked_count(b.rows.labels)) * scale;
     }
     const double n = double(eval_batches_);
     return {.loss = average(loss / n), .metric = "masked_accuracy", .value = average(accuracy / n)};
@@ -98,20 +102,19 @@ class BertTask final : public ReplicaTask {
                                 : data_.window(split, index, run_.batch, seq_).x;
     const MaskedBatch all =
         masked(tokens, run_.seed, train ? kTrainStream : kValidationStream, index);
+    const int64_t masked_positions = masked_count(all.labels);
+    DLF_CHECK(masked_positions > 0, "BERT: ", train ? "training" : "validation", " batch ",
+              index + 1, " has no masked position (each of its ", run_.batch, " x ", seq_,
+              " bytes is masked with probability 0.15): use a larger --batch or --seq");
     const int64_t first = row0(run_.batch), n = rows(run_.batch);
-    RankBatch mine{
-        {all.inputs.narrow(0, first, n).contiguous(), all.labels.narrow(0, first, n).contiguous()}};
-    if (n < run_.batch) {
-      mine.weight = double(masked_count(mine.rows.labels) * mesh_.layout().dp) /
-                    double(masked_count(all.labels));
-    }
-    return mine;
+    return {
+        {all.inputs.narrow(0, first, n).contiguous(), all.labels.narrow(0, first, n).contiguous()},
+        full({}, double(mesh_.layout().dp) / double(masked_positions))};
   }
 
   const nn::data::TextDataset& data_;
   int64_t seq_, eval_batches_;
   nn::data::Prefetcher<RankBatch> batches_;
-  double weight_ = 1;  // the current batch's RankBatch::weight, for batch_loss
 };
 
 }  // namespace

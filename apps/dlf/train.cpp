@@ -655,9 +655,6 @@ double run_train(TrainOptions o) {
   DLF_CHECK(o.zero < 3 || o.check_replicas == 0,
             "--check-replicas compares whole replicas: under --zero 3 each rank holds its own "
             "shard of the parameters");
-  DLF_CHECK(!o.compile || models::model_family(run.model) != models::ModelFamily::bert,
-            "--compile: BERT's masked-LM loss picks its masked positions on the host (a shape "
-            "that depends on the data), which a graph cannot replay; train it without --compile");
   DLF_CHECK(run.batch % layout.dp == 0, "--batch ", run.batch, " does not split over dp ",
             layout.dp, ": each replica takes an equal share, so the batch must be a multiple");
   const int64_t micro =

@@ -139,6 +139,11 @@ bert --steps 4 --until 2 --dp 2 --tp 2 --device cpu --checkpoint "$tmp/b-mesh" \
   --metrics "$tmp/b-mesh.jsonl" 2>/dev/null || fail "bert --resume --tp 2 from dp 2 x tp 2"
 same_losses "$tmp/b-straight.jsonl" "$tmp/b-mesh.jsonl" || fail "bert resumed from tp 2 differs"
 expect_error 1 train --model bert-tiny --steps 1 --pp 2 --device cpu
+# a batch without a masked byte (one byte, masked with probability 0.15) is refused by name
+"$dlf" --threads 1 train --model bert-tiny --batch 1 --seq 1 --steps 3 2>"$tmp/log" >/dev/null &&
+  fail "bert trained on a batch with no masked byte"
+grep -q "^dlf: BERT: training batch 1 has no masked position" "$tmp/log" ||
+  fail "bert with no masked byte: $(cat "$tmp/log")"
 expect_error 1 generate --checkpoint "$tmp/b-straight" --prompt hi
 
 # ViT and UNet on Fashion-MNIST: test accuracy / DDPM loss, dp 2 equals one device, and a UNet

@@ -261,6 +261,14 @@ TEST_CASE("graph: a step that reads values on the host cannot be captured") {
   };
   check_error([&] { graph::capture(step, {full({3}, 1.0)}); },
               {"graph capture", "item()", "'sum'", "tensor ops"});
+  const auto reads_input = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * double(in[1].to_vector<int64_t>()[0])};
+  };
+  check_error(
+      [&] {
+        graph::capture(reads_input, {full({3}, 1.0), zeros({1}, {.dtype = DType::i64})});
+      },
+      {"graph capture", "on the host", "input 1 of the step"});
   // The failed capture left nothing behind: the next works.
   CHECK(graph::capture([](const std::vector<Tensor>& in) { return std::vector<Tensor>{-in[0]}; },
                        {full({3}, 1.0)})

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <dlf/core/ops/nn_ops.h>
 #include <dlf/core/random.h>
 #include <dlf/nn/containers.h>
 #include <dlf/nn/linear.h>
@@ -178,9 +179,11 @@ class BertForMaskedLM : public nn::Module {
 
   /// Token ids [B, T] (T <= max_positions, token type 0) -> logits [B, T, vocab].
   Tensor forward(const Tensor& ids) const;
-  /// Mean cross-entropy over the positions whose label [B, T] is not -100. The head runs on
-  /// those positions only: the same loss and gradients as on forward(ids), for less work.
-  Tensor loss(const Tensor& ids, const Tensor& labels) const;
+  /// Cross-entropy of forward(ids) against `labels` [B, T], over the positions whose label is
+  /// not -100 (Hugging Face's loss): their mean (NaN when every label is -100, as in PyTorch),
+  /// or with `reduction` sum their sum. Every position runs through the head, so the shapes do
+  /// not depend on which are masked and a captured graph replays the step.
+  Tensor loss(const Tensor& ids, const Tensor& labels, Reduction reduction = Reduction::mean) const;
 
   /// The sizes it was built with.
   const BertConfig& config() const { return config_; }
