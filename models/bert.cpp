@@ -227,7 +227,11 @@ Tensor BertForMaskedLM::forward(const Tensor& ids) const {
 Tensor BertForMaskedLM::loss(const Tensor& ids, const Tensor& labels, Reduction reduction) const {
   DLF_CHECK(labels.shape() == ids.shape(), "BERT: labels ", shape_str(labels.shape()),
             " do not match the tokens ", shape_str(ids.shape()));
-  return cross_entropy(forward(ids).view({-1, config_.vocab}), labels.reshape({-1}),
+  return loss_of(forward(ids), labels, reduction);
+}
+
+Tensor BertForMaskedLM::loss_of(const Tensor& logits, const Tensor& labels, Reduction reduction) {
+  return cross_entropy(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
                        {.reduction = reduction});
 }
 

@@ -70,9 +70,10 @@ class BertTask final : public ReplicaTask {
       const RankBatch b = batch(nn::data::Split::val, i);
       const Tensor inputs = b.rows.inputs.to(device()), labels = b.rows.labels.to(device());
       const double scale = b.scale.item<double>();
-      loss += bert().loss(inputs, labels, Reduction::sum).item<double>() * scale;
-      accuracy += nn::accuracy(bert().forward(inputs), labels) *
-                  double(masked_count(b.rows.labels)) * scale;
+      const Tensor logits = bert().forward(inputs);
+      loss +=
+          models::BertForMaskedLM::loss_of(logits, labels, Reduction::sum).item<double>() * scale;
+      accuracy += nn::accuracy(logits, labels) * double(masked_count(b.rows.labels)) * scale;
     }
     const double n = double(eval_batches_);
     return {.loss = average(loss / n), .metric = "masked_accuracy", .value = average(accuracy / n)};

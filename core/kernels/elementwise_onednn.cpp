@@ -54,10 +54,6 @@ bool same_dense_layout(const Tensor& first, const Rest&... rest) {
   return first.is_channels_last() && (rest.is_channels_last() && ...);
 }
 
-// oneDNN's element-wise kernels open a parallel region whatever the size; small ones run
-// faster in dlf's loops, on the calling thread.
-bool worth_onednn(const Tensor& out) { return out.numel() >= kParallelGrain; }
-
 bool fits(const Tensor& t) {
   return t.dim() <= DNNL_MAX_NDIMS && (onednn_supports(t.dtype()) || t.dtype() == DType::b8);
 }
@@ -74,6 +70,10 @@ void execute(const Prepared<Primitive, N>& p, const std::array<int, N>& args,
 }
 
 }  // namespace
+
+// oneDNN's element-wise kernels open a parallel region whatever the size; small ones run
+// faster in dlf's loops, on the calling thread.
+bool worth_onednn(const Tensor& out) { return out.numel() >= kParallelGrain; }
 
 bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& x,
                     const Tensor& out) {

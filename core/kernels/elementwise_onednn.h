@@ -23,4 +23,8 @@ bool onednn_eltwise_backward(dnnl::algorithm alg, const Tensor& grad, const Tens
 /// broadcasts only src1); both may be strided. dst may be bool for the comparisons.
 bool onednn_binary(dnnl::algorithm alg, const Tensor& src0, const Tensor& src1, const Tensor& dst);
 
+/// Whether an element-wise output of `out`'s size is worth oneDNN's kernels (kParallelGrain
+/// elements or more); the functions above refuse smaller ones.
+bool worth_onednn(const Tensor& out);
+
 }  // namespace dlf::kernels

@@ -33,7 +33,7 @@ OnednnKernel eltwise(algorithm alg, float alpha = 0, float beta = 0) {
 /// the value is data, not part of the primitive, so a changing scalar creates no primitives.
 OnednnKernel with_scalar_operand(algorithm alg) {
   return [alg](const Tensor& x, const Attrs& a, const Tensor& out) {
-    if (!kernels::onednn_supports(x.dtype()) || out.numel() < kernels::kParallelGrain) return false;
+    if (!kernels::onednn_supports(x.dtype()) || !kernels::worth_onednn(out)) return false;
     Tensor scalar = Tensor::empty({}, DType::f32, kCPU);
     *scalar.data<float>() = static_cast<float>(a.f("scalar"));
     return kernels::onednn_binary(alg, x, scalar, out);

@@ -94,6 +94,8 @@ TEST_CASE("BERT: forward shapes, loss at init, bidirectional attention, bad inpu
   REQUIRE(count > 0);
   const double loss = bert.loss(batch.inputs, batch.labels).item<double>();
   CHECK(loss == doctest::Approx(total / double(count)).epsilon(1e-5));
+  CHECK(models::BertForMaskedLM::loss_of(bert.forward(batch.inputs), batch.labels).item<double>() ==
+        doctest::Approx(loss).epsilon(1e-12));
   CHECK(bert.loss(batch.inputs, batch.labels, Reduction::sum).item<double>() ==
         doctest::Approx(total).epsilon(1e-5));
   CHECK(loss == doctest::Approx(std::log(256.0)).epsilon(0.05));

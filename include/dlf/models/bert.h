@@ -184,6 +184,9 @@ class BertForMaskedLM : public nn::Module {
   /// or with `reduction` sum their sum. Every position runs through the head, so the shapes do
   /// not depend on which are masked and a captured graph replays the step.
   Tensor loss(const Tensor& ids, const Tensor& labels, Reduction reduction = Reduction::mean) const;
+  /// loss() from logits [B, T, vocab] that forward(ids) already made.
+  static Tensor loss_of(const Tensor& logits, const Tensor& labels,
+                        Reduction reduction = Reduction::mean);
 
   /// The sizes it was built with.
   const BertConfig& config() const { return config_; }
