@@ -1,4 +1,5 @@
 #include <dlf/autograd/grad_mode.h>
+#include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
 #include <dlf/models/gpt_distributed.h>
 #include <dlf/nn/optim/optimizer.h>
@@ -62,7 +63,8 @@ parallel::PipelineStep DistributedGPT::pipeline_step(const Tensor& x, bool forwa
           .schedule = options_.schedule,
           .virtual_stages = options_.virtual_stages,
           .activation_shape = {x.size(0) / m, x.size(1), model_->config().dim},
-          .activation_dtype = model_->config().dtype,
+          // the stages' residual stream: the autocast dtype under autocast
+          .activation_dtype = autocast_dtype().value_or(model_->config().dtype),
           .forward_only = forward_only,
           .slices = &mesh_.tp()};
 }

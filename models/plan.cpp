@@ -1,21 +1,17 @@
-#include <dlf/autograd/checkpoint.h>
 #include <dlf/core/autocast.h>
 #include <dlf/core/op.h>
-#include <dlf/core/ops/elementwise.h>
-#include <dlf/core/ops/join.h>
-#include <dlf/core/ops/linalg.h>
-#include <dlf/core/ops/nn_ops.h>
-#include <dlf/core/ops/normalization.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/optim/optimizer.h>
+#include <dlf/parallel/planning_communicator.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <sstream>
 #include <tuple>
@@ -25,78 +21,43 @@
 namespace dlf::models {
 namespace {
 
-// One transformer block's shard on a tensor-parallel rank (Megatron-LM): c_attn and c_fc keep
-// 1/tp of their output columns (heads / tp heads), both c_proj 1/tp of their input rows.
-struct BlockShard {
-  Tensor ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc_proj_w,
-      fc_proj_b;
-};
-
-// The shapes one rank of one pipeline stage computes.
+// One rank of one pipeline stage: which, and what it computes.
 struct StageShape {
   const GPTConfig& c;
-  int tp;
-  bool first, last;
-  int layers;
+  int tp, stage, stages, chunks;
   int64_t batch, seq;
   DType dtype;
   autograd::Recompute recompute;
 };
 
 struct StageRun {
-  int64_t parameters = 0, activation_bytes = 0, optimizer_bytes = 0, grad_bytes = 0;
+  int64_t parameters = 0, parameter_tensors = 0, activation_bytes = 0, optimizer_bytes = 0,
+          grad_bytes = 0;
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
   int64_t peak_step = 0, peak_update = 0;  // during forward + backward; the AdamW step
   BytesByCategory at_peak_step{}, at_peak_update{};
+  ZeroShape zero;                                    // what ZeRO-3 gathers and keeps whole
+  std::vector<parallel::PlannedCollective> tp_comm;  // the model's tp collectives, each way
 };
 
-Tensor block_forward(const Tensor& x, const BlockShard& p, int64_t heads, int64_t head_dim) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  const std::vector<Tensor> qkv =
-      unbind(linear(layer_norm(x, {C}, p.ln1_w, p.ln1_b), p.attn_w, p.attn_b)
-                 .view({B, T, 3, heads, head_dim}),
-             2);
-  auto head_view = [&](int64_t i) { return qkv[size_t(i)].transpose(1, 2); };
-  const Tensor y = scaled_dot_product_attention(head_view(0), head_view(1), head_view(2), true);
-  const Tensor h =
-      x + linear(y.transpose(1, 2).reshape({B, T, heads * head_dim}), p.proj_w, p.proj_b);
-  const Tensor m =
-      gelu(linear(layer_norm(h, {C}, p.ln2_w, p.ln2_b), p.fc_w, p.fc_b), GeluApproximation::tanh);
-  return h + linear(m, p.fc_proj_w, p.fc_proj_b);
-}
-
-// Forward and backward of one micro-batch, then the AdamW step, on the plan device.
+// The model's own stage (ParallelGPT, tp rank 0 of a planning group): forward and backward of
+// one micro-batch through every chunk of the stage, then the AdamW step, on the plan device.
 StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   reset_plan_device(spec);
   const Device d = kPlanDevice;
-  const GPTConfig& c = s.c;
-  const int64_t C = c.dim, heads = c.heads / s.tp, head_dim = C / c.heads;
-  const int64_t F = 4 * C / s.tp, vocab = (c.vocab + s.tp - 1) / s.tp;  // vocabulary-parallel
-  std::vector<Tensor> params;
-  auto param = [&](const Shape& shape) {
-    MemoryScope scope(MemoryCategory::parameters);
-    Tensor t = Tensor::empty(shape, DType::f32, d);  // master weights in f32 (bf16: autocast)
-    t.requires_grad_();
-    params.push_back(t);
-    return t;
-  };
-  std::vector<BlockShard> blocks;
-  for (int i = 0; i < s.layers; ++i) {
-    blocks.push_back({param({C}), param({C}), param({3 * heads * head_dim, C}),
-                      param({3 * heads * head_dim}), param({C, heads * head_dim}), param({C}),
-                      param({C}), param({C}), param({F, C}), param({F}), param({C, F}),
-                      param({C})});
+  parallel::PlanningCommunicator tp(d, 0, s.tp, "tp");
+  std::unique_ptr<ParallelGPT> model;
+  {
+    DefaultDeviceGuard on_plan_device(d);
+    MemoryScope scope(MemoryCategory::parameters);  // master weights in f32 (bf16: autocast)
+    model = std::make_unique<ParallelGPT>(s.c, tp, s.stage, s.stages, s.chunks);
   }
-  // The last stage keeps its own copy of the tied embedding, as Megatron-LM does.
-  Tensor wte, wpe, lnf_w, lnf_b;
-  if (s.first || s.last) wte = param({vocab, C});
-  if (s.first) wpe = param({c.context, C});
-  if (s.last) {
-    lnf_w = param({C});
-    lnf_b = param({C});
-  }
+  model->recompute(s.recompute);
+  const std::vector<Tensor> params = model->parameters();
   StageRun run;
   for (const Tensor& p : params) run.parameters += p.numel();
+  run.parameter_tensors = int64_t(params.size());
+  run.zero = zero_shape(*model);
   Allocator& memory = allocator_for(d);
   sim::Timeline& clock = sim::timeline(d);
 
@@ -106,38 +67,26 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   {
     MemoryScope scope(MemoryCategory::activations);
     AutocastGuard autocast(autocast_for(s.dtype));
-    if (s.first) {
-      const Tensor idx = Tensor::empty({s.batch, s.seq}, DType::i64, d);
-      const Tensor pos = Tensor::empty({s.seq}, DType::i64, d);
-      out = embedding(wte, idx) + embedding(wpe, pos);
-    } else {  // the activations received from the previous stage
-      input = Tensor::empty({s.batch, s.seq, C}, s.dtype, d);
+    const Tensor idx = Tensor::empty({s.batch, s.seq}, DType::i64, d);
+    if (!model->first) {  // the activations received from the previous stage
+      input = Tensor::empty({s.batch, s.seq, s.c.dim}, autocast_dtype().value_or(s.c.dtype), d);
       input.requires_grad_();
       out = input;
     }
-    for (const BlockShard& b : blocks) {
-      const auto block = [&b, heads, head_dim](const Tensor& x) {
-        return block_forward(x, b, heads, head_dim);
-      };
-      out = autograd::checkpoint(block, out, s.recompute);
-    }
-    if (s.last) {
-      const Tensor logits = linear(layer_norm(out, {C}, lnf_w, lnf_b), wte);
-      out = cross_entropy(logits.reshape({s.batch * s.seq, vocab}),
-                          Tensor::empty({s.batch * s.seq}, DType::i64, d));
-    }
+    for (int chunk = 0; chunk < s.chunks; ++chunk) out = model->forward(out, idx, idx, chunk);
   }
   run.forward_s = clock.now() - t;
   run.activation_bytes = memory.stats().live_by[static_cast<int>(MemoryCategory::activations)];
   t = clock.now();
-  if (s.last) {
+  if (model->last) {
     out.backward();
   } else {  // the gradient arriving from the next stage
-    out.backward(Tensor::empty(out.shape(), s.dtype, d));
+    out.backward(Tensor::empty(out.shape(), out.dtype(), d));
   }
   run.backward_s = clock.now() - t;
   out = Tensor();
   input = Tensor();
+  run.tp_comm = tp.collectives();
   MemoryStats stats = memory.stats();
   run.peak_step = stats.peak_bytes;
   run.at_peak_step = stats.at_peak_by;
@@ -204,13 +153,8 @@ Plan plan_gpt(const PlanOptions& options) {
   plan.parameters = gpt_parameter_count(c);
   const int64_t m = plan.micro_batches;
 
-  const double elem = double(dtype_size(o.dtype));
-  // ZeRO-3 over one pipeline stage: the embeddings and ln_f (wte split over tp) are whole while
-  // a step runs, a block (its f32 master weights, its matrices split over tp) is gathered at once.
-  const ZeroShape zero_shape{
-      .root_param_bytes = int64_t(double((c.vocab / l.tp + c.context + 2) * c.dim) * 4),
-      .largest_block_bytes = int64_t(double(12 * c.dim * c.dim / l.tp + 13 * c.dim) * 4)};
-  const double boundary = double(o.micro_batch * o.seq * c.dim) * elem;  // [b, T, C]
+  // [b, T, C] between stages, in the residual stream's dtype (bf16 under autocast)
+  const double boundary = double(o.micro_batch * o.seq * c.dim) * double(dtype_size(o.dtype));
   const std::vector<int> tp_group = strided(l.tp, 1);
   const std::vector<int> dp_group = strided(l.dp, l.tp * l.pp);
   const std::vector<int> pp_pair = {0, l.tp};
@@ -222,8 +166,8 @@ Plan plan_gpt(const PlanOptions& options) {
                  (l.tp > 1 ? collective(sim::Collective::allgather, boundary, tp_group) : 0);
   }
 
-  // Every stage, each kind (first or not, last or not, how many blocks) run once.
-  std::map<std::tuple<bool, bool, int>, StageRun> runs;
+  // Every stage, each kind (first or not, last or not, its chunks' blocks) run once.
+  std::map<std::tuple<bool, bool, std::vector<int>>, StageRun> runs;
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
     std::vector<int> chunk_layers;  // the blocks of each of this stage's chunks
@@ -232,18 +176,16 @@ Plan plan_gpt(const PlanOptions& options) {
       chunk_layers.push_back(int(end - begin));
     }
     const int layers = std::accumulate(chunk_layers.begin(), chunk_layers.end(), 0);
-    const StageShape shape{c,     l.tp,    first,      last, layers, o.micro_batch,
-                           o.seq, o.dtype, o.recompute};
-    const auto key = std::make_tuple(first, last, shape.layers);
-    if (!runs.contains(key)) runs.emplace(key, run_stage(shape, o.spec));
+    const auto key = std::make_tuple(first, last, chunk_layers);
+    if (!runs.contains(key)) {
+      runs.emplace(
+          key, run_stage({c, l.tp, stage, l.pp, chunks, o.micro_batch, o.seq, o.dtype, o.recompute},
+                         o.spec));
+    }
     const StageRun& run = runs.at(key);
-    // Megatron's tp collectives: two allreduces of [b, T, C] per layer each way, one more for
-    // the vocabulary-parallel embedding (forward) and head (backward), three of [b, T] floats
-    // for the vocabulary-parallel cross-entropy.
-    const int big = 4 * shape.layers + (first ? 1 : 0) + (last ? 1 : 0);
-    double tp_comm = big * collective(sim::Collective::allreduce, boundary, tp_group);
-    if (last)
-      tp_comm += 3 * collective(sim::Collective::allreduce, 4.0 * o.micro_batch * o.seq, tp_group);
+    double tp_comm = 0;  // the model's own, forward, backward and recomputed, over its tp group
+    for (const parallel::PlannedCollective& k : run.tp_comm)
+      tp_comm += collective(k.kind, k.bytes, tp_group);
     // Chunks of micro-batches held at once: the warm-up's forwards and one more (run_pipeline),
     // each a share of a micro-batch's activations by its blocks; beyond the one micro-batch the
     // stage's run held.
@@ -256,7 +198,7 @@ Plan plan_gpt(const PlanOptions& options) {
     }
     const int64_t more_activations = int64_t(double(run.activation_bytes) * (held - 1));
     StagePlan s{.stage = stage,
-                .layers = shape.layers,
+                .layers = layers,
                 .parameters = run.parameters,
                 .activation_bytes = run.activation_bytes,
                 .in_flight = in_flight,
@@ -281,15 +223,14 @@ Plan plan_gpt(const PlanOptions& options) {
       s.memory = run.at_peak_update;
       s.peak_at_update = true;
     }
-    s.peak_bytes += shard_for_zero(s.memory, o.zero, l.dp, zero_shape);
-    if (o.offload != Offload::none) {  // 12 tensors a block, wte and wpe first, ln_f last
-      const int64_t tensors = 12 * shape.layers + (first ? 2 : 0) + (last ? 2 : 0);
+    s.peak_bytes += shard_for_zero(s.memory, o.zero, l.dp, run.zero);
+    if (o.offload != Offload::none) {
       s.optimizer_s +=
           offload_to_host(s.memory, s.peak_bytes,
                           {.offload = o.offload,
                            .zero = o.zero,
                            .update_bytes = double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1),
-                           .tensors = tensors,
+                           .tensors = run.parameter_tensors,
                            .micro_batches = m,
                            .update_s = s.optimizer_s,
                            .forward_s = s.forward_s,

@@ -8,6 +8,7 @@
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
 #include <dlf/models/plan.h>
+#include <dlf/nn/module.h>
 
 namespace dlf::models {
 
@@ -30,6 +31,9 @@ struct ZeroShape {
   int64_t root_param_bytes = 0, largest_block_bytes = 0;
   int64_t bucket_bytes = int64_t(25) << 20;
 };
+
+/// What FSDP gathers at once (the largest block) and keeps whole (the rest), from the model.
+ZeroShape zero_shape(const nn::Module& model);
 
 /// ZeRO over `dp` ranks on a replica's memory at its peak (parallel/zero.h, fsdp.h): stage 1
 /// keeps 1/dp of the optimizer state; stage 2 also 1/dp of the gradients, plus the flat copy of

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <set>
 #include <sstream>
 
 #include "plan_common.h"
@@ -72,30 +71,6 @@ Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
     }
   }
   throw Error("plan: unknown model family");
-}
-
-// The largest block's parameter bytes, and the blocks' parameters (FSDP's units).
-void visit_blocks(const nn::Module& m, ZeroShape& z, std::set<const Storage*>& in_blocks) {
-  if (m.is_block()) {
-    int64_t bytes = 0;
-    for (const Tensor& p : m.parameters()) {
-      bytes += int64_t(p.nbytes());
-      in_blocks.insert(p.storage().get());
-    }
-    z.largest_block_bytes = std::max(z.largest_block_bytes, bytes);
-    return;
-  }
-  for (const auto& [name, child] : m.children()) visit_blocks(*child, z, in_blocks);
-}
-
-// What FSDP gathers at once and what it keeps whole, from the model itself.
-ZeroShape zero_shape(const nn::Module& model) {
-  ZeroShape z;
-  std::set<const Storage*> in_blocks;
-  visit_blocks(model, z, in_blocks);
-  for (const Tensor& p : model.parameters())
-    if (!in_blocks.contains(p.storage().get())) z.root_param_bytes += int64_t(p.nbytes());
-  return z;
 }
 
 int64_t category(const BytesByCategory& bytes, MemoryCategory c) {

@@ -86,8 +86,11 @@ RowParallelLinear::RowParallelLinear(int64_t in, int64_t out, Communicator& grou
 Tensor RowParallelLinear::forward(const Tensor& x, Activation activation) const {
   DLF_CHECK(activation == Activation::none,
             "RowParallelLinear: an activation must follow the sum over the group");
+  if (group_.size() == 1) return linear(x, weight, bias);
+  // The bias after the sum, so that every rank holds its whole gradient; in the sum's dtype, as
+  // the linear with its bias gives it (bf16 under autocast).
   const Tensor y = reduce_from_tp_region(linear(x, weight), group_);
-  return bias.defined() ? y + bias : y;
+  return bias.defined() ? y + bias.to(y.dtype()) : y;
 }
 
 nn::LinearMaker megatron_linears(Communicator& group) {

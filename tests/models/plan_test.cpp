@@ -71,8 +71,28 @@ TEST_CASE("plan: the meta step's time is the sim device's for the same model") {
   model.loss(x, x).backward();
   const double measured = sim::timeline(dev).now();
   const models::Plan p = models::plan_gpt(options("gpt-nano", {}));
-  // The plan runs the same ops but for the head's layout (the model applies it to [B*T, C]).
-  CHECK(p.worst.forward_s + p.worst.backward_s == doctest::Approx(measured).epsilon(0.1));
+  // The plan runs the model's own stage (ParallelGPT, one rank): the same ops as GPT.
+  CHECK(p.worst.forward_s + p.worst.backward_s == doctest::Approx(measured).epsilon(1e-12));
+}
+
+TEST_CASE("plan: tp collectives are the model's own, recomputed ones included") {
+  // ParallelGPT over 2 ranks: 2 allreduces of [b, T, C] per block each way, one for the
+  // embedding (forward) and the head (backward), 3 of [b, T] floats in the cross-entropy.
+  // Full recompute runs each block's forward, and its 2 allreduces, again in backward.
+  const models::Plan none = models::plan_gpt(options("gpt-mini", {.tp = 2}));
+  PlanOptions o = options("gpt-mini", {.tp = 2});
+  o.recompute = autograd::Recompute::full;
+  const models::Plan full = models::plan_gpt(o);
+  const SimSpec spec = sim_preset("a100-40gb");
+  const int64_t L = models::gpt_config("gpt-mini").layers, C = models::gpt_config("gpt-mini").dim;
+  auto allreduce = [&](double bytes) {
+    return sim::collective_seconds(spec, sim::Collective::allreduce, bytes, std::vector<int>{0, 1});
+  };
+  const double boundary = 2.0 * 64 * double(C) * 4;
+  CHECK(none.worst.tp_comm_s ==
+        doctest::Approx(double(4 * L + 2) * allreduce(boundary) + 3 * allreduce(2.0 * 64 * 4)));
+  CHECK(full.worst.tp_comm_s - none.worst.tp_comm_s ==
+        doctest::Approx(double(2 * L) * allreduce(boundary)));
 }
 
 TEST_CASE("plan: tensor and pipeline parallelism split the parameters; the bubble and 1F1B") {

@@ -1,12 +1,13 @@
 // Planning a GPT training layout on meta devices: per-device memory by category and the
 // predicted step time, for models far larger than this machine (GPT-3 175B over 1024 devices).
 //
-// One pipeline stage of one rank is run on a meta device — forward, backward and the AdamW step
-// of a micro-batch, with the shapes Megatron-LM's tensor parallelism gives that rank (attention
-// heads, MLP columns and the vocabulary split tp ways) — so its memory and op times come from
-// the same op records and cost model as a real run. Collectives are priced by the device spec's
-// alpha–beta model over the groups of the mesh (tp innermost, then pp, then dp), and the
-// pipeline by its schedule. A pipeline send goes from each tp rank of a stage to its peer of the
+// The model's own pipeline stage for one rank (ParallelGPT, as `dlf train` builds it, attention
+// heads, MLP columns and the vocabulary split tp ways) runs on a meta device — forward, backward
+// and the AdamW step of a micro-batch — so its memory and op times come from the same op records
+// and cost model as a real run. Its tp group is a parallel::PlanningCommunicator, which records
+// the collectives the model makes (recomputed ones included); they are priced by the device
+// spec's alpha–beta model over the groups of the mesh (tp innermost, then pp, then dp), the dp
+// reduction and the pipeline's sends by its schedule. A pipeline send goes from each tp rank of a stage to its peer of the
 // next, 1/tp of the boundary each over its own link, and the receivers allgather the slices
 // (Megatron-LM's scatter/gather, as parallel::PipelineStep::slices runs it).
 #pragma once

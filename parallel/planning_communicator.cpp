@@ -1,0 +1,64 @@
+#include <dlf/parallel/planning_communicator.h>
+
+namespace dlf::parallel {
+
+PlanningCommunicator::PlanningCommunicator(Device device, int rank, int size, std::string name)
+    : device_(device), rank_(rank), size_(size), name_(std::move(name)) {
+  DLF_CHECK(!device.has_data(), "a planning group runs on a meta device, not ", device.str(),
+            ": its collectives make no data");
+  DLF_CHECK(size > 0 && rank >= 0 && rank < size, "a planning group's rank ", rank,
+            " is not in 0..", size - 1);
+}
+
+void PlanningCommunicator::check(const Tensor& t, const char* what) const {
+  DLF_CHECK(t.device() == device_, name_, ": ", what, " of a tensor on ", t.device().str(),
+            ", not on the group's ", device_.str());
+}
+
+Work PlanningCommunicator::allreduce(Tensor& t, ReduceOp, bool) {
+  check(t, "allreduce");
+  collectives_.push_back({sim::Collective::allreduce, double(t.nbytes())});
+  return {};
+}
+
+Tensor PlanningCommunicator::allgather(const Tensor& t, Work*) {
+  check(t, "allgather");
+  DLF_CHECK(t.dim() > 0, name_, ": allgather of a 0-d tensor");
+  Shape shape = t.shape();
+  shape[0] *= size_;
+  Tensor out = Tensor::empty(shape, t.dtype(), device_);
+  collectives_.push_back({sim::Collective::allgather, double(out.nbytes())});
+  return out;
+}
+
+Tensor PlanningCommunicator::reduce_scatter(const Tensor& t, ReduceOp, Work*) {
+  check(t, "reduce_scatter");
+  DLF_CHECK(t.dim() > 0 && t.size(0) % size_ == 0, name_, ": reduce_scatter of ",
+            shape_str(t.shape()), " over ", size_, " ranks");
+  Shape shape = t.shape();
+  shape[0] /= size_;
+  collectives_.push_back({sim::Collective::reduce_scatter, double(t.nbytes())});
+  return Tensor::empty(shape, t.dtype(), device_);
+}
+
+void PlanningCommunicator::broadcast(Tensor& t, int) {
+  check(t, "broadcast");
+  collectives_.push_back({sim::Collective::broadcast, double(t.nbytes())});
+}
+
+void PlanningCommunicator::send(const Tensor& t, int) {
+  check(t, "send");
+  collectives_.push_back({sim::Collective::send_recv, double(t.nbytes())});
+}
+
+void PlanningCommunicator::recv(Tensor& t, int) {
+  check(t, "recv");
+  collectives_.push_back({sim::Collective::send_recv, double(t.nbytes())});
+}
+
+std::unique_ptr<Communicator> PlanningCommunicator::split(int, int, std::string name) {
+  throw Error(name_ + ": a planning group cannot split into '" + name +
+              "': its peers do not run, so their colours are unknown");
+}
+
+}  // namespace dlf::parallel
