@@ -1,9 +1,10 @@
-// Graph mode against eager on a zoo model's training step: the same model and AdamW, a step =
-// zero_grad + forward + loss + backward + optimizer step, where the compiled step runs forward
-// and backward as one captured graph (the optimizer steps eagerly after it). Eager and
-// compiled steps alternate on one model after warm-up; one `compile` line per model with the
-// median step times, the step's peak tensor memory above what lives between steps (activations,
-// gradients, temporaries) for both, the planned arena, and what capture and the passes took.
+// Graph mode against eager on a zoo model's training step, as `dlf train` runs it: the same
+// model and AdamW, a step = zero_grad + forward + loss + backward + clipping to norm 1 + the
+// optimizer's update, where the compiled step runs all but zero_grad as one captured graph.
+// Eager and compiled steps alternate on one model after warm-up; one `compile` line per model
+// with the median step times, the step's peak tensor memory above what lives between steps
+// (activations, gradients, temporaries) for both, the planned arena, and what capture and the
+// passes took.
 //
 //   compile_bench [MODEL...] [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K]
 //                 [--skip-pass NAME]...   (a pass of graph::optimize left out: what it brings)
@@ -47,9 +48,13 @@ void run(const std::string& name, const Options& o) {
   manual_seed(1234);
   Generator data(1234);
   const models::ExampleStep w = models::example_step(name, o.batch, o.seq, data);
-  nn::optim::AdamW opt(w.model->parameters(), {.lr = 3e-4});
+  const std::vector<Tensor> params = w.model->parameters();
+  nn::optim::AdamW opt(params, {.lr = 3e-4});
+  opt.init_state();
   const graph::StepFn eager_step = graph::backward_step(w.loss);
-  graph::Compiled compiled(eager_step, o.skip_passes);
+  graph::Compiled compiled(
+      graph::backward_step(w.loss, [&] { nn::optim::clip_and_update(opt, params, 1.0); }),
+      o.skip_passes);
   Allocator& memory = allocator_for(kCPU);
   int64_t peak[2] = {0, 0};  // [compiled, eager], over the timed steps
   bool timed = false;        // the first compiled step captures, eagerly: not counted
@@ -57,9 +62,15 @@ void run(const std::string& name, const Options& o) {
     opt.zero_grad();
     const int64_t before = memory.stats().live_bytes;
     memory.reset_peak();
-    eager ? eager_step(w.batch) : compiled(w.batch);
+    if (eager) {
+      eager_step(w.batch);
+      nn::optim::clip_grad_norm(params, 1.0);
+      opt.step();
+    } else {
+      opt.begin_step();
+      compiled(w.batch);
+    }
     if (timed) peak[eager] = std::max(peak[eager], memory.stats().peak_bytes - before);
-    opt.step();
   };
   for (int i = 0; i < o.warmup; ++i) step(false), step(true);
   timed = true;

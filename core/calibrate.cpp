@@ -244,9 +244,10 @@ std::array<KernelEfficiency, kOpClasses> kernel_efficiency(const SimSpec& peaks)
            const Shape shape = {s << 16};
            params.push_back({randn(shape), randn(shape), zeros(shape), zeros(shape)});
          }
-         return [params] {
+         const Tensor lr_and_step = from_vector<double>({1e-9, 1}, {2});
+         return [params, lr_and_step] {
            for (const auto& [p, g, m, v] : params)
-             adam_update_(p, g, m, v, {.lr = 1e-9, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8});
+             adam_update_(p, g, m, v, lr_and_step, {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8});
          };
        }},
   };

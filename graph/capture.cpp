@@ -183,10 +183,12 @@ struct Recording {
 
 }  // namespace
 
-StepFn backward_step(std::function<Tensor(const std::vector<Tensor>& batch)> loss) {
-  return [loss = std::move(loss)](const std::vector<Tensor>& batch) {
+StepFn backward_step(std::function<Tensor(const std::vector<Tensor>& batch)> loss,
+                     std::function<void()> after) {
+  return [loss = std::move(loss), after = std::move(after)](const std::vector<Tensor>& batch) {
     const Tensor l = loss(batch);
     l.backward();
+    if (after) after();
     return std::vector<Tensor>{l};
   };
 }

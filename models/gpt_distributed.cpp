@@ -32,7 +32,10 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
               "a compiled GPT step runs on one device, one micro-batch: the collectives and the "
               "pipeline schedule are not captured yet");
     compiled_.emplace(graph::backward_step(
-        [this](const std::vector<Tensor>& batch) { return model_->loss(batch[0], batch[1]); }));
+        [this](const std::vector<Tensor>& batch) { return model_->loss(batch[0], batch[1]); },
+        [this] {
+          if (after_backward_) after_backward_();
+        }));
   }
   // The tied weight's gradient is summed with its copy's part by part under ZeRO-2 and -3:
   // alone in its bucket, the two copies' parts hold the same elements.

@@ -43,6 +43,9 @@ class GPTTask final : public RankTask {
     return gpt_.forward_backward(b.x, b.y);
   }
   parallel::NormScope norm_scope() const override { return gpt_.norm_scope(); }
+  void set_after_backward(std::function<void()> after) override {
+    gpt_.set_after_backward(std::move(after));
+  }
   Evaluation evaluate() override {
     double total = 0;
     for (int64_t i = 0; i < eval_batches_; ++i) {

@@ -17,16 +17,22 @@ void run_graph(const GraphCommand& o) {
   manual_seed(1234);
   Generator data(1234);
   const models::ExampleStep s = models::example_step(o.model, o.batch, o.seq, data);
-  graph::Compiled compiled(graph::backward_step(s.loss));
+  const std::vector<Tensor> params = s.model->parameters();
+  nn::optim::AdamW opt(params);
+  opt.init_state();
+  graph::Compiled compiled(
+      graph::backward_step(s.loss, [&] { nn::optim::clip_and_update(opt, params, 1.0); }));
   {
     AutocastGuard autocast(autocast_for(o.precision == "bf16" ? DType::bf16 : DType::f32));
+    opt.begin_step();
     compiled(s.batch);
   }
   const graph::CompileReport& r = compiled.last_report();
   const graph::Graph& g = compiled.last_executable().graph();
-  std::printf("%s: one training step (forward and backward), batch %lld x %lld, %s, %s\n",
-              o.model.c_str(), static_cast<long long>(s.batch_size), static_cast<long long>(s.seq),
-              devices[0].str().c_str(), o.precision.c_str());
+  std::printf(
+      "%s: one training step (forward, backward, clipping, AdamW), batch %lld x %lld, %s, %s\n",
+      o.model.c_str(), static_cast<long long>(s.batch_size), static_cast<long long>(s.seq),
+      devices[0].str().c_str(), o.precision.c_str());
   std::printf("captured %zu nodes in %.1f ms\n", r.nodes_captured, r.capture_ms);
   std::printf("%-24s %8s %8s %9s\n", "pass", "before", "after", "ms");
   for (const graph::PassReport& p : r.passes)

@@ -22,7 +22,13 @@ ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
   }
   model_->to(device());
   model_->recompute(s.recompute);
-  if (s.compile) compiled_.emplace(step_);
+  if (s.compile) {
+    compiled_.emplace(graph::backward_step(
+        [this](const std::vector<Tensor>& batch) { return scoped_loss(batch); },
+        [this] {
+          if (after_backward_) after_backward_();
+        }));
+  }
   if (l.dp > 1 && s.zero == 3) {
     fsdp_.emplace(
         *model_, s.mesh.dp(),

@@ -19,6 +19,9 @@ class ReplicaTask : public RankTask {
  public:
   nn::NamedTensors named_parameters() const override { return model_->named_parameters(); }
   parallel::NormScope norm_scope() const override;
+  void set_after_backward(std::function<void()> after) override {
+    after_backward_ = std::move(after);
+  }
   std::pair<nn::NamedTensors, nn::NamedTensors> gather_whole(
       const nn::NamedTensors& optimizer_state) override;
   nn::NamedTensors shard_optimizer_state(const nn::NamedTensors& whole) const override;
@@ -58,13 +61,17 @@ class ReplicaTask : public RankTask {
   std::unique_ptr<nn::Module> model_;
 
  private:
-  /// batch_loss (what it keeps for backward counted as activations) and its backward, run
-  /// eagerly or (--compile) through compiled_
-  graph::StepFn step_ = graph::backward_step([this](const std::vector<Tensor>& batch) {
+  /// batch_loss, what it keeps for backward counted as activations
+  Tensor scoped_loss(const std::vector<Tensor>& batch) const {
     MemoryScope activations(MemoryCategory::activations);
     return batch_loss(batch);
-  });
+  }
+  /// scoped_loss and its backward, run eagerly
+  graph::StepFn step_ =
+      graph::backward_step([this](const std::vector<Tensor>& batch) { return scoped_loss(batch); });
+  /// --compile: scoped_loss, its backward and after_backward_ as one captured graph
   std::optional<graph::Compiled> compiled_;
+  std::function<void()> after_backward_;
   std::optional<parallel::DistributedDataParallel> ddp_;
   std::optional<parallel::FullyShardedDataParallel> fsdp_;  ///< ZeRO-3, instead of ddp_
   parallel::SplitRule tp_split_;                            // empty without tensor parallelism

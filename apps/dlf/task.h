@@ -2,6 +2,7 @@
 // batch, the loss, the evaluation, and the whole state for checkpoints. The training loop
 // (train.cpp) — schedule, clipping, optimizer, logging, checkpoints — is the same for all.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -56,6 +57,9 @@ class RankTask {
   /// Forward and backward of this rank's share of the next training batch: afterwards every
   /// gradient is ready for the optimizer. The batch's mean loss, on every rank.
   virtual double forward_backward() = 0;
+  /// Under --compile, what the captured step runs after backward, inside its graph (the
+  /// training loop's clipping and optimizer update); set before the first step.
+  virtual void set_after_backward(std::function<void()> after) = 0;
   /// How this rank's gradients add up to the global gradient norm (each parameter of the whole
   /// model counted once) over the model-parallel ranks; the data-parallel ones hold the same.
   virtual parallel::NormScope norm_scope() const = 0;

@@ -189,12 +189,13 @@ uint64_t parameters_checksum(const nn::NamedTensors& params) {
 // Stops a run whose loss or gradient norm is not finite, before the update could spread it
 // into the weights.
 void check_finite_step(int64_t step, double loss, double norm, int64_t last_saved,
-                       bool checkpointing) {
+                       bool checkpointing, bool updated) {
   if (std::isfinite(loss) && std::isfinite(norm)) return;
   auto text = [](double v) { return std::isnan(v) ? std::string("NaN") : detail::concat(v); };
   throw Error(detail::concat(
       "step ", step, ": the loss is ", text(loss), " and the gradient norm ", text(norm),
-      "; stopped before updating the weights",
+      updated ? "; stopped after the compiled step updated the weights in memory"
+              : "; stopped before updating the weights",
       checkpointing ? (last_saved > 0 ? "; the last checkpoint (step " +
                                             std::to_string(last_saved) + ") is unchanged"
                                       : "; no checkpoint was written")
@@ -256,6 +257,10 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     opt.offload(kCPU);                          // before ZeRO shards it: its parts too
   std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
   if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->shards());
+  // --compile: clipping and the update run inside the captured step (an offloaded update, whose
+  // copies to the host are not captured, runs after it).
+  const bool update_in_graph = o.compile && !opt.offloaded_to();
+  Tensor norm_out = zeros({}, {.dtype = DType::f64, .device = device});
   if (job.ckpt != nullptr) {
     const nn::NamedTensors state =
         nn::optim::state_by_place(opt, task->shard_optimizer_state(job.ckpt->optimizer), params);
@@ -266,6 +271,12 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     }
     default_generator().manual_seed(job.ckpt->rng_seed);
     default_generator().set_offset(job.ckpt->rng_offset);
+  }
+
+  if (update_in_graph) {
+    opt.init_state();  // after a checkpoint's, whose tensors the graph then updates
+    task->set_after_backward(
+        [&] { norm_out.copy_(nn::optim::clip_and_update(opt, tensors, run.grad_clip)); });
   }
 
   auto record = [&](const JsonLine& line) {
@@ -394,19 +405,21 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     opt.zero_grad();
     double norm = 0;
     try {
+      if (update_in_graph) opt.begin_step();
       loss = autocast([&] { return task->forward_backward(); });
       // ZeRO-2 alone has no whole gradients: its norm adds the ranks' pieces.
-      norm = zero && !zero->whole_gradients()
+      norm = update_in_graph ? norm_out.item<double>()
+             : zero && !zero->whole_gradients()
                  ? zero->clip_grad_norm(tensors, run.grad_clip, norm_scope)
                  : parallel::clip_grad_norm(tensors, run.grad_clip, norm_scope);
     } catch (const Error& e) {
       if (!o.detect_anomaly) throw;
       throw Error("step " + std::to_string(step + 1) + ": " + e.what());
     }
-    check_finite_step(step + 1, loss, norm, last_saved, !o.checkpoint.empty());
+    check_finite_step(step + 1, loss, norm, last_saved, !o.checkpoint.empty(), update_in_graph);
     if (zero) {
       zero->step();
-    } else {
+    } else if (!update_in_graph) {
       opt.step();
     }
     schedule.step();

@@ -1,6 +1,7 @@
 // adam_update_: Adam/AdamW's whole update in one pass (the composite form reads and writes
-// the parameter and its two moments about twelve times). sum_squares: a gradient's squared
-// norm in one pass, without the f64 copies the composite form makes.
+// the parameter and its two moments about twelve times), its learning rate and step count read
+// from a tensor so that a captured step replays with the current ones. sum_squares: the squared
+// norm of any number of gradients in one pass, without the f64 copies the composite form makes.
 #include <dlf/core/op.h>
 #include <dlf/core/ops/optim.h>
 
@@ -14,15 +15,18 @@ namespace dlf {
 namespace {
 
 // Inputs: param (updated in place, the op's output), grad, exp_avg, exp_avg_sq (both also
-// updated in place; optimizer state is not seen by autograd).
+// updated in place; optimizer state is not seen by autograd), lr_and_step (f64 [2]).
 const OpDef& adam_update_op = register_op({
     .name = "adam_update_",
     .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
       const Tensor& p = in[0];
       bool ok = is_floating(p.dtype()) && p.is_contiguous();
-      for (const Tensor& t : in.subspan(1))
+      for (const Tensor& t : in.subspan(1, 3))
         ok = ok && t.shape() == p.shape() && t.dtype() == p.dtype();
       ok = ok && in[2].is_contiguous() && in[3].is_contiguous();
+      DLF_CHECK(in[4].dtype() == DType::f64 && in[4].numel() == 2 && in[4].is_contiguous(),
+                "adam_update_: lr_and_step must be a contiguous f64 tensor of 2, got ",
+                dtype_name(in[4].dtype()), shape_str(in[4].shape()));
       DLF_CHECK(ok,
                 "adam_update_: param, grad and state must share shape and floating dtype, with "
                 "contiguous param and state (param ",
@@ -38,7 +42,8 @@ const OpDef& adam_update_op = register_op({
             // Every per-step scalar is formed in double and rounded once, as PyTorch does: in f32
             // a 1 - beta1 taken from the rounded beta1 is off by 2e-7 relative, the same way
             // for every element, and that bias adds up coherently over the whole model.
-            const double t = double(a.i("step")), lr = a.f("lr"), wd = a.f("weight_decay");
+            const double lr = in[4].data<double>()[0], t = in[4].data<double>()[1];
+            const double wd = a.f("weight_decay");
             const double beta1 = a.f("beta1"), beta2 = a.f("beta2");
             const A b1 = A(beta1), b2 = A(beta2), one_minus_b1 = A(1 - beta1),
                     one_minus_b2 = A(1 - beta2), eps = A(a.f("eps"));
@@ -71,53 +76,69 @@ const OpDef& adam_update_op = register_op({
 
 constexpr int64_t kSquaresBlock = 16384;  // elements summed in order; blocks added in order
 
+// Σ x² over every input, in order: each input's blocks summed in order, the inputs' sums added
+// in order — the same f64 whatever the thread count, and the same as adding one input's at a
+// time.
 const OpDef& sum_squares_op = register_op({
     .name = "sum_squares",
     .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
-      DLF_CHECK(is_floating(in[0].dtype()), "sum_squares: needs a floating tensor, got ",
-                dtype_name(in[0].dtype()));
+      for (const Tensor& x : in)
+        DLF_CHECK(is_floating(x.dtype()), "sum_squares: needs a floating tensor, got ",
+                  dtype_name(x.dtype()));
       return {{{}, DType::f64}};
     },
     .kernel =
         [](Inputs in, const Attrs&, Outputs out) {
-          kernels::visit_floating(in[0].dtype(), "sum_squares", [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            const kernels::RowMajorData<T> x(in[0]);
-            const T* d = x.data();
-            const int64_t n = in[0].numel(), blocks = (n + kSquaresBlock - 1) / kSquaresBlock;
-            std::vector<double> partial(static_cast<size_t>(blocks));
+          double total = 0;
+          for (const Tensor& x : in) {
+            kernels::visit_floating(x.dtype(), "sum_squares", [&](auto tag) {
+              using T = typename decltype(tag)::type;
+              const kernels::RowMajorData<T> rows(x);
+              const T* d = rows.data();
+              const int64_t n = x.numel(), blocks = (n + kSquaresBlock - 1) / kSquaresBlock;
+              std::vector<double> partial(static_cast<size_t>(blocks));
 #pragma omp parallel for if (blocks > 4)
-            for (int64_t b = 0; b < blocks; ++b) {
-              double s = 0;
-              const int64_t end = std::min(n, (b + 1) * kSquaresBlock);
+              for (int64_t b = 0; b < blocks; ++b) {
+                double s = 0;
+                const int64_t end = std::min(n, (b + 1) * kSquaresBlock);
 #pragma omp simd reduction(+ : s)
-              for (int64_t i = b * kSquaresBlock; i < end; ++i) s += double(d[i]) * double(d[i]);
-              partial[b] = s;
-            }
-            double total = 0;
-            for (double s : partial) total += s;
-            *out[0].data<double>() = total;
-          });
+                for (int64_t i = b * kSquaresBlock; i < end; ++i) s += double(d[i]) * double(d[i]);
+                partial[b] = s;
+              }
+              double sum = 0;
+              for (double s : partial) sum += s;
+              total += sum;
+            });
+          }
+          *out[0].data<double>() = total;
         },
     .cost = [](Inputs in, const Attrs&, std::span<const Tensor>) -> Cost {
-      return {2.0 * static_cast<double>(in[0].numel()), static_cast<double>(in[0].nbytes()), 8};
+      Cost c{.bytes_written = 8};
+      for (const Tensor& x : in) {
+        c.flops += 2.0 * static_cast<double>(x.numel());
+        c.bytes_read += static_cast<double>(x.nbytes());
+      }
+      return c;
     },
 });
 
 }  // namespace
 
-Tensor sum_squares(const Tensor& x) { return dispatch1(sum_squares_op, {x}); }
+Tensor sum_squares(const Tensor& x) { return sum_squares(std::vector<Tensor>{x}); }
+
+Tensor sum_squares(const std::vector<Tensor>& xs) {
+  DLF_CHECK(!xs.empty(), "sum_squares: no tensors");
+  return dispatch1(sum_squares_op, xs);
+}
 
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                  const Tensor& exp_avg_sq, const AdamHyper& h) {
-  dispatch(adam_update_op, {param, grad, exp_avg, exp_avg_sq},
-           {{"lr", h.lr},
-            {"beta1", h.beta1},
+                  const Tensor& exp_avg_sq, const Tensor& lr_and_step, const AdamHyper& h) {
+  dispatch(adam_update_op, {param, grad, exp_avg, exp_avg_sq, lr_and_step},
+           {{"beta1", h.beta1},
             {"beta2", h.beta2},
             {"eps", h.eps},
             {"weight_decay", h.weight_decay},
-            {"decoupled", h.decoupled},
-            {"step", h.step}});
+            {"decoupled", h.decoupled}});
 }
 
 }  // namespace dlf

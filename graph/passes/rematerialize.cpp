@@ -30,6 +30,17 @@ int rematerialize(Graph& g) {
   const std::vector<int> last = g.buffer_last_use();
   std::vector<std::vector<int>> readers(g.values.size());
   const std::vector<bool> written_in_place = g.buffers_written_in_place();
+  std::vector<std::vector<int>> writes(g.buffers.size());  // the nodes writing each in place
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (g.nodes[n].op->inplace >= 0)
+      writes[g.values[g.nodes[n].outputs[0]].buffer].push_back(int(n));
+  // Whether nothing writes buffer b in place after node `from` and before node `to`: a value
+  // read from it at `from` reads the same at `to` (the optimizer's update of a parameter comes
+  // after the backward reads that make forward's values again).
+  auto unchanged = [&](int b, int from, int to) {
+    return std::none_of(writes[b].begin(), writes[b].end(),
+                        [&](int w) { return w > from && w < to; });
+  };
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     for (int v : g.nodes[n].inputs)
       if (v >= 0 && (readers[v].empty() || readers[v].back() != int(n)))
@@ -39,12 +50,11 @@ int rematerialize(Graph& g) {
   std::map<int, std::vector<int>> again;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
-    bool owned = true;  // its outputs are intermediates, nothing writes them or its inputs
+    bool owned = true;  // its outputs are intermediates that nothing writes in place
     for (int v : node.outputs) {
       const int b = g.values[v].buffer;
       owned = owned && g.buffers[b].kind == BufferKind::arena && !written_in_place[b];
     }
-    for (int v : node.inputs) owned = owned && (v < 0 || !written_in_place[g.values[v].buffer]);
     if (!owned || !cheap(g, node)) continue;
     std::vector<int> reads;
     for (int v : node.outputs) reads.insert(reads.end(), readers[v].begin(), readers[v].end());
@@ -52,11 +62,13 @@ int rematerialize(Graph& g) {
     reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
     for (size_t k = 1; k < reads.size(); ++k) {
       if (reads[k] - reads[k - 1] <= kGap) continue;
-      bool inputs_alive = true;
-      for (int v : node.inputs)
-        inputs_alive =
-            inputs_alive && (v < 0 || g.buffers[g.values[v].buffer].kind != BufferKind::arena ||
-                             last[g.values[v].buffer] >= reads[k]);
+      bool inputs_alive = true;  // and as they were at node n
+      for (int v : node.inputs) {
+        if (v < 0) continue;
+        const int b = g.values[v].buffer;
+        inputs_alive = inputs_alive && unchanged(b, int(n), reads[k]) &&
+                       (g.buffers[b].kind != BufferKind::arena || last[b] >= reads[k]);
+      }
       if (inputs_alive) again[reads[k]].push_back(int(n));
     }
   }

@@ -1,4 +1,5 @@
 #include <dlf/autograd/grad_mode.h>
+#include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/op_profile.h>
 #include <dlf/core/ops/elementwise.h>
@@ -41,19 +42,46 @@ void Optimizer::set_lr(double lr) {
 }
 
 void Optimizer::step() {
-  autograd::NoGradGuard no_grad;
+  begin_step();
+  update();
+}
+
+void Optimizer::begin_step() {
   ++steps_;
+  lr_and_step_.resize(groups_.size());
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    if (groups_[gi].params.empty()) continue;
+    const Device device = host_.value_or(groups_[gi].params.front().device());
+    Tensor& values = lr_and_step_[gi];
+    if (!values.defined() || values.device() != device) {
+      MemoryScope scope(MemoryCategory::temporaries);  // 16 bytes, not a parameter's state
+      values = Tensor::empty({2}, DType::f64, device);
+    }
+    if (!device.has_data()) continue;  // meta: nothing to read
+    values.data<double>()[0] = *groups_[gi].lr;
+    values.data<double>()[1] = double(steps_);
+  }
+}
+
+void Optimizer::update() {
+  DLF_CHECK(lr_and_step_.size() == groups_.size(), "optimizer: update() before begin_step()");
+  autograd::NoGradGuard no_grad;
   const size_t slots = slot_names().size();
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const GroupStep group{.lr = *groups_[gi].lr,
+                          .weight_decay = *groups_[gi].weight_decay,
+                          .lr_and_step = lr_and_step_[gi]};
     for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
       Tensor& p = groups_[gi].params[pi];
       const Tensor g = p.grad();
       if (!g.defined()) continue;
       std::vector<Tensor>& state = state_[gi][pi];
       state.resize(slots);
-      const double lr = *groups_[gi].lr, weight_decay = *groups_[gi].weight_decay;
+      DLF_CHECK(group.lr_and_step.device() == host_.value_or(p.device()),
+                "optimizer: a parameter group spans devices (", group.lr_and_step.device().str(),
+                " and ", p.device().str(), ")");
       if (!host_ || *host_ == p.device()) {
-        update(p, g, lr, weight_decay, state);
+        update_parameter(p, g, group, state);
       } else {  // down, updated on the host, up
         Tensor& master = masters_[gi][pi];
         if (!master.defined()) {
@@ -63,7 +91,7 @@ void Optimizer::step() {
         const Tensor down = g.to(*host_);
         {
           OpProfile meter;  // what the host computes, charged to a sim device's host stream
-          update(master, down, lr, weight_decay, state);
+          update_parameter(master, down, group, state);
           if (p.device().type != DeviceType::cpu)
             sim::host_compute(p.device(), meter.outermost().flops, meter.outermost().bytes);
         }
@@ -75,6 +103,22 @@ void Optimizer::step() {
     }
   }
 }
+
+void Optimizer::init_state() {
+  autograd::NoGradGuard no_grad;
+  MemoryScope scope(MemoryCategory::optimizer_state);
+  const size_t slots = slot_names().size();
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      std::vector<Tensor>& state = state_[gi][pi];
+      state.resize(slots);
+      const Tensor& p = groups_[gi].params[pi];
+      create_state(host_ ? Tensor::empty(p.shape(), p.dtype(), *host_) : p, state);
+    }
+  }
+}
+
+void Optimizer::create_state(const Tensor&, std::vector<Tensor>&) {}
 
 void Optimizer::offload(Device host) {
   host_ = host;
@@ -153,7 +197,9 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
   DLF_CHECK(!o_.nesterov || o_.momentum > 0, "SGD: Nesterov needs momentum > 0");
 }
 
-void SGD::update(Tensor& p, const Tensor& grad, double lr, double wd, std::vector<Tensor>& state) {
+void SGD::update_parameter(Tensor& p, const Tensor& grad, const GroupStep& step,
+                           std::vector<Tensor>& state) {
+  const double lr = step.lr, wd = step.weight_decay;
   Tensor g = wd != 0 ? grad + p * wd : grad;
   if (o_.momentum != 0) {
     Tensor& buf = state[0];
@@ -182,19 +228,21 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
       o_(options),
       decoupled_(decoupled) {}
 
-void Adam::update(Tensor& p, const Tensor& grad, double lr, double weight_decay,
-                  std::vector<Tensor>& state) {
+void Adam::create_state(const Tensor& p, std::vector<Tensor>& state) {
   for (Tensor& moment : state) {
     if (!moment.defined()) moment = zeros(p.shape(), {.dtype = p.dtype(), .device = p.device()});
   }
-  adam_update_(p, grad, state[0], state[1],
-               {.lr = lr,
-                .beta1 = o_.beta1,
+}
+
+void Adam::update_parameter(Tensor& p, const Tensor& grad, const GroupStep& step,
+                            std::vector<Tensor>& state) {
+  create_state(p, state);
+  adam_update_(p, grad, state[0], state[1], step.lr_and_step,
+               {.beta1 = o_.beta1,
                 .beta2 = o_.beta2,
                 .eps = o_.eps,
-                .weight_decay = weight_decay,
-                .decoupled = decoupled_,
-                .step = steps()});
+                .weight_decay = step.weight_decay,
+                .decoupled = decoupled_});
 }
 
 namespace {
@@ -220,15 +268,47 @@ void scale_gradients(const std::vector<Tensor>& params, double total_norm, doubl
   }
 }
 
+namespace {
+std::vector<Tensor> gradients_of(const std::vector<Tensor>& params) {
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  return grads;
+}
+}  // namespace
+
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   autograd::NoGradGuard no_grad;
-  double total = 0;
-  for (const Tensor& p : params) {
-    if (p.grad().defined()) total += sum_squares(p.grad()).item<double>();
-  }
-  total = std::sqrt(total);
+  const std::vector<Tensor> grads = gradients_of(params);
+  const double total = grads.empty() ? 0 : std::sqrt(sum_squares(grads).item<double>());
   scale_gradients(params, total, max_norm);
   return total;
+}
+
+Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_norm) {
+  autograd::NoGradGuard no_grad;
+  const std::vector<Tensor> grads = gradients_of(params);
+  if (grads.empty()) return {};
+  const Tensor norm = sqrt(sum_squares(grads));
+  // scale_gradients' factor, in the same f64 steps, then 1 where it would not scale.
+  const Tensor factor =
+      minimum(full({}, max_norm, {.dtype = DType::f64, .device = norm.device()}) / (norm + 1e-6),
+              full({}, 1.0, {.dtype = DType::f64, .device = norm.device()}));
+  MemoryScope scope(MemoryCategory::gradients);  // new tensors: a shared gradient scales once
+  for (const Tensor& p : params) {
+    if (p.grad().defined()) p.set_grad(p.grad() * factor.to(p.grad().dtype()));
+  }
+  return norm;
+}
+
+Tensor clip_and_update(Optimizer& opt, const std::vector<Tensor>& params, double max_norm) {
+  DLF_CHECK(opt.capturable(),
+            "clip_and_update: the optimizer reads its learning rate on the "
+            "host (not capturable): step it after the captured step");
+  AutocastGuard full_precision(std::nullopt);
+  Tensor norm = clip_grad_norm_on_device(params, max_norm);
+  opt.update();
+  return norm;
 }
 
 namespace {

@@ -13,6 +13,7 @@ expect_error() {  # expect_error CODE ARGS...: exit code CODE and exactly one li
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 train() { "$dlf" --threads 1 train --model gpt-nano --batch 4 --seq 32 "$@"; }
 losses() { grep '"loss"' "$1" | sed 's/.*"loss":\([^,]*\).*/\1/'; }
+norms() { grep '"grad_norm"' "$1" | sed 's/.*"grad_norm":\([^,]*\).*/\1/'; }
 close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * (a < 0 ? -a : a)) }'; }
 same_losses() {  # same_losses A.jsonl B.jsonl: every step's loss within 1e-5 relative
   paste <(losses "$1") <(losses "$2") | while read -r a b; do close "$a" "$b" || exit 1; done

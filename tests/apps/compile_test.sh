@@ -14,6 +14,11 @@ for model in gpt-nano unet-tiny bert-tiny; do
   [ -n "$(losses "$tmp/$model.eager.jsonl")" ] &&
     same_losses "$tmp/$model.eager.jsonl" "$tmp/$model.compile.jsonl" ||
     fail "$model: compiled losses $(losses "$tmp/$model.compile.jsonl" | tr '\n' ' ') differ from eager's $(losses "$tmp/$model.eager.jsonl" | tr '\n' ' ')"
+  # clipping and AdamW run inside the graph: the same gradient norms (the losses after step 1
+  # show the updates agree)
+  paste <(norms "$tmp/$model.eager.jsonl") <(norms "$tmp/$model.compile.jsonl") |
+    while read -r a b; do close "$a" "$b" || exit 1; done ||
+    fail "$model: compiled gradient norms $(norms "$tmp/$model.compile.jsonl" | tr '\n' ' ') differ"
   grep -q compiled "$tmp/log" || fail "$model: the progress does not say it is compiled"
 done
 # on a simulated device, and under bf16 autocast: the same losses as eager there
@@ -24,6 +29,19 @@ for extra in "--device sim" "--precision bf16"; do
   same_losses "$tmp/e.jsonl" "$tmp/c.jsonl" || fail "$extra: compiled losses differ"
 done
 expect_error 1 train --compile --devices 2 --steps 2
+# a NaN step stops the run; the update ran in the graph, but the last checkpoint is intact
+err=$(train --steps 6 --lr 1e9 --compile --checkpoint "$tmp/nan" --save-every 1 2>&1 >/dev/null)
+code=$?
+[ "$code" -eq 1 ] || fail "--compile --lr 1e9: exit $code: $err"
+echo "$err" | grep -q "step [0-9]*: the loss is .*stopped after the compiled step updated" ||
+  fail "compiled NaN: $err"
+[ -f "$tmp/nan/checkpoint.h5" ] || fail "the compiled NaN guard lost the step-1 checkpoint"
+# --offload optimizer (a sim device): the update runs after the graph, on the host; the same
+# losses
+train --steps 3 --device sim --offload optimizer --metrics "$tmp/o.jsonl" 2>/dev/null || fail "train --offload"
+train --steps 3 --device sim --offload optimizer --compile --metrics "$tmp/oc.jsonl" 2>"$tmp/log" ||
+  fail "train --offload optimizer --compile: $(cat "$tmp/log")"
+same_losses "$tmp/o.jsonl" "$tmp/oc.jsonl" || fail "--offload optimizer: compiled losses differ"
 
 "$dlf" graph --model gpt-nano --batch 2 --seq 16 --dot "$tmp/step.dot" --json "$tmp/step.json" \
   >"$tmp/out" 2>"$tmp/log" || fail "dlf graph: $(cat "$tmp/log")"

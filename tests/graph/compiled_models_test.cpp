@@ -1,6 +1,6 @@
-// Compiled training steps of the zoo's models against eager ones: the same losses and the same
-// weights after five AdamW steps, to 1e-6 (fused element-wise loops round as the plain loops do,
-// not as oneDNN's kernels); a step captured on meta plans a big model's memory.
+// Compiled training steps of the zoo's models against eager ones: the same losses, gradient
+// norms and weights after five clipped AdamW steps, to 1e-6 (fused element-wise loops round as the
+// plain loops do, not as oneDNN's kernels); a step captured on meta plans a big model's memory.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -28,21 +28,36 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
   return diff / scale;
 }
 
-// Trains `model` five steps on `batches`, eagerly or through a compiled forward and backward
-// (the optimizer steps eagerly after it); the losses.
+// Trains `model` on `batches` as `dlf train` does — clipping to norm 0.5 (so that steps clip)
+// and AdamW under a falling learning rate — eagerly, or as one captured graph per step (forward,
+// backward, clipping and the update); each step's loss and gradient norm.
 std::vector<float> train(const nn::Module& model, const std::vector<Batch>& batches,
                          const LossFn& loss, bool compiled) {
-  nn::optim::AdamW opt(model.parameters(), {.lr = 1e-3});
-  const graph::StepFn step = graph::backward_step([&](const Batch& b) { return loss(model, b); });
-  graph::Compiled compiled_step(step);
-  std::vector<float> losses;
-  for (const Batch& b : batches) {
+  constexpr double kClip = 0.5;
+  const std::vector<Tensor> params = model.parameters();
+  nn::optim::AdamW opt(params, {.lr = 1e-3});
+  opt.init_state();
+  const auto batch_loss = [&](const Batch& b) { return loss(model, b); };
+  const graph::StepFn step = graph::backward_step(batch_loss);
+  Tensor norm = zeros({}, {.dtype = DType::f64});
+  graph::Compiled compiled_step(graph::backward_step(
+      batch_loss, [&] { norm.copy_(nn::optim::clip_and_update(opt, params, kClip)); }));
+  std::vector<float> out;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    opt.set_lr(1e-3 / double(i + 1));
     opt.zero_grad();
-    losses.push_back((compiled ? compiled_step(b) : step(b))[0].item<float>());
-    opt.step();
+    if (compiled) {
+      opt.begin_step();
+      out.push_back(compiled_step(batches[i])[0].item<float>());
+      out.push_back(norm.item<float>());
+    } else {
+      out.push_back(step(batches[i])[0].item<float>());
+      out.push_back(float(nn::optim::clip_grad_norm(params, kClip)));
+      opt.step();
+    }
   }
   if (compiled) CHECK(compiled_step.captures() == 1);
-  return losses;
+  return out;
 }
 
 // Builds the model twice from one seed, trains one eagerly and one compiled (with activation
@@ -56,9 +71,9 @@ void check_compiled_matches_eager(const Config& config, const std::vector<Batch>
   manual_seed(42);
   Model compiled(config);
   compiled.recompute(what);
-  const std::vector<float> eager_losses = train(eager, batches, loss, false);
-  const std::vector<float> compiled_losses = train(compiled, batches, loss, true);
-  CHECK(relative_error(compiled_losses, eager_losses) < 1e-6);
+  const std::vector<float> eager_steps = train(eager, batches, loss, false);
+  const std::vector<float> compiled_steps = train(compiled, batches, loss, true);
+  CHECK(relative_error(compiled_steps, eager_steps) < 1e-6);
   // Weights at the model's scale: a parameter whose gradient is zero up to rounding (a key
   // projection's bias: softmax ignores a shift shared by all keys) moves by Adam's normalised
   // step whatever the rounding, so its own scale would measure noise.

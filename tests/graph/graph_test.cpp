@@ -157,6 +157,28 @@ TEST_CASE("graph: rematerialisation makes a cheap value again for a late read, i
   CHECK(values_of(exe.run({x2})[0]) == values_of(step({x2})[0]));
 }
 
+TEST_CASE("graph: rematerialisation reads an input as it was, so not across a write to it") {
+  // a = exp(w) of a tensor from outside, read at once and 21 nodes later; the step then
+  // writes w in place (as an optimizer's update writes a parameter). Made again before that
+  // write, a is the same; with the write before the late read it would not be.
+  Tensor w = full({256}, 0.5);
+  const auto step = [&](bool write_between) {
+    return [&w, write_between](const std::vector<Tensor>& in) {
+      const Tensor a = exp(w);
+      Tensor t = a * 3.0;
+      for (int i = 0; i < 20; ++i) t = softmax(t, 0);
+      if (write_between) w.copy_(in[0]);
+      const Tensor out = t + a.sum();
+      if (!write_between) w.copy_(in[0]);
+      return std::vector<Tensor>{out};
+    };
+  };
+  graph::Graph after = graph::capture(step(false), {full({256}, 0.5)}).graph;
+  CHECK(graph::rematerialize(after) == 1);
+  graph::Graph between = graph::capture(step(true), {full({256}, 0.5)}).graph;
+  CHECK(graph::rematerialize(between) == 0);
+}
+
 TEST_CASE("graph: compile captures once per input signature and runs the graph after") {
   int traced = 0;
   graph::Compiled f([&](const std::vector<Tensor>& in) {

@@ -137,6 +137,61 @@ TEST_CASE("clip_grad_norm scales gradients to the bound and reports the norm bef
   check_close(b.grad(), {0.8}, {1}, 1e-6);
 }
 
+TEST_CASE("clip_grad_norm_on_device: clip_grad_norm's gradients bit for bit, no host read") {
+  for (const double max_norm : {0.3, 50.0}) {  // clipping, then not
+    Generator gen(3);
+    std::vector<Tensor> host, device;
+    for (const Shape& shape : {Shape{70001}, Shape{3, 5}, Shape{1}}) {
+      const Tensor g = randn(shape, {}, &gen);
+      for (auto* params : {&host, &device}) {
+        Tensor p = zeros(shape);
+        p.requires_grad_();
+        p.set_grad(g.clone());
+        params->push_back(p);
+      }
+    }
+    device[1].set_grad(Tensor());  // a parameter without a gradient is left out of both
+    host[1].set_grad(Tensor());
+    const double norm = clip_grad_norm(host, max_norm);
+    const Tensor on_device = clip_grad_norm_on_device(device, max_norm);
+    CHECK(on_device.dtype() == DType::f64);
+    CHECK(on_device.item<double>() == norm);
+    for (const size_t i : {size_t(0), size_t(2)})
+      CHECK(device[i].grad().to_vector<float>() == host[i].grad().to_vector<float>());
+  }
+  CHECK_FALSE(clip_grad_norm_on_device({param({1.0})}, 1.0).defined());  // no gradient at all
+}
+
+TEST_CASE("sum_squares of many tensors: each one's sum, added in order") {
+  const Tensor a = randn({40000}), b = randn({3, 7}).to(DType::bf16);
+  CHECK(sum_squares({a, b}).item<double>() ==
+        0.0 + sum_squares(a).item<double>() + sum_squares(b).item<double>());
+  check_error([] { sum_squares(std::vector<Tensor>{}); }, {"no tensors"});
+}
+
+TEST_CASE("Adam reads its learning rate and step from begin_step's tensor: a split step") {
+  // begin_step() then update() is step(), under a changing learning rate.
+  Tensor a = param({1.0}), b = param({1.0});
+  AdamW whole({a}, {.lr = 0.1, .weight_decay = 0.1});
+  AdamW split({b}, {.lr = 0.1, .weight_decay = 0.1});
+  CHECK(split.capturable());
+  CHECK_FALSE(SGD({param({1.0})}).capturable());
+  split.init_state();
+  REQUIRE(split.state_dict().size() == 3);  // the step and two zero moments, before any update
+  check_close(split.state_dict()[1].second, {0.0}, {1}, 0);
+  check_error([&] { split.update(); }, {"update() before begin_step()"});
+  for (int i = 0; i < 3; ++i) {
+    whole.set_lr(0.1 / (i + 1));
+    split.set_lr(0.1 / (i + 1));
+    step_with(whole, a, {0.5 - i});
+    b.set_grad(from_vector<double>({0.5 - i}));
+    split.begin_step();
+    split.update();
+    CHECK(a.to_vector<double>() == b.to_vector<double>());
+  }
+  CHECK(whole.steps() == split.steps());
+}
+
 TEST_CASE("learning-rate schedules") {
   CHECK(warmup_cosine_lr(0, 1.0, 10, 110, 0.1) == doctest::Approx(0.1));
   CHECK(warmup_cosine_lr(9, 1.0, 10, 110, 0.1) == doctest::Approx(1.0));

@@ -11,9 +11,11 @@ namespace dlf::graph {
 /// module buffers) is reached through the closure, as in torch.compile.
 using StepFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
 
-/// A training step: `loss(batch)`, its backward, and the loss as the one result — what
+/// A training step: `loss(batch)`, its backward, then `after()` when given (what the step does
+/// with the gradients: clipping, the optimizer's update), and the loss as the one result — what
 /// `dlf train --compile` and the benchmarks capture.
-StepFn backward_step(std::function<Tensor(const std::vector<Tensor>& batch)> loss);
+StepFn backward_step(std::function<Tensor(const std::vector<Tensor>& batch)> loss,
+                     std::function<void()> after = {});
 
 /// How capture runs the step.
 enum class CaptureMode {

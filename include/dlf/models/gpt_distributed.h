@@ -5,6 +5,7 @@
 // embedding's summed over the pipeline's two ends. Every rank of the mesh makes the same calls
 // (SPMD); one device is the 1 × 1 × 1 mesh.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -30,8 +31,8 @@ struct DistributedGPTOptions {
   /// ZeRO-3's parameter shards in host memory (parallel::FSDPOptions::shards_on)
   bool offload_params = false;
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
-  /// Forward and backward captured as a graph at the first step and replayed after
-  /// (graph::Compiled); one device and one micro-batch only.
+  /// Forward and backward (and what set_after_backward() gives) captured as a graph at the first
+  /// step and replayed after (graph::Compiled); one device and one micro-batch only.
   bool compile = false;
 };
 
@@ -58,6 +59,9 @@ class DistributedGPT {
   /// micro-batches): afterwards every gradient is ready for the optimizer. Returns the mean
   /// loss over the whole global batch, on every rank.
   double forward_backward(const Tensor& x, const Tensor& y);
+  /// Under options.compile: what the captured step runs after backward, inside its graph
+  /// (clipping, the optimizer's update).
+  void set_after_backward(std::function<void()> after) { after_backward_ = std::move(after); }
   /// The mean loss of this replica's rows x, y without gradients, averaged over the replicas;
   /// on every rank.
   double loss(const Tensor& x, const Tensor& y);
@@ -86,6 +90,7 @@ class DistributedGPT {
   std::optional<parallel::DistributedDataParallel> ddp_;
   std::optional<parallel::FullyShardedDataParallel> fsdp_;
   std::optional<graph::Compiled> compiled_;
+  std::function<void()> after_backward_;
 };
 
 }  // namespace dlf::models

@@ -28,8 +28,23 @@ class Optimizer {
   /// Fills every group's unset lr and weight_decay with these.
   Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay);
   virtual ~Optimizer() = default;
-  /// Updates every parameter that has a gradient (under no_grad) and counts the step.
+  /// Counts the step and updates every parameter that has a gradient (under no_grad):
+  /// begin_step(), then update().
   void step();
+  /// Counts a step and sets, on the host, what its updates read (each group's learning rate
+  /// and the step count, in tensors on the parameters' device): before a captured step.
+  void begin_step();
+  /// Updates every parameter that has a gradient (under no_grad) with what begin_step() set.
+  /// A capturable() optimizer dispatches device ops only, reading no value on the host, so a
+  /// captured training step (graph::capture) can hold its update: replayed, it reads the
+  /// learning rate and step count of that step.
+  void update();
+  /// Whether update() reads its learning rate and step count from tensors (Adam, AdamW) rather
+  /// than holding them as constants in its ops (SGD): whether a captured step may hold it.
+  virtual bool capturable() const { return false; }
+  /// Makes every parameter's state now, as its first update would (Adam: zero moments), so that
+  /// a step captured before any update finds it and updates it in place.
+  void init_state();
   /// Drops every parameter's gradient.
   void zero_grad();
   /// The first group's learning rate.
@@ -67,13 +82,24 @@ class Optimizer {
   std::optional<Device> offloaded_to() const { return host_; }
 
  protected:
-  /// Updates one parameter in place with its group's lr and weight decay; `state` holds its
-  /// slots (created on first use).
-  virtual void update(Tensor& param, const Tensor& grad, double lr, double weight_decay,
-                      std::vector<Tensor>& state) = 0;
+  /// What one parameter's update reads of its group and step.
+  struct GroupStep {
+    /// the group's learning rate and weight decay, on the host
+    ///@{
+    double lr, weight_decay;
+    ///@}
+    Tensor lr_and_step;  ///< {lr, step} (f64, on the updated parameter's device)
+  };
+  /// Updates one parameter in place; `state` holds its slots (created on first use, or by
+  /// create_state()).
+  virtual void update_parameter(Tensor& param, const Tensor& grad, const GroupStep& step,
+                                std::vector<Tensor>& state) = 0;
+  /// Makes the slots of `param` that its first update would (init_state()); by default none.
+  virtual void create_state(const Tensor& param, std::vector<Tensor>& state);
 
  private:
   std::vector<ParamGroup> groups_;
+  std::vector<Tensor> lr_and_step_;                      // [group], begin_step()'s
   std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]
   int64_t steps_ = 0;
   std::optional<Device> host_;                // offload()
@@ -97,8 +123,8 @@ class SGD : public Optimizer {
   std::unique_ptr<Optimizer> same_kind(std::vector<ParamGroup> groups) const override;
 
  protected:
-  void update(Tensor& p, const Tensor& g, double lr, double wd,
-              std::vector<Tensor>& state) override;
+  void update_parameter(Tensor& p, const Tensor& g, const GroupStep& step,
+                        std::vector<Tensor>& state) override;
 
  private:
   SGDOptions o_;
@@ -122,12 +148,15 @@ class Adam : public Optimizer {
   Adam(std::vector<ParamGroup> groups, AdamOptions options = {});  ///< over parameter groups
   std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   std::unique_ptr<Optimizer> same_kind(std::vector<ParamGroup> groups) const override;
+  /// Yes: adam_update_ reads the learning rate and step from begin_step()'s tensor.
+  bool capturable() const override { return true; }
 
  protected:
   /// decoupled: AdamW's weight decay, p -= lr·wd·p, instead of L2.
   Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
-  void update(Tensor& p, const Tensor& g, double lr, double wd,
-              std::vector<Tensor>& state) override;
+  void update_parameter(Tensor& p, const Tensor& g, const GroupStep& step,
+                        std::vector<Tensor>& state) override;
+  void create_state(const Tensor& p, std::vector<Tensor>& state) override;
 
  private:
   AdamOptions o_;
@@ -169,6 +198,15 @@ NamedTensors state_by_place(const Optimizer& opt, const NamedTensors& named,
 /// Scales the gradients of `params` so their global L2 norm is at most max_norm; returns the
 /// norm before clipping.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+/// clip_grad_norm in tensor ops only, for a captured step: the norm as an f64 scalar on the
+/// gradients' device, every gradient multiplied by min(1, max_norm / (norm + 1e-6)) — by 1 when
+/// the norm is within max_norm, which leaves it as clip_grad_norm does, bit for bit. Undefined
+/// when no parameter has a gradient.
+Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_norm);
+/// What a captured training step runs after backward: clip_grad_norm_on_device, then `opt`'s
+/// update() (`opt` capturable, begin_step() called before the step), outside autocast as an
+/// eager step runs them. Returns the norm before clipping.
+Tensor clip_and_update(Optimizer& opt, const std::vector<Tensor>& params, double max_norm);
 /// clip_grad_norm's second half, for a caller that computed the global norm itself (a
 /// sharded optimizer): scales the gradients of `params` when `total_norm` exceeds max_norm.
 void scale_gradients(const std::vector<Tensor>& params, double total_norm, double max_norm);
