@@ -266,6 +266,7 @@ void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<T
       op.kernel(inputs, attrs, outputs);
     }
     if (op.inplace >= 0) outputs[0].storage()->bump_version();
+    for (int i : op.also_writes) inputs[size_t(i)].storage()->bump_version();
     if (dispatch_depth == 1 && !abstract && !charge_host_copy(device, op, inputs, outputs) &&
         device.type != DeviceType::cpu)
       charge_simulated(device, op, inputs, attrs, outputs);

@@ -51,10 +51,18 @@ std::vector<int> Graph::buffer_first_def() const {
   return first;
 }
 
+std::vector<int> Graph::written_in_place_by(const Node& node) const {
+  std::vector<int> written;
+  if (node.op->inplace >= 0) written.push_back(values[node.outputs[0]].buffer);
+  for (int i : node.op->also_writes)
+    if (node.inputs[size_t(i)] >= 0) written.push_back(values[node.inputs[size_t(i)]].buffer);
+  return written;
+}
+
 std::vector<bool> Graph::buffers_written_in_place() const {
   std::vector<bool> written(buffers.size(), false);
   for (const Node& node : nodes)
-    if (node.op->inplace >= 0) written[values[node.outputs[0]].buffer] = true;
+    for (int b : written_in_place_by(node)) written[size_t(b)] = true;
   return written;
 }
 

@@ -1,5 +1,4 @@
 #include <dlf/autograd/grad_mode.h>
-#include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
 #include <dlf/models/gpt_distributed.h>
 #include <dlf/nn/optim/optimizer.h>
@@ -66,8 +65,7 @@ parallel::PipelineStep DistributedGPT::pipeline_step(const Tensor& x, bool forwa
           .schedule = options_.schedule,
           .virtual_stages = options_.virtual_stages,
           .activation_shape = {x.size(0) / m, x.size(1), model_->config().dim},
-          // the stages' residual stream: the autocast dtype under autocast
-          .activation_dtype = autocast_dtype().value_or(model_->config().dtype),
+          .activation_dtype = model_->residual_dtype(),
           .forward_only = forward_only,
           .slices = &mesh_.tp()};
 }

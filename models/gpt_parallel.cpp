@@ -1,4 +1,5 @@
 #include <dlf/autograd/grad_mode.h>
+#include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/join.h>
@@ -113,6 +114,8 @@ Tensor ParallelGPT::forward(const Tensor& x, const Tensor& idx, const Tensor& ta
   return parallel::vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(2)}),
                                                 targets.reshape({-1}), tp_, config_.vocab);
 }
+
+DType ParallelGPT::residual_dtype() const { return autocast_dtype().value_or(config_.dtype); }
 
 Tensor ParallelGPT::loss(const Tensor& idx, const Tensor& targets) const {
   DLF_CHECK(first && last && chunk_blocks.size() == 1,

@@ -69,7 +69,7 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
     AutocastGuard autocast(autocast_for(s.dtype));
     const Tensor idx = Tensor::empty({s.batch, s.seq}, DType::i64, d);
     if (!model->first) {  // the activations received from the previous stage
-      input = Tensor::empty({s.batch, s.seq, s.c.dim}, autocast_dtype().value_or(s.c.dtype), d);
+      input = Tensor::empty({s.batch, s.seq, s.c.dim}, model->residual_dtype(), d);
       input.requires_grad_();
       out = input;
     }

@@ -21,12 +21,11 @@ NormScope norm_scope_of(const nn::NamedTensors& named,
 
 double counted_squares(const std::vector<Tensor>& params, const NormScope& scope) {
   autograd::NoGradGuard no_grad;
-  double squares = 0;
+  std::vector<Tensor> counted;
   for (const Tensor& p : params) {
-    if (p.grad().defined() && (!scope.counts || scope.counts(p)))
-      squares += sum_squares(p.grad()).item<double>();
+    if (p.grad().defined() && (!scope.counts || scope.counts(p))) counted.push_back(p.grad());
   }
-  return squares;
+  return counted.empty() ? 0 : sum_squares(counted).item<double>();
 }
 
 double add_over_groups(double squares, const NormScope& scope) {

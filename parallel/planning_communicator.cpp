@@ -1,5 +1,7 @@
 #include <dlf/parallel/planning_communicator.h>
 
+#include "parallel/collective_math.h"
+
 namespace dlf::parallel {
 
 PlanningCommunicator::PlanningCommunicator(Device device, int rank, int size, std::string name)
@@ -23,20 +25,14 @@ Work PlanningCommunicator::allreduce(Tensor& t, ReduceOp, bool) {
 
 Tensor PlanningCommunicator::allgather(const Tensor& t, Work*) {
   check(t, "allgather");
-  DLF_CHECK(t.dim() > 0, name_, ": allgather of a 0-d tensor");
-  Shape shape = t.shape();
-  shape[0] *= size_;
-  Tensor out = Tensor::empty(shape, t.dtype(), device_);
+  Tensor out = Tensor::empty(detail::gathered_shape(t.shape(), size_, name_), t.dtype(), device_);
   collectives_.push_back({sim::Collective::allgather, double(out.nbytes())});
   return out;
 }
 
 Tensor PlanningCommunicator::reduce_scatter(const Tensor& t, ReduceOp, Work*) {
   check(t, "reduce_scatter");
-  DLF_CHECK(t.dim() > 0 && t.size(0) % size_ == 0, name_, ": reduce_scatter of ",
-            shape_str(t.shape()), " over ", size_, " ranks");
-  Shape shape = t.shape();
-  shape[0] /= size_;
+  const Shape shape = detail::scattered_shape(t.shape(), size_, name_);
   collectives_.push_back({sim::Collective::reduce_scatter, double(t.nbytes())});
   return Tensor::empty(shape, t.dtype(), device_);
 }

@@ -71,14 +71,13 @@ double ZeroOptimizer::clip_grad_norm(const std::vector<Tensor>& params, double m
   if (shards_.whole_gradients()) return parallel::clip_grad_norm(params, max_norm, scope);
   autograd::NoGradGuard no_grad;
   attach_gradients();
-  double squares = 0;
-  std::vector<Tensor> mine;
+  std::vector<Tensor> counted, mine;
   for (const Piece& piece : pieces_) {
     const Tensor g = piece.owned.value.grad();
-    if (g.defined() && (!scope.counts || scope.counts(piece.owned.param)))
-      squares += sum_squares(g).item<double>();
+    if (g.defined() && (!scope.counts || scope.counts(piece.owned.param))) counted.push_back(g);
     mine.push_back(piece.owned.value);
   }
+  const double squares = counted.empty() ? 0 : sum_squares(counted).item<double>();
   Tensor total = full({1}, squares, {.dtype = DType::f64, .device = comm_.device()});
   comm_.allreduce(total);
   const double norm = std::sqrt(add_over_groups(total.item<double>(), scope));

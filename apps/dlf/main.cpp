@@ -147,8 +147,9 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
       ->check(CLI::IsMember({"none", "optimizer", "params"}))
       ->capture_default_str();
   cmd->add_flag("--compile", o.compile,
-                "graph mode: capture forward and backward at the first step, optimise the graph, "
-                "plan its memory in one arena and replay it at every later step (one device)");
+                "graph mode: capture the step (forward, backward, clipping, AdamW) at the first "
+                "step, optimise the graph, plan its memory in one arena and replay it at every "
+                "later step (one device)");
   cmd->add_option("--recompute", o.recompute,
                   "activation recompute: none; full (each block keeps only its input for "
                   "backward and runs again there: least memory, a third more compute); or "

@@ -19,6 +19,7 @@ class ReplicaTask : public RankTask {
  public:
   nn::NamedTensors named_parameters() const override { return model_->named_parameters(); }
   parallel::NormScope norm_scope() const override;
+  /// Runs `after` inside compiled_'s step, after backward.
   void set_after_backward(std::function<void()> after) override {
     after_backward_ = std::move(after);
   }

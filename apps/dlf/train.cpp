@@ -259,7 +259,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->shards());
   // --compile: clipping and the update run inside the captured step (an offloaded update, whose
   // copies to the host are not captured, runs after it).
-  const bool update_in_graph = o.compile && !opt.offloaded_to();
+  const bool update_in_graph = o.compile && !opt.offloaded_to() && opt.capturable();
   Tensor norm_out = zeros({}, {.dtype = DType::f64, .device = device});
   if (job.ckpt != nullptr) {
     const nn::NamedTensors state =
@@ -275,8 +275,13 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
 
   if (update_in_graph) {
     opt.init_state();  // after a checkpoint's, whose tensors the graph then updates
-    task->set_after_backward(
-        [&] { norm_out.copy_(nn::optim::clip_and_update(opt, tensors, run.grad_clip)); });
+    DLF_CHECK(std::all_of(norm_scope.groups.begin(), norm_scope.groups.end(),
+                          [](const parallel::Communicator* c) { return c->size() == 1; }),
+              "--compile: a step whose gradient norm adds over ranks");
+    task->set_after_backward([&] {
+      const Tensor norm = nn::optim::clip_and_update(opt, tensors, run.grad_clip);
+      if (norm.defined()) norm_out.copy_(norm);  // else no gradient: the norm stays 0
+    });
   }
 
   auto record = [&](const JsonLine& line) {

@@ -40,7 +40,7 @@ struct TrainOptions {
   std::string precision = "fp32";    ///< fp32, or bf16: matmuls, convs and attention under autocast
   std::string grad_reduce = "fp32";  ///< the dtype gradients are averaged over dp in
   bool detect_anomaly = false;       ///< name the first op that makes NaN or infinity
-  bool compile = false;              ///< forward and backward captured once, replayed as a graph
+  bool compile = false;              ///< the whole step captured once, replayed as a graph
   int64_t check_replicas = 0;        ///< steps between replica checksums; 0: never
   std::optional<ProfileRequest> profile;  ///< `dlf profile`: rank 0's ops as a table at the end
   std::string report;  ///< a self-contained HTML report of the run (report.h); empty: none

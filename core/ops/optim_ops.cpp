@@ -72,6 +72,7 @@ const OpDef& adam_update_op = register_op({
       return {16.0 * static_cast<double>(in[0].numel()), 4 * bytes, 3 * bytes};
     },
     .inplace = 0,
+    .also_writes = {2, 3},
 });
 
 constexpr int64_t kSquaresBlock = 16384;  // elements summed in order; blocks added in order

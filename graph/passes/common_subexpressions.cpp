@@ -53,7 +53,7 @@ int eliminate_common_subexpressions(Graph& g) {
   for (Node& node : g.nodes) {
     for (int& v : node.inputs)
       if (v >= 0) v = replace[v];
-    const bool pure = node.op->inplace < 0 && !node.op->redraw;
+    const bool pure = node.op->inplace < 0 && node.op->also_writes.empty() && !node.op->redraw;
     bool mergeable = pure;
     for (int v : node.outputs) mergeable = mergeable && !escapes[v];
     if (mergeable) {
@@ -69,7 +69,7 @@ int eliminate_common_subexpressions(Graph& g) {
         continue;
       }
     }
-    if (node.op->inplace >= 0) ++writes[g.values[node.outputs[0]].buffer];
+    for (int b : g.written_in_place_by(node)) ++writes[b];
     kept.push_back(std::move(node));
   }
   g.nodes = std::move(kept);

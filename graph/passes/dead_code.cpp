@@ -13,7 +13,7 @@ int eliminate_dead_code(Graph& g) {
     Node& node = g.nodes[n];
     // An in-place write is kept: a view taken before it may be read after it, a use SSA
     // values do not show. So is any kernel writing bytes the step does not own.
-    bool live = node.op->inplace >= 0;
+    bool live = node.op->inplace >= 0 || !node.op->also_writes.empty();
     for (int v : node.outputs) {
       live = live || needed[v] ||
              (!node.op->view && g.buffers[g.values[v].buffer].kind != BufferKind::arena &&

@@ -159,11 +159,11 @@ int fuse_elementwise(Graph& g) {
       groups[into].members.push_back(n);
       group_of[n] = into;
       for (int v : node.inputs) groups[into].reads.insert(g.values[v].buffer);
-    } else if (node.op->inplace >= 0) {
+    } else {
       // Bytes a chain read change here: it must have run before.
-      const int written = g.values[node.outputs[0]].buffer;
-      for (Group& G : groups)
-        if (G.open && G.reads.count(written)) G.open = false;
+      for (int written : g.written_in_place_by(node))
+        for (Group& G : groups)
+          if (G.open && G.reads.count(written)) G.open = false;
     }
   }
 

@@ -32,8 +32,7 @@ int rematerialize(Graph& g) {
   const std::vector<bool> written_in_place = g.buffers_written_in_place();
   std::vector<std::vector<int>> writes(g.buffers.size());  // the nodes writing each in place
   for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (g.nodes[n].op->inplace >= 0)
-      writes[g.values[g.nodes[n].outputs[0]].buffer].push_back(int(n));
+    for (int b : g.written_in_place_by(g.nodes[n])) writes[size_t(b)].push_back(int(n));
   // Whether nothing writes buffer b in place after node `from` and before node `to`: a value
   // read from it at `from` reads the same at `to` (the optimizer's update of a parameter comes
   // after the backward reads that make forward's values again).

@@ -50,17 +50,28 @@ void Optimizer::begin_step() {
   ++steps_;
   lr_and_step_.resize(groups_.size());
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
-    if (groups_[gi].params.empty()) continue;
-    const Device device = host_.value_or(groups_[gi].params.front().device());
-    Tensor& values = lr_and_step_[gi];
-    if (!values.defined() || values.device() != device) {
+    std::vector<Tensor>& per_device = lr_and_step_[gi];
+    for (const Tensor& p : groups_[gi].params) {
+      const Device device = host_.value_or(p.device());
+      if (std::any_of(per_device.begin(), per_device.end(),
+                      [&](const Tensor& t) { return t.device() == device; }))
+        continue;
       MemoryScope scope(MemoryCategory::temporaries);  // 16 bytes, not a parameter's state
-      values = Tensor::empty({2}, DType::f64, device);
+      per_device.push_back(Tensor::empty({2}, DType::f64, device));
     }
-    if (!device.has_data()) continue;  // meta: nothing to read
-    values.data<double>()[0] = *groups_[gi].lr;
-    values.data<double>()[1] = double(steps_);
+    for (Tensor& values : per_device) {
+      if (!values.device().has_data()) continue;  // meta: nothing to read
+      values.data<double>()[0] = *groups_[gi].lr;
+      values.data<double>()[1] = double(steps_);
+    }
   }
+}
+
+Tensor Optimizer::lr_and_step(size_t group, Device device) const {
+  DLF_CHECK(group < lr_and_step_.size(), "optimizer: update() before begin_step()");
+  for (const Tensor& t : lr_and_step_[group])
+    if (t.device() == device) return t;
+  throw Error("optimizer: a parameter moved to " + device.str() + " after begin_step()");
 }
 
 void Optimizer::update() {
@@ -68,18 +79,15 @@ void Optimizer::update() {
   autograd::NoGradGuard no_grad;
   const size_t slots = slot_names().size();
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
-    const GroupStep group{.lr = *groups_[gi].lr,
-                          .weight_decay = *groups_[gi].weight_decay,
-                          .lr_and_step = lr_and_step_[gi]};
     for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
       Tensor& p = groups_[gi].params[pi];
       const Tensor g = p.grad();
       if (!g.defined()) continue;
       std::vector<Tensor>& state = state_[gi][pi];
       state.resize(slots);
-      DLF_CHECK(group.lr_and_step.device() == host_.value_or(p.device()),
-                "optimizer: a parameter group spans devices (", group.lr_and_step.device().str(),
-                " and ", p.device().str(), ")");
+      const GroupStep group{.lr = *groups_[gi].lr,
+                            .weight_decay = *groups_[gi].weight_decay,
+                            .lr_and_step = lr_and_step(gi, host_.value_or(p.device()))};
       if (!host_ || *host_ == p.device()) {
         update_parameter(p, g, group, state);
       } else {  // down, updated on the host, up
@@ -113,12 +121,26 @@ void Optimizer::init_state() {
       std::vector<Tensor>& state = state_[gi][pi];
       state.resize(slots);
       const Tensor& p = groups_[gi].params[pi];
-      create_state(host_ ? Tensor::empty(p.shape(), p.dtype(), *host_) : p, state);
+      create_state(p.shape(), p.dtype(), host_.value_or(p.device()), state);
     }
   }
 }
 
-void Optimizer::create_state(const Tensor&, std::vector<Tensor>&) {}
+bool Optimizer::state_ready() const {
+  const size_t slots = slot_names().size();
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      if (!groups_[gi].params[pi].grad().defined()) continue;
+      const std::vector<Tensor>& state = state_[gi][pi];
+      if (state.size() != slots ||
+          std::any_of(state.begin(), state.end(), [](const Tensor& t) { return !t.defined(); }))
+        return false;
+    }
+  }
+  return true;
+}
+
+void Optimizer::create_state(const Shape&, DType, Device, std::vector<Tensor>&) {}
 
 void Optimizer::offload(Device host) {
   host_ = host;
@@ -178,6 +200,21 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
   }
   given.erase("step");
   DLF_CHECK(given.empty(), "optimizer state: unexpected entry '", given.begin()->first, "'");
+  // Into the tensors there already, where they fit: a captured step updates those.
+  autograd::NoGradGuard no_grad;
+  for (size_t gi = 0; gi < state_.size(); ++gi) {
+    for (size_t pi = 0; pi < state_[gi].size(); ++pi) {
+      for (size_t s = 0; s < state_[gi][pi].size(); ++s) {
+        Tensor& old = state_[gi][pi][s];
+        Tensor& loaded = restored[gi][pi][s];
+        if (old.defined() && loaded.defined() && old.shape() == loaded.shape() &&
+            old.dtype() == loaded.dtype() && old.device() == loaded.device()) {
+          old.copy_(loaded);
+          loaded = old;
+        }
+      }
+    }
+  }
   state_ = std::move(restored);
   steps_ = step;
   if (host_) offload(*host_);  // the masters are copied again from the parameters
@@ -228,15 +265,16 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled)
       o_(options),
       decoupled_(decoupled) {}
 
-void Adam::create_state(const Tensor& p, std::vector<Tensor>& state) {
+void Adam::create_state(const Shape& shape, DType dtype, Device device,
+                        std::vector<Tensor>& state) {
   for (Tensor& moment : state) {
-    if (!moment.defined()) moment = zeros(p.shape(), {.dtype = p.dtype(), .device = p.device()});
+    if (!moment.defined()) moment = zeros(shape, {.dtype = dtype, .device = device});
   }
 }
 
 void Adam::update_parameter(Tensor& p, const Tensor& grad, const GroupStep& step,
                             std::vector<Tensor>& state) {
-  create_state(p, state);
+  create_state(p.shape(), p.dtype(), p.device(), state);
   adam_update_(p, grad, state[0], state[1], step.lr_and_step,
                {.beta1 = o_.beta1,
                 .beta2 = o_.beta2,
@@ -290,10 +328,13 @@ Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_no
   const std::vector<Tensor> grads = gradients_of(params);
   if (grads.empty()) return {};
   const Tensor norm = sqrt(sum_squares(grads));
-  // scale_gradients' factor, in the same f64 steps, then 1 where it would not scale.
+  // scale_gradients' factor, in the same f64 steps, where it scales (the norm above max_norm);
+  // else 1.
+  const auto scalar = [&](double v) {
+    return full({}, v, {.dtype = DType::f64, .device = norm.device()});
+  };
   const Tensor factor =
-      minimum(full({}, max_norm, {.dtype = DType::f64, .device = norm.device()}) / (norm + 1e-6),
-              full({}, 1.0, {.dtype = DType::f64, .device = norm.device()}));
+      where(gt(norm, scalar(max_norm)), scalar(max_norm) / (norm + 1e-6), scalar(1.0));
   MemoryScope scope(MemoryCategory::gradients);  // new tensors: a shared gradient scales once
   for (const Tensor& p : params) {
     if (p.grad().defined()) p.set_grad(p.grad() * factor.to(p.grad().dtype()));
@@ -305,6 +346,9 @@ Tensor clip_and_update(Optimizer& opt, const std::vector<Tensor>& params, double
   DLF_CHECK(opt.capturable(),
             "clip_and_update: the optimizer reads its learning rate on the "
             "host (not capturable): step it after the captured step");
+  DLF_CHECK(opt.state_ready(),
+            "clip_and_update: a parameter has no optimizer state yet; call init_state() before "
+            "the step is captured, or the graph would make the state afresh at every run");
   AutocastGuard full_precision(std::nullopt);
   Tensor norm = clip_grad_norm_on_device(params, max_norm);
   opt.update();

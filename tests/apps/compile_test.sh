@@ -36,6 +36,15 @@ code=$?
 echo "$err" | grep -q "step [0-9]*: the loss is .*stopped after the compiled step updated" ||
   fail "compiled NaN: $err"
 [ -f "$tmp/nan/checkpoint.h5" ] || fail "the compiled NaN guard lost the step-1 checkpoint"
+# stopped and resumed, a compiled run gives the unbroken one's losses bit for bit (the graph
+# updates the optimizer state loaded from the checkpoint)
+train --steps 4 --compile --metrics "$tmp/cs.jsonl" 2>/dev/null || fail "train --compile"
+train --steps 4 --until 2 --compile --checkpoint "$tmp/cstop" --metrics "$tmp/cr.jsonl" \
+  2>/dev/null || fail "train --compile --until 2"
+"$dlf" --threads 1 train --model gpt-nano --checkpoint "$tmp/cstop" --resume --compile \
+  --metrics "$tmp/cr.jsonl" 2>"$tmp/log" || fail "resume --compile: $(cat "$tmp/log")"
+[ -n "$(losses "$tmp/cs.jsonl")" ] && [ "$(losses "$tmp/cs.jsonl")" = "$(losses "$tmp/cr.jsonl")" ] ||
+  fail "resumed compiled losses $(losses "$tmp/cr.jsonl" | tr '\n' ' ') differ from $(losses "$tmp/cs.jsonl" | tr '\n' ' ')"
 # --offload optimizer (a sim device): the update runs after the graph, on the host; the same
 # losses
 train --steps 3 --device sim --offload optimizer --metrics "$tmp/o.jsonl" 2>/dev/null || fail "train --offload"

@@ -138,13 +138,22 @@ TEST_CASE("clip_grad_norm scales gradients to the bound and reports the norm bef
 }
 
 TEST_CASE("clip_grad_norm_on_device: clip_grad_norm's gradients bit for bit, no host read") {
-  for (const double max_norm : {0.3, 50.0}) {  // clipping, then not
+  // Clipping; not; and a norm a hair under the bound, where max/(norm + 1e-6) is below 1 but
+  // eager leaves the gradients alone.
+  const auto gradients = [] {
     Generator gen(3);
+    std::vector<Tensor> g;
+    for (const Shape& shape : {Shape{70001}, Shape{3, 5}, Shape{1}})
+      g.push_back(randn(shape, {}, &gen));
+    return g;
+  };
+  const std::vector<Tensor> g0 = gradients();
+  const double hair = std::sqrt(sum_squares({g0[0], g0[2]}).item<double>()) + 3e-7;
+  for (const double max_norm : {0.3, 500.0, hair}) {
     std::vector<Tensor> host, device;
-    for (const Shape& shape : {Shape{70001}, Shape{3, 5}, Shape{1}}) {
-      const Tensor g = randn(shape, {}, &gen);
+    for (const Tensor& g : gradients()) {
       for (auto* params : {&host, &device}) {
-        Tensor p = zeros(shape);
+        Tensor p = zeros(g.shape());
         p.requires_grad_();
         p.set_grad(g.clone());
         params->push_back(p);
@@ -153,6 +162,8 @@ TEST_CASE("clip_grad_norm_on_device: clip_grad_norm's gradients bit for bit, no 
     device[1].set_grad(Tensor());  // a parameter without a gradient is left out of both
     host[1].set_grad(Tensor());
     const double norm = clip_grad_norm(host, max_norm);
+    if (max_norm == hair) REQUIRE(norm < hair);
+    if (max_norm == hair) REQUIRE(max_norm / (norm + 1e-6) < 1);
     const Tensor on_device = clip_grad_norm_on_device(device, max_norm);
     CHECK(on_device.dtype() == DType::f64);
     CHECK(on_device.item<double>() == norm);
@@ -190,6 +201,43 @@ TEST_CASE("Adam reads its learning rate and step from begin_step's tensor: a spl
     CHECK(a.to_vector<double>() == b.to_vector<double>());
   }
   CHECK(whole.steps() == split.steps());
+}
+
+TEST_CASE("a captured update needs its state first; a loaded state goes into the same tensors") {
+  Tensor p = param({1.0, 2.0});
+  AdamW opt({p}, {.lr = 0.1});
+  p.set_grad(from_vector<double>({0.5, 0.5}));
+  opt.begin_step();
+  check_error([&] { clip_and_update(opt, {p}, 1.0); }, {"init_state()"});
+  check_error(
+      [&] {
+        SGD sgd({p});
+        clip_and_update(sgd, {p}, 1.0);
+      },
+      {"not capturable"});
+  opt.init_state();
+  const Storage* moment = opt.state(0, 0)[0].storage().get();
+  clip_and_update(opt, {p}, 1.0);
+  const nn::NamedTensors saved = opt.state_dict();
+  opt.load_state_dict(saved);
+  CHECK(opt.state(0, 0)[0].storage().get() == moment);  // what a graph holds is still updated
+}
+
+TEST_CASE("a parameter group may span devices: each device reads its own lr and step") {
+  const Device sim{DeviceType::sim, 13};
+  sim::configure(sim, sim_preset("a100-40gb"));
+  Tensor a = param({1.0}), b = param({1.0}).to(sim).detach().requires_grad_();
+  Tensor c = param({1.0});
+  Adam mixed({a, b}, {.lr = 0.1});
+  Adam one({c}, {.lr = 0.1});
+  for (int i = 0; i < 2; ++i) {
+    a.set_grad(from_vector<double>({0.5}));
+    b.set_grad(from_vector<double>({0.5}).to(sim));
+    step_with(one, c, {0.5});
+    mixed.step();
+  }
+  CHECK(a.to_vector<double>() == c.to_vector<double>());
+  CHECK(b.to_vector<double>() == c.to_vector<double>());
 }
 
 TEST_CASE("learning-rate schedules") {

@@ -44,7 +44,7 @@ TEST_CASE("planning communicator: meta only, whole splits of dim 0, no split int
   test::check_error([] { parallel::PlanningCommunicator(kMeta, 2, 2); }, {"0..1"});
   parallel::PlanningCommunicator group(kMeta, 0, 3);
   test::check_error([&] { group.reduce_scatter(Tensor::empty({4}, DType::f32, kMeta)); },
-                    {"over 3 ranks"});
+                    {"divide into 3 equal parts"});
   Tensor on_cpu = zeros({2});
   test::check_error([&] { group.allreduce(on_cpu); }, {"on cpu"});
   test::check_error([&] { group.split(0, 0, "dp"); }, {"cannot split"});

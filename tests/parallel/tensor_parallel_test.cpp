@@ -64,7 +64,7 @@ TEST_CASE("tensor parallel: column then row parallel Linear equal the whole MLP,
   Tensor w2 = f.w2.detach().requires_grad_(), b2 = f.b2.detach().requires_grad_();
   const Tensor y = linear(gelu(linear(x, w1, b1)), w2, b2);
   y.backward(f.g);
-  for (int n : {2, 4}) {
+  for (int n : {1, 2, 4}) {  // one rank: the row-parallel layer is a Linear with its bias fused
     CAPTURE(n);
     std::mutex mutex;
     parallel::run_ranks(parallel::devices_of(DeviceType::cpu, n), [&](Communicator& tp) {
@@ -89,6 +89,20 @@ TEST_CASE("tensor parallel: column then row parallel Linear equal the whole MLP,
       test::check_close(fc.bias.grad(), b1.grad().narrow(0, r * k, k), 1e-12, 1e-12);
       test::check_close(proj.weight.grad(), w2.grad().narrow(1, r * k, k), 1e-12, 1e-12);
       test::check_close(proj.bias.grad(), b2.grad(), 1e-12, 1e-12);
+    });
+  }
+}
+
+TEST_CASE("tensor parallel: under autocast a row-parallel output is bf16, over one rank or two") {
+  for (int n : {1, 2}) {
+    CAPTURE(n);
+    std::mutex mutex;
+    parallel::run_ranks(parallel::devices_of(DeviceType::cpu, n), [&](Communicator& tp) {
+      parallel::RowParallelLinear proj(kF, kC, tp);
+      AutocastGuard bf16(DType::bf16);
+      const Tensor y = proj.forward(randn({kB, kF / n}));
+      std::lock_guard lock(mutex);
+      CHECK(y.dtype() == DType::bf16);  // as nn::Linear gives it, bias and all
     });
   }
 }

@@ -96,6 +96,9 @@ struct OpDef {
   std::function<Cost(Inputs, const Attrs&, std::span<const Tensor> outputs)> cost = {};
   /// When >= 0 the op writes into that input, which is also its only output.
   int inplace = -1;
+  /// Inputs the op also writes, besides input `inplace` (adam_update_'s two moments): what a
+  /// graph must know is written there.
+  std::vector<int> also_writes = {};
   /// For ops whose attrs hold state drawn from a random stream when dispatched (dropout's seed
   /// and offset): draws them afresh, as dispatching the op again would. Graph replay calls it.
   std::function<void(Inputs, Attrs&)> redraw = {};

@@ -73,6 +73,9 @@ struct Graph {
   std::vector<int> buffer_last_use() const;
   /// The first node writing each buffer (-1: none, an external or argument).
   std::vector<int> buffer_first_def() const;
+  /// The buffers `node` writes in place: its in-place output's and those of the inputs it
+  /// also writes (OpDef::also_writes).
+  std::vector<int> written_in_place_by(const Node& node) const;
   /// For each buffer, whether an in-place op writes it.
   std::vector<bool> buffers_written_in_place() const;
   /// After a pass: puts the outputs of views and in-place ops in their (new) input's buffer,

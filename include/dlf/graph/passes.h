@@ -24,9 +24,10 @@ int fold_constants(Graph& g);
 
 /// Rematerialisation: a value made by a cheap op (at most 16 FLOPs an output element by its
 /// cost formula: element-wise ops, normalisations) and read again more than 16 nodes after its
-/// previous read is made again just before that read, from inputs alive there anyway — so its
-/// bytes are free in between (forward's activations, between forward and backward). The
-/// results are the same bits. Returns the nodes added.
+/// previous read is made again just before that read, from inputs alive there anyway and not
+/// written in place in between (a parameter is, by the optimizer's update, only after
+/// backward's reads) — so its bytes are free in between (forward's activations, between forward
+/// and backward). The results are the same bits. Returns the nodes added.
 int rematerialize(Graph& g);
 
 /// Element-wise fusion: chains of f32 element-wise ops of one output shape and layout, each

@@ -74,6 +74,9 @@ class ParallelGPT : public nn::Module {
 
   /// The whole model's sizes.
   const GPTConfig& config() const { return config_; }
+  /// The dtype of the activations between blocks, and so between pipeline stages: autocast's
+  /// when it is on (the embeddings run in it), else the model's.
+  DType residual_dtype() const;
   /// whether this stage embeds (the first, in its chunk 0) and runs the head and loss (the
   /// last, in its last chunk)
   ///@{

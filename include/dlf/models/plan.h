@@ -7,9 +7,9 @@
 // and cost model as a real run. Its tp group is a parallel::PlanningCommunicator, which records
 // the collectives the model makes (recomputed ones included); they are priced by the device
 // spec's alpha–beta model over the groups of the mesh (tp innermost, then pp, then dp), the dp
-// reduction and the pipeline's sends by its schedule. A pipeline send goes from each tp rank of a stage to its peer of the
-// next, 1/tp of the boundary each over its own link, and the receivers allgather the slices
-// (Megatron-LM's scatter/gather, as parallel::PipelineStep::slices runs it).
+// reduction and the pipeline's sends by its schedule. A pipeline send goes from each tp rank of a
+// stage to its peer of the next, 1/tp of the boundary each over its own link, and the receivers
+// allgather the slices (Megatron-LM's scatter/gather, as parallel::PipelineStep::slices runs it).
 #pragma once
 #include <string>
 #include <string_view>

@@ -45,17 +45,22 @@ class Optimizer {
   /// Makes every parameter's state now, as its first update would (Adam: zero moments), so that
   /// a step captured before any update finds it and updates it in place.
   void init_state();
+  /// Whether every parameter that has a gradient has all its slots (init_state() or an update
+  /// made them): what a captured update needs.
+  bool state_ready() const;
   /// Drops every parameter's gradient.
   void zero_grad();
   /// The first group's learning rate.
   double lr() const { return *groups_.front().lr; }
   /// Sets every group's learning rate (a schedule scales each group's own: LRScheduler).
   void set_lr(double lr);
-  /// Step() calls so far.
+  /// Steps counted so far (step() and begin_step() calls).
   int64_t steps() const { return steps_; }
   /// Step count and per-parameter state, named "<group>.<index>.<slot>" ("0.3.exp_avg").
   NamedTensors state_dict() const;
-  /// Restores what state_dict() gave; a dlf::Error names a missing or mis-shaped entry.
+  /// Restores what state_dict() gave, into the state tensors there already where they fit (so
+  /// that a captured step goes on updating them); a dlf::Error names a missing or mis-shaped
+  /// entry.
   void load_state_dict(const NamedTensors& state);
 
   /// An optimizer of the same kind and options over other groups (their lr and weight_decay
@@ -66,7 +71,7 @@ class Optimizer {
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
   /// The groups, to change a group's lr.
   std::vector<ParamGroup>& param_groups() { return groups_; }
-  /// The slots of one parameter (empty until its first update).
+  /// The slots of one parameter (empty until its first update or init_state()).
   std::vector<Tensor>& state(size_t group, size_t index) { return state_[group][index]; }
   /// The names of a parameter's slots ("exp_avg", "exp_avg_sq").
   virtual std::vector<std::string> slot_names() const = 0;
@@ -94,12 +99,16 @@ class Optimizer {
   /// create_state()).
   virtual void update_parameter(Tensor& param, const Tensor& grad, const GroupStep& step,
                                 std::vector<Tensor>& state) = 0;
-  /// Makes the slots of `param` that its first update would (init_state()); by default none.
-  virtual void create_state(const Tensor& param, std::vector<Tensor>& state);
+  /// Makes the slots its first update would of a parameter of that shape and dtype, on `device`
+  /// (where the update runs); by default none.
+  virtual void create_state(const Shape& shape, DType dtype, Device device,
+                            std::vector<Tensor>& state);
+  /// begin_step()'s tensor of `group` for updates on `device`.
+  Tensor lr_and_step(size_t group, Device device) const;
 
  private:
   std::vector<ParamGroup> groups_;
-  std::vector<Tensor> lr_and_step_;                      // [group], begin_step()'s
+  std::vector<std::vector<Tensor>> lr_and_step_;         // [group][a device its updates run on]
   std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]
   int64_t steps_ = 0;
   std::optional<Device> host_;                // offload()
@@ -156,7 +165,8 @@ class Adam : public Optimizer {
   Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
   void update_parameter(Tensor& p, const Tensor& g, const GroupStep& step,
                         std::vector<Tensor>& state) override;
-  void create_state(const Tensor& p, std::vector<Tensor>& state) override;
+  void create_state(const Shape& shape, DType dtype, Device device,
+                    std::vector<Tensor>& state) override;
 
  private:
   AdamOptions o_;
