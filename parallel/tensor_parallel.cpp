@@ -147,11 +147,13 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   const int64_t words = vocab > 0 ? std::clamp<int64_t>(vocab - first, 0, rows) : rows;
   if (group.size() == 1 && words == rows) return cross_entropy(logits, targets);
   const Tensor columns = arange(double(rows), {.dtype = DType::i64, .device = logits.device()});
-  Tensor scores = logits;
+  // In f32 at least, as Megatron-LM's (logits.float()): in bf16 the shifted exponentials, their
+  // sums and the loss itself would keep 8 bits.
+  Tensor scores = dtype_size(logits.dtype()) < 4 ? logits.to(DType::f32) : logits;
   if (words < rows) {  // padding: exp(-inf) = 0 in the sum, and no gradient
     const Tensor padding =
         ge(columns, full({}, double(words), {.dtype = DType::i64, .device = logits.device()}));
-    scores = masked_fill(logits, padding.unsqueeze(0), -std::numeric_limits<double>::infinity());
+    scores = masked_fill(scores, padding.unsqueeze(0), -std::numeric_limits<double>::infinity());
   }
   // The row max is a constant shift (no gradient), taken over the whole vocabulary.
   Tensor shift = max(scores.detach(), {1}, true).contiguous();

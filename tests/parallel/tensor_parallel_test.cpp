@@ -181,4 +181,23 @@ TEST_CASE("vocabulary parallel: embedding and cross-entropy equal the whole voca
   }
 }
 
+TEST_CASE("vocabulary parallel: bf16 logits give the f32 cross-entropy, as one device's") {
+  constexpr int64_t V = 4096, N = 6;
+  Generator gen(4);
+  const Tensor logits = (randn({N, V}, {}, &gen) * 4.0).to(DType::bf16);
+  const Tensor ids = from_vector<int64_t>({0, 4095, 17, 2048, 999, 5}, {N});
+  const double want = cross_entropy(logits.to(DType::f32), ids).item<double>();
+  std::mutex mutex;
+  parallel::run_ranks(parallel::devices_of(DeviceType::cpu, 2), [&](Communicator& tp) {
+    const int64_t rows = V / 2;
+    Tensor mine = logits.narrow(1, tp.rank() * rows, rows).contiguous().requires_grad_();
+    const Tensor loss = parallel::vocab_parallel_cross_entropy(mine, ids, tp);
+    loss.backward();
+    std::lock_guard lock(mutex);
+    CHECK(loss.dtype() == DType::f32);
+    CHECK(loss.item<double>() == doctest::Approx(want).epsilon(1e-6));
+    CHECK(mine.grad().dtype() == DType::bf16);
+  });
+}
+
 }  // namespace dlf
