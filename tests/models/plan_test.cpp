@@ -93,6 +93,13 @@ TEST_CASE("plan: tp collectives are the model's own, recomputed ones included") 
         doctest::Approx(double(4 * L + 2) * allreduce(boundary) + 3 * allreduce(2.0 * 64 * 4)));
   CHECK(full.worst.tp_comm_s - none.worst.tp_comm_s ==
         doctest::Approx(double(2 * L) * allreduce(boundary)));
+  // Under bf16 autocast the residual stream's allreduces carry 2-byte elements; the
+  // cross-entropy's stay f32.
+  o.recompute = autograd::Recompute::none;
+  o.dtype = DType::bf16;
+  const models::Plan bf16 = models::plan_gpt(o);
+  CHECK(bf16.worst.tp_comm_s ==
+        doctest::Approx(double(4 * L + 2) * allreduce(boundary / 2) + 3 * allreduce(2.0 * 64 * 4)));
 }
 
 TEST_CASE("plan: tensor and pipeline parallelism split the parameters; the bubble and 1F1B") {
