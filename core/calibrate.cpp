@@ -18,6 +18,8 @@
 #include <exception>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
+#include <limits>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -83,18 +85,25 @@ int64_t last_level_cache_bytes() {
   return file >> kib && kib > 0 ? kib << 10 : int64_t(32) << 20;
 }
 
-// A case at one size: copies of its tensors (each closure holds one), run one after another so
+// A case's step: runs its ops on one copy of its tensors and returns what they made (outputs
+// and fresh gradients), which the copy keeps until its next step, as a training step keeps its
+// activations and gradients. So each op writes memory that no recent op touched: written into
+// a block just freed and still in cache, a streaming kernel runs about 1.5x as fast as it does in
+// any model.
+using Step = std::function<std::vector<Tensor>()>;
+
+// A case at one size: copies of its tensors (each step holds one), run one after another so
 // that each finds its inputs out of the last-level cache, as a training step's ops mostly do
 // (rerun on the same tensors, a case would find them in this CPU's cache and run faster than in
 // any model). Copies until a pass moves twice the cache's bytes (at most 16); one for a case
 // bound by compute at `peaks`, whose time the cache hardly moves.
 class Sized {
  public:
-  Sized(const SimSpec& peaks, OpClass c, const std::function<std::function<void()>(int64_t)>& make,
-        int64_t scale)
+  Sized(const SimSpec& peaks, OpClass c, const std::function<Step(int64_t)>& make, int64_t scale)
       : class_(c) {
-    sets_.push_back(make(scale));
-    sets_[0]();  // warm-up, and the bytes one copy moves
+    steps_.push_back(make(scale));
+    kept_.emplace_back();
+    (void)pass(1);  // warm-up
     double bytes = 0, compute_seconds = 0;
     for (const auto& op : pass(1).ops) {
       bytes += op.bytes;
@@ -106,14 +115,17 @@ class Sized {
     const auto copies =
         std::clamp(int64_t(std::ceil(2.0 * double(last_level_cache_bytes()) / bytes)), int64_t(1),
                    int64_t(16));
-    while (int64_t(sets_.size()) < copies) sets_.push_back(make(scale));
+    while (int64_t(steps_.size()) < copies) {
+      steps_.push_back(make(scale));
+      kept_.emplace_back();
+    }
   }
 
   // One pass over the first `count` copies (all by default), its ops of the class recorded.
   Run pass(size_t count = 0) const {
     OpClassTimes times(SimSpec{}, /*keep_ops=*/true);  // its ops are read, not its prices
     add_observer(&times);
-    for (size_t i = 0; i < (count ? count : sets_.size()); ++i) sets_[i]();
+    for (size_t i = 0; i < (count ? count : steps_.size()); ++i) kept_[i] = steps_[i]();
     remove_observer(&times);
     Run run;
     for (const auto& op : times.ops()) {
@@ -126,28 +138,31 @@ class Sized {
 
  private:
   OpClass class_;
-  std::vector<std::function<void()>> sets_;
+  std::vector<Step> steps_;
+  mutable std::vector<std::vector<Tensor>> kept_;  // each copy's last outputs, freed when it
+                                                   // runs again (after its new ones are made)
 };
 
-// The pass of median time of each size, the sizes' passes alternating so that a slow spell of a
-// shared host slows both alike; at least 7 rounds, more (up to 41) until the rounds have taken a
-// second, so that a cheap case's median spans as long a stretch of the host's noise as a costly
-// one's.
-std::pair<Run, Run> median_passes(const Sized& small, const Sized& large) {
-  std::vector<Run> smalls, larges;
+// The pass of median time at each size, the sizes' passes taken in turn so that a slow spell of
+// a shared host slows them alike; at least 7 rounds, more (up to 41) until the rounds have taken
+// a second, so that a cheap case's median spans as long a stretch of the host's noise as a
+// costly one's.
+std::vector<Run> median_passes(const std::vector<Sized>& sizes) {
+  std::vector<std::vector<Run>> passes(sizes.size());
   const auto start = std::chrono::steady_clock::now();
-  while (smalls.size() < 7 || (smalls.size() < 41 && std::chrono::steady_clock::now() - start <
-                                                         std::chrono::seconds(1))) {
-    smalls.push_back(small.pass());
-    larges.push_back(large.pass());
+  while (passes[0].size() < 7 ||
+         (passes[0].size() < 41 &&
+          std::chrono::steady_clock::now() - start < std::chrono::seconds(1))) {
+    for (size_t i = 0; i < sizes.size(); ++i) passes[i].push_back(sizes[i].pass());
   }
-  const auto median = [](std::vector<Run>& runs) {
+  std::vector<Run> medians;
+  for (std::vector<Run>& runs : passes) {
     const auto middle = runs.begin() + std::ptrdiff_t(runs.size() / 2);
     std::nth_element(runs.begin(), middle, runs.end(),
                      [](const Run& a, const Run& b) { return a.measured < b.measured; });
-    return *middle;
-  };
-  return {median(smalls), median(larges)};
+    medians.push_back(*middle);
+  }
+  return medians;
 }
 
 // Seconds a sim device of `spec` charges for a run's ops.
@@ -158,22 +173,55 @@ double priced(const SimSpec& spec, const Run& run) {
   return seconds;
 }
 
-// The share in [0.01, 10] that `set(efficiency, share)` gives c's efficiency in `spec` for it to
-// price `run` at its measured time (bisection: a larger share prices it shorter).
+// How far `spec` prices the runs from their measured times: the sum of their squared log ratios,
+// so that every size weighs alike whatever its time.
+double misfit(const SimSpec& spec, const std::vector<Run>& runs) {
+  double sum = 0;
+  for (const Run& run : runs) sum += std::pow(std::log(priced(spec, run) / run.measured), 2);
+  return sum;
+}
+
+// The share in [0.01, highest] that `set(efficiency, share)` gives c's efficiency in `spec` for it
+// to price the runs closest to their times (misfit; golden-section search over the log share,
+// along which the misfit falls to one minimum and rises again).
 template <typename Set>
-double solve_share(SimSpec spec, OpClass c, const Run& run, Set set) {
-  double low = std::log(0.01), high = std::log(10.0);
-  for (int i = 0; i < 60; ++i) {
-    const double mid = (low + high) / 2;
-    set(spec.efficiency[static_cast<size_t>(c)], std::exp(mid));
-    (priced(spec, run) > run.measured ? low : high) = mid;
+double fit_share(SimSpec spec, OpClass c, const std::vector<Run>& runs, Set set,
+                 double highest = 10) {
+  KernelEfficiency& e = spec.efficiency[static_cast<size_t>(c)];
+  const auto misfit_at = [&](double log_share) {
+    set(e, std::exp(log_share));
+    return misfit(spec, runs);
+  };
+  const double golden = (std::sqrt(5.0) - 1) / 2;
+  double low = std::log(0.01), high = std::log(highest);
+  for (int i = 0; i < 80; ++i) {
+    const double a = high - golden * (high - low), b = low + golden * (high - low);
+    if (misfit_at(a) < misfit_at(b)) {
+      high = b;
+    } else {
+      low = a;
+    }
   }
   return std::exp((low + high) / 2);
 }
 
-// What each kernel of the small size adds beyond `spec`'s price for it.
-double overhead_of(const SimSpec& spec, const Run& small) {
-  return std::max(0.0, (small.measured - priced(spec, small)) / double(small.ops.size()));
+// The curve of class c (the share `set` fits, and the overhead each kernel adds) that prices
+// the runs, smallest size to largest, closest to their times: the share fitted for each overhead
+// of a grid (none, and 0.1 us to 1 ms at ten steps a decade), the pair with the least misfit.
+template <typename Set>
+KernelEfficiency fit_curve(SimSpec spec, OpClass c, const std::vector<Run>& runs, Set set) {
+  KernelEfficiency& e = spec.efficiency[static_cast<size_t>(c)];
+  KernelEfficiency best;
+  double least = std::numeric_limits<double>::infinity();
+  for (int step = -1; step <= 40; ++step) {
+    e.overhead = step < 0 ? 0 : 1e-7 * std::pow(10.0, step / 10.0);
+    set(e, fit_share(spec, c, runs, set));
+    if (const double m = misfit(spec, runs); m < least) {
+      least = m;
+      best = e;
+    }
+  }
+  return best;
 }
 
 Tensor leaf(const Shape& shape, MemoryFormat format = MemoryFormat::contiguous) {
@@ -182,93 +230,132 @@ Tensor leaf(const Shape& shape, MemoryFormat format = MemoryFormat::contiguous) 
   return t;
 }
 
+// Backward from `out` by `g` into fresh gradients of `leaves`; returns out and them (a Step's
+// outputs).
+std::vector<Tensor> backward_into(const Tensor& out, const Tensor& g,
+                                  std::initializer_list<Tensor> leaves) {
+  for (const Tensor& t : leaves) t.set_grad({});
+  out.backward(g);
+  std::vector<Tensor> made = {out};
+  for (const Tensor& t : leaves) made.push_back(t.grad());
+  return made;
+}
+
 std::array<KernelEfficiency, kOpClasses> kernel_efficiency(const SimSpec& peaks) {
-  // Each class's ops as a training step of the zoo's small configs runs them (gpt-mini's
-  // [8, 256, 384] activations, its MLP's 1536 columns, 64-channel 32x32 feature maps, ten
-  // million parameters): forward and backward at scale 8, and at scale 1 for what each kernel
-  // adds. A case makes one copy of its tensors (scale -> the step to time) and says which of
-  // its class's shares it fits: both alike, or (element-wise, whose streaming kernels and
-  // transcendental ones sit far apart from one share) the memory share from streaming kernels,
-  // then the compute share from transcendental ones.
+  // Each class's ops as training steps of the zoo's small configs run them (gpt-mini's
+  // [8, 256, 384] activations and its MLP's 1536 columns, UNet's 64-channel 32x32 feature maps,
+  // parameters of 8 thousand to half a million elements), forward and backward, at a ladder of
+  // sizes from a small kernel to a large one: the curve fitted through them gives small kernels
+  // their overhead and large ones their share of the peaks. A case makes one copy of its tensors
+  // (scale -> the step to time) and says which of its class's shares it fits: both alike, or
+  // (element-wise, whose streaming kernels and transcendental ones sit far apart from one share)
+  // the memory share and the overhead from streaming kernels, then the compute share from
+  // transcendental ones.
   enum class Fits { both, memory, compute };
   struct Case {
     OpClass op_class;
     Fits fits;
-    std::function<std::function<void()>(int64_t)> at;
+    std::vector<int64_t> scales;
+    std::function<Step(int64_t)> at;
   };
+  const std::vector<int64_t> rows = {1, 4, 16, 64};  // of 32 rows each: 32 to 2048
   const std::vector<Case> cases = {
-      {OpClass::matmul, Fits::both,
-       [](int64_t s) {
-         const Tensor x = randn({256 * s, 384}), w = randn({1536, 384});
-         return [x, w] { (void)linear(x, w); };
+      {OpClass::matmul, Fits::both, rows,
+       [](int64_t s) {  // 32 x 24 outputs to the MLP's 2048 x 1536, the weight growing too
+         const Tensor x = randn({32 * s, 384}), w = randn({24 * s, 384});
+         return [x, w] { return std::vector<Tensor>{linear(x, w)}; };
        }},
-      {OpClass::attention, Fits::both,
+      {OpClass::attention,
+       Fits::both,
+       {1, 4, 16, 48},
        [](int64_t s) {
-         const Tensor q = leaf({s, 6, 256, 64}), k = leaf({s, 6, 256, 64}),
-                      v = leaf({s, 6, 256, 64}), g = randn({s, 6, 256, 64});
-         return [q, k, v, g] { scaled_dot_product_attention(q, k, v, true).backward(g); };
+         // s causal sequences of 256 tokens (a head each: gpt-mini's batch has 48) and 4 s
+         // bidirectional ones of 64 (ViT's and UNet's are short)
+         const Tensor q = leaf({s, 256, 64}), k = leaf({s, 256, 64}), v = leaf({s, 256, 64}),
+                      g = randn({s, 256, 64}), qs = leaf({4 * s, 64, 64}),
+                      ks = leaf({4 * s, 64, 64}), vs = leaf({4 * s, 64, 64}),
+                      gs = randn({4 * s, 64, 64});
+         return [q, k, v, g, qs, ks, vs, gs] {
+           std::vector<Tensor> made =
+               backward_into(scaled_dot_product_attention(q, k, v, true), g, {q, k, v});
+           for (Tensor& t :
+                backward_into(scaled_dot_product_attention(qs, ks, vs, false), gs, {qs, ks, vs}))
+             made.push_back(std::move(t));
+           return made;
+         };
        }},
-      {OpClass::conv, Fits::both,
+      {OpClass::conv,
+       Fits::both,
+       {1, 4, 16},
        [](int64_t s) {
          // Channels last, as UNet's feature maps are (oneDNN's convolutions run faster so).
          const Tensor x = leaf({s, 64, 32, 32}, MemoryFormat::channels_last),
                       w = leaf({64, 64, 3, 3}),
                       g = randn({s, 64, 32, 32}).contiguous(MemoryFormat::channels_last);
-         return [x, w, g] { conv2d(x, w, {}, {.padding = {1, 1}}).backward(g); };
-       }},
-      {OpClass::normalisation, Fits::both,
-       [](int64_t s) {
-         const Tensor x = leaf({256 * s, 384}), w = leaf({384}), b = leaf({384}),
-                      g = randn({256 * s, 384});
-         return [x, w, b, g] { layer_norm(x, {384}, w, b).backward(g); };
-       }},
-      {OpClass::elementwise, Fits::memory,
-       [](int64_t s) {
-         const Tensor x = leaf({256 * s, 1536}), y = leaf({256 * s, 1536}),
-                      g = randn({256 * s, 1536});
-         return [x, y, g] { ((x + y) * 0.5).backward(g); };
-       }},
-      {OpClass::elementwise, Fits::compute,
-       [](int64_t s) {
-         const Tensor x = leaf({256 * s, 1536}), g = randn({256 * s, 1536});
-         return [x, g] {  // GPT's GELU and BERT's and ViT's
-           gelu(x, GeluApproximation::tanh).backward(g);
-           gelu(x, GeluApproximation::erf).backward(g);
+         return [x, w, g] {
+           return backward_into(conv2d(x, w, {}, {.padding = {1, 1}}), g, {x, w});
          };
        }},
-      {OpClass::optimizer, Fits::both,
+      {OpClass::normalisation, Fits::both, rows,
        [](int64_t s) {
-         // 16 parameters, their state distinct in memory as a model's are.
+         const Tensor x = leaf({32 * s, 384}), w = leaf({384}), b = leaf({384}),
+                      g = randn({32 * s, 384});
+         return [x, w, b, g] { return backward_into(layer_norm(x, {384}, w, b), g, {x, w, b}); };
+       }},
+      {OpClass::elementwise, Fits::memory, rows,
+       [](int64_t s) {
+         // A bias added and scaled: forward adds and scales, backward scales and sums the rows
+         // for the bias's gradient.
+         const Tensor x = leaf({32 * s, 1536}), b = leaf({1536}), g = randn({32 * s, 1536});
+         return [x, b, g] { return backward_into((x + b) * 0.5, g, {x, b}); };
+       }},
+      {OpClass::elementwise,
+       Fits::compute,
+       {8, 64},
+       [](int64_t s) {
+         const Tensor x = leaf({32 * s, 1536}), g = randn({32 * s, 1536});
+         return [x, g] {  // GPT's GELU and BERT's and ViT's
+           std::vector<Tensor> made = backward_into(gelu(x, GeluApproximation::tanh), g, {x});
+           for (Tensor& t : backward_into(gelu(x, GeluApproximation::erf), g, {x}))
+             made.push_back(std::move(t));
+           return made;
+         };
+       }},
+      {OpClass::optimizer, Fits::both, rows,
+       [](int64_t s) {
+         // 16 parameters of 8192 s elements, their state distinct in memory as a model's are.
          std::vector<std::array<Tensor, 4>> params;
          for (int i = 0; i < 16; ++i) {
-           const Shape shape = {s << 16};
+           const Shape shape = {s << 13};
            params.push_back({randn(shape), randn(shape), zeros(shape), zeros(shape)});
          }
          const Tensor lr_and_step = from_vector<double>({1e-9, 1}, {2});
          return [params, lr_and_step] {
            for (const auto& [p, g, m, v] : params)
              adam_update_(p, g, m, v, lr_and_step, {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8});
+           return std::vector<Tensor>{};  // in place
          };
        }},
   };
   SimSpec spec = peaks;
   spec.efficiency = {};
   for (const Case& c : cases) {
-    const auto [small, large] =
-        median_passes(Sized(peaks, c.op_class, c.at, 1), Sized(peaks, c.op_class, c.at, 8));
+    std::vector<Sized> sizes;
+    for (const int64_t scale : c.scales) sizes.emplace_back(peaks, c.op_class, c.at, scale);
+    const std::vector<Run> runs = median_passes(sizes);
     KernelEfficiency& e = spec.efficiency[static_cast<size_t>(c.op_class)];
     if (c.fits == Fits::compute) {
-      const double overhead = std::exchange(e.overhead, 0);
-      e.compute = solve_share(spec, c.op_class, large,
-                              [](KernelEfficiency& k, double share) { k.compute = share; });
-      e.overhead = overhead;
-      continue;
-    }
-    e.overhead = 0;
-    e.compute = e.memory =
-        solve_share(spec, c.op_class, large,
+      // The overhead stays the streaming kernels'. No share above the matmul peak: where these
+      // kernels are bound by memory their compute share is not seen, and the peak is left.
+      e.compute = fit_share(
+          spec, c.op_class, runs, [](KernelEfficiency& k, double share) { k.compute = share; }, 1);
+    } else if (c.fits == Fits::memory) {
+      e = fit_curve(spec, c.op_class, runs,
+                    [](KernelEfficiency& k, double share) { k.memory = share; });
+    } else {
+      e = fit_curve(spec, c.op_class, runs,
                     [](KernelEfficiency& k, double share) { k.compute = k.memory = share; });
-    e.overhead = overhead_of(spec, small);
+    }
   }
   return spec.efficiency;
 }

@@ -13,10 +13,14 @@ void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const OpClass c = op_class(op.name);
   const Cost cost = op_cost(op, inputs, attrs, outputs);
-  Totals& t = classes_[static_cast<size_t>(c)];
-  ++t.calls;
-  t.measured += measured;
-  t.predicted += simulated_seconds(spec_, op, cost, inputs, outputs);
+  const double predicted = simulated_seconds(spec_, op, cost, inputs, outputs);
+  auto named = ops_by_name_.find(op.name);
+  if (named == ops_by_name_.end()) named = ops_by_name_.emplace(op.name, Totals{}).first;
+  for (Totals* t : {&classes_[static_cast<size_t>(c)], &named->second}) {
+    ++t->calls;
+    t->measured += measured;
+    t->predicted += predicted;
+  }
   if (keep_ops_) {
     const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
     ops_.push_back({.op_class = c,

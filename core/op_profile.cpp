@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 namespace dlf {
 
@@ -39,10 +40,13 @@ void OpProfile::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
   };
   std::string key = op.name;
   if (options_.by_shape) {
-    for (const Tensor& t : inputs) {
+    // A multi-tensor op's (sum_squares over every gradient) first shapes and its input count.
+    constexpr size_t kShapesShown = 4;
+    for (size_t i = 0; i < inputs.size() && i < kShapesShown; ++i) {
       key += ' ';
-      key += t.defined() ? shape_str(t.shape()) : std::string("-");
+      key += inputs[i].defined() ? shape_str(inputs[i].shape()) : std::string("-");
     }
+    if (inputs.size() > kShapesShown) key += " ... (" + std::to_string(inputs.size()) + " inputs)";
   }
   add(rows_[key]);
   if (stack_.empty()) add(outermost_);
@@ -59,9 +63,10 @@ void OpProfile::print(std::ostream& os, std::optional<Roofline> roofline) const 
   auto print_row = [&](const std::string& name, const Row& row) {
     const double gflops = row.seconds > 0 ? row.flops / row.seconds / 1e9 : 0.0;
     const double gbytes = row.seconds > 0 ? row.bytes / row.seconds / 1e9 : 0.0;
-    char line[512];
-    std::snprintf(line, sizeof line, "%-*s %8ld %10.2f %10.2f %6.1f%% %12.1f %9.1f %8.1f",
-                  int(width), name.c_str(), row.calls, row.self_seconds * 1e3, row.seconds * 1e3,
+    char line[256];
+    os << name << std::string(width - name.size(), ' ');
+    std::snprintf(line, sizeof line, " %8ld %10.2f %10.2f %6.1f%% %12.1f %9.1f %8.1f", row.calls,
+                  row.self_seconds * 1e3, row.seconds * 1e3,
                   profiled > 0 ? 100 * row.self_seconds / profiled : 0.0, row.flops / 1e6, gflops,
                   gbytes);
     os << line;
@@ -76,9 +81,10 @@ void OpProfile::print(std::ostream& os, std::optional<Roofline> roofline) const 
     }
     os << "\n";
   };
-  char header[512];
-  std::snprintf(header, sizeof header, "%-*s %8s %10s %10s %7s %12s %9s %8s", int(width), "op",
-                "calls", "self ms", "total ms", "self%", "MFLOP", "GFLOP/s", "GB/s");
+  char header[256];
+  os << "op" << std::string(width - 2, ' ');
+  std::snprintf(header, sizeof header, " %8s %10s %10s %7s %12s %9s %8s", "calls", "self ms",
+                "total ms", "self%", "MFLOP", "GFLOP/s", "GB/s");
   os << header << (roofline ? "  bound   of peak" : "") << "\n";
   for (const auto& [name, row] : sorted) print_row(name, row);
   print_row("all ops (outermost)", outermost_);

@@ -30,27 +30,32 @@ void run_ranks(const std::vector<Device>& devices,
   std::mutex mutex;
   std::exception_ptr first_failure;
   int failed_rank = -1;
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < n; ++r) {
-    ranks.emplace_back([&, r] {
-      try {
-        set_thread_num_threads(per_rank);
-        set_rank_thread(true);
-        trace::name_thread("rank " + std::to_string(r));
-        fn(*world.ranks[r]);
-        set_rank_thread(false);
-      } catch (...) {
-        set_rank_thread(false);
-        std::lock_guard lock(mutex);
-        // The rank that failed first explains; the others only stopped because of it.
-        if (!first_failure) {
-          first_failure = std::current_exception();
-          failed_rank = r;
-        }
-        world.abort();
+  auto run_rank = [&](int r) {
+    try {
+      if (n > 1) set_thread_num_threads(per_rank);  // one rank: the caller's count already
+      set_rank_thread(true);
+      trace::name_thread("rank " + std::to_string(r));
+      fn(*world.ranks[r]);
+      set_rank_thread(false);
+    } catch (...) {
+      set_rank_thread(false);
+      std::lock_guard lock(mutex);
+      // The rank that failed first explains; the others only stopped because of it.
+      if (!first_failure) {
+        first_failure = std::current_exception();
+        failed_rank = r;
       }
-    });
-  }
+      world.abort();
+    }
+  };
+  // One rank runs on the calling thread (its thread count is the caller's). On a thread of its
+  // own it would open a second OpenMP team beside the caller's, whose threads outlive its
+  // parallel regions: with more of libgomp's threads than CPUs, idle workers stop spinning, and
+  // every parallel region of the rank waited ~100 us on a futex wake (a fifth of unet-small's
+  // step on 2 cores).
+  std::vector<std::thread> ranks;
+  if (n == 1) run_rank(0);
+  for (int r = 0; n > 1 && r < n; ++r) ranks.emplace_back(run_rank, r);
   for (std::thread& t : ranks) t.join();
   set_kernel_slots(0);
   if (!first_failure) return;

@@ -6,6 +6,8 @@
 #include <dlf/core/ops/optim.h>
 
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/kernels/dtype_dispatch.h"
@@ -55,14 +57,22 @@ const OpDef& adam_update_op = register_op({
             T *p = in[0].data<T>(), *m = in[2].data<T>(), *v = in[3].data<T>();
             const T* g = grad.data();
             const int64_t n = in[0].numel();
-#pragma omp parallel for simd if (n > 32768)
-            for (int64_t i = 0; i < n; ++i) {
+            const auto update = [&](int64_t i) {
               const A pi = A(p[i]) * shrink, gi = A(g[i]) + l2 * A(p[i]);
               const A mi = b1 * A(m[i]) + one_minus_b1 * gi;
               const A vi = b2 * A(v[i]) + one_minus_b2 * gi * gi;
               m[i] = T(mi);
               v[i] = T(vi);
               p[i] = T(pi - step_size * (mi / (std::sqrt(vi) / sqrt_c2 + eps)));
+            };
+            // Both loops vectorised; threads from a few thousand elements (a memory-bound
+            // update gains from the second core's bandwidth long before kParallelGrain).
+            if (n > 2048) {
+#pragma omp parallel for simd
+              for (int64_t i = 0; i < n; ++i) update(i);
+            } else {
+#pragma omp simd
+              for (int64_t i = 0; i < n; ++i) update(i);
             }
           });
         },
@@ -79,7 +89,8 @@ constexpr int64_t kSquaresBlock = 16384;  // elements summed in order; blocks ad
 
 // Σ x² over every input, in order: each input's blocks summed in order, the inputs' sums added
 // in order — the same f64 whatever the thread count, and the same as adding one input's at a
-// time.
+// time. The blocks of all inputs share one parallel loop: a model's gradients are mostly small,
+// and a loop per input paid a fork for each.
 const OpDef& sum_squares_op = register_op({
     .name = "sum_squares",
     .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
@@ -90,26 +101,37 @@ const OpDef& sum_squares_op = register_op({
     },
     .kernel =
         [](Inputs in, const Attrs&, Outputs out) {
-          double total = 0;
-          for (const Tensor& x : in) {
-            kernels::visit_floating(x.dtype(), "sum_squares", [&](auto tag) {
+          struct Block {
+            size_t input;
+            int64_t begin, end;
+          };
+          std::vector<std::function<double(int64_t, int64_t)>> squares;  // per input
+          std::vector<Block> blocks;
+          for (size_t k = 0; k < in.size(); ++k) {
+            kernels::visit_floating(in[k].dtype(), "sum_squares", [&](auto tag) {
               using T = typename decltype(tag)::type;
-              const kernels::RowMajorData<T> rows(x);
-              const T* d = rows.data();
-              const int64_t n = x.numel(), blocks = (n + kSquaresBlock - 1) / kSquaresBlock;
-              std::vector<double> partial(static_cast<size_t>(blocks));
-#pragma omp parallel for if (blocks > 4)
-              for (int64_t b = 0; b < blocks; ++b) {
+              auto rows = std::make_shared<const kernels::RowMajorData<T>>(in[k]);
+              squares.push_back([rows](int64_t begin, int64_t end) {
+                const T* d = rows->data();
                 double s = 0;
-                const int64_t end = std::min(n, (b + 1) * kSquaresBlock);
 #pragma omp simd reduction(+ : s)
-                for (int64_t i = b * kSquaresBlock; i < end; ++i) s += double(d[i]) * double(d[i]);
-                partial[b] = s;
-              }
-              double sum = 0;
-              for (double s : partial) sum += s;
-              total += sum;
+                for (int64_t i = begin; i < end; ++i) s += double(d[i]) * double(d[i]);
+                return s;
+              });
             });
+            const int64_t n = in[k].numel();
+            for (int64_t begin = 0; begin < n; begin += kSquaresBlock)
+              blocks.push_back({k, begin, std::min(n, begin + kSquaresBlock)});
+          }
+          std::vector<double> partial(blocks.size());
+#pragma omp parallel for if (blocks.size() > 2)
+          for (size_t b = 0; b < blocks.size(); ++b)
+            partial[b] = squares[blocks[b].input](blocks[b].begin, blocks[b].end);
+          double total = 0;
+          for (size_t k = 0, b = 0; k < in.size(); ++k) {
+            double sum = 0;
+            for (; b < blocks.size() && blocks[b].input == k; ++b) sum += partial[b];
+            total += sum;
           }
           *out[0].data<double>() = total;
         },

@@ -74,13 +74,19 @@ grep -q "^predicted by sim:cpu (measured)" <<<"$out" || fail "no comparison: $ou
 for class in matmul attention normalisation element-wise optimizer "in ops" step; do
   grep -Eq "^$class +[0-9. ]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" <<<"$out" || fail "no $class row: $out"
 done
+# each class's ops beneath it, indented: the matmul class's linear and matmul, the optimizer's
+# adam_update_
+sed -n '/^matmul /,/^attention /p' <<<"$out" | grep -Eq "^  linear +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+]" ||
+  fail "no linear row under matmul: $out"
+sed -n '/^optimizer /,/^in ops /p' <<<"$out" | grep -Eq "^  adam_update_ +[0-9.]+ " ||
+  fail "no adam_update_ row under optimizer: $out"
 # every peak unbounded and no class overhead: each op predicted at the launch overhead alone
 sed -E 's/("(peak_flops_[a-z0-9]+|memory_bandwidth)"): [0-9.e+]+/\1: 1e30/; s/"overhead": [0-9.e+-]+/"overhead": 0.0/' \
   "$tmp/cpu.json" >"$tmp/unbounded.json"
 overhead=$(sed -n 's/.*"launch_overhead": \([0-9.e+-]*\).*/\1/p' "$tmp/cpu.json" | head -1)
 out=$("$dlf" --threads 1 profile --model gpt-nano --batch 4 --seq 32 --steps 3 \
   --compare "sim:$tmp/unbounded.json" 2>"$tmp/log") || fail "profile --compare: $(cat "$tmp/log")"
-awk -v o="$overhead" '$1 == "matmul" { found = 1; d = $4 - $2 * o * 1e3; ok = d < 0.0015 && d > -0.0015 }
+awk -v o="$overhead" '/^matmul / { found = 1; d = $4 - $2 * o * 1e3; ok = d < 0.0015 && d > -0.0015 }
   END { exit !(found && ok) }' <<<"$out" || fail "matmul predicted as calls x $overhead s: $out"
 expect_error 1 profile --model gpt-nano --steps 2 --device sim --compare "sim:$tmp/cpu.json"
 expect_error 1 profile --model gpt-nano --steps 2 --compare cpu

@@ -113,6 +113,16 @@ TEST_CASE("a profile groups by input shapes on request and keeps a sim device's 
   (void)matmul(ones({5, 3}), ones({3, 4}));
   CHECK(by_shape.rows().count("matmul [2, 3] [3, 4]") == 1);
   CHECK(by_shape.rows().count("matmul [5, 3] [3, 4]") == 1);
+  // A multi-tensor op's row names its first shapes and its input count, and prints whole.
+  (void)sum_squares(std::vector<Tensor>(40, ones({7, 9})));
+  const std::string many = "sum_squares [7, 9] [7, 9] [7, 9] [7, 9] ... (40 inputs)";
+  CHECK(by_shape.rows().count(many) == 1);
+  std::ostringstream rows;
+  by_shape.print(rows, Roofline{.flops_per_s = 1e11, .bytes_per_s = 1e10});
+  const std::string text = rows.str();
+  const auto row = text.find(many);
+  REQUIRE(row != std::string::npos);
+  CHECK(text.substr(row, text.find('\n', row) - row).find("memory") != std::string::npos);
 
   const Device sim{DeviceType::sim, 0};
   sim::configure(sim, sim_preset("a100-40gb"));

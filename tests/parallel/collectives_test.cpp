@@ -222,4 +222,31 @@ TEST_CASE("watchdog: a rank that never comes to a collective is named, not waite
   parallel::set_collective_timeout(600);
 }
 
+TEST_CASE("one rank runs on the calling thread, with its thread count; more run on threads") {
+  // A thread of its own would open a second OpenMP team beside the caller's (more threads than
+  // CPUs: every parallel region of the rank then waits on a futex wake).
+  const std::thread::id caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  int threads = 0;
+  on_ranks(1, [&](Communicator& world) {
+    ran_on = std::this_thread::get_id();
+    threads = num_threads();
+    CHECK(world.size() == 1);
+  });
+  CHECK(ran_on == caller);
+  CHECK(threads == num_threads());
+  std::mutex mutex;
+  std::vector<std::thread::id> ids;
+  on_ranks(2, [&](Communicator&) {
+    std::lock_guard lock(mutex);
+    ids.push_back(std::this_thread::get_id());
+  });
+  REQUIRE(ids.size() == 2);
+  CHECK(ids[0] != caller);
+  CHECK(ids[1] != caller);
+  CHECK(ids[0] != ids[1]);
+  // a failing single rank's error reaches the caller as it was
+  test::check_error([] { on_ranks(1, [](Communicator&) { throw Error("alone"); }); }, {"alone"});
+}
+
 }  // namespace dlf

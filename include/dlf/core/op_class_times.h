@@ -4,6 +4,8 @@
 #pragma once
 #include <array>
 #include <chrono>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <dlf/core/op.h>
@@ -31,6 +33,8 @@ class OpClassTimes : public DispatchObserver {
   };
   /// Per OpClass.
   const std::array<Totals, kOpClasses>& by_class() const { return classes_; }
+  /// Per op name (its class is op_class(name)).
+  const std::map<std::string, Totals, std::less<>>& by_op() const { return ops_by_name_; }
 
   /// One outermost op as it ran, what a sim device would price it by.
   struct Op {
@@ -50,6 +54,7 @@ class OpClassTimes : public DispatchObserver {
   int depth_ = 0;
   std::chrono::steady_clock::time_point start_;
   std::array<Totals, kOpClasses> classes_{};
+  std::map<std::string, Totals, std::less<>> ops_by_name_;
   std::vector<Op> ops_;
 };
 

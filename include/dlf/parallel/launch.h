@@ -11,7 +11,8 @@ namespace dlf::parallel {
 /// `n` devices of one kind: sim:0 .. sim:n-1, meta:0 .. meta:n-1, or the cpu n times.
 std::vector<Device> devices_of(DeviceType type, int n);
 
-/// Runs `fn(world)` on one thread per device and waits for all. The ranks share the machine's
+/// Runs `fn(world)` on one thread per device and waits for all (one device: on the calling
+/// thread, which keeps its thread-local state and its OpenMP team). The ranks share the machine's
 /// kernel threads (num_threads()): each rank gets its share, and no more ranks run kernels at
 /// once than there are threads, so N ranks on a few cores take turns instead of thrashing.
 /// When a rank throws, the others stop at their next collective; the first rank's exception
