@@ -22,6 +22,7 @@ dlf=${DLF_BUILD:-$root/build/release}/apps/dlf
 threads=${THREADS:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+touch "$tmp/rows"
 
 for round in $(seq "${ROUNDS:-3}"); do
   for model in "${models[@]}"; do
@@ -31,7 +32,7 @@ for round in $(seq "${ROUNDS:-3}"); do
       { echo "fidelity_bench: $model failed: $(tail -1 "$tmp/log")" >&2; continue; }
     # The comparison's rows "<class> [calls] <measured ms> <predicted ms> <error>%", each
     # class's ops (indented beneath it) left out; "in ops" and "step" have no calls.
-    sed -n '/^predicted by sim:/,$p' "$tmp/out" | tail -n +3 | grep -v '^  ' |
+    sed -n '/^predicted by sim:/,$p' "$tmp/out" | tail -n +3 | { grep -v '^  ' || true; } |
       awk -v model="$model" '
         $1 == "in" { print model "\tin ops\t" $3 "\t" $4; next }
         $1 == "step" { print model "\tstep\t" $2 "\t" $3; next }

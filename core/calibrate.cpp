@@ -31,8 +31,9 @@ namespace {
 // fn() run on a thread of its own with the caller's thread count. libgomp keeps the OpenMP team
 // of every thread that ran a parallel region, and once the teams' threads outnumber the CPUs
 // its idle workers stop spinning and sleep at once: every later parallel region then waits for
-// a futex wake (50-100 us on a VM). Measured on the main thread, `dlf profile`'s ranks (threads
-// of their own) trained gpt-nano at half `dlf train`'s speed; this thread's team ends with it.
+// a futex wake (50-100 us on a VM). Measured on the main thread, the ranks of a later `dlf
+// profile` over several devices (threads of their own) ran at half speed; this thread's team
+// ends with it.
 template <typename Fn>
 auto on_own_thread(Fn&& fn) {
   std::optional<decltype(fn())> result;
@@ -88,7 +89,7 @@ int64_t last_level_cache_bytes() {
 // A case's step: runs its ops on one copy of its tensors and returns what they made (outputs
 // and fresh gradients), which the copy keeps until its next step, as a training step keeps its
 // activations and gradients. So each op writes memory that no recent op touched: written into
-// a block just freed and still in cache, a streaming kernel runs about 1.5x as fast as it does in
+// a block just freed and still in cache, a streaming kernel runs about 1.6x as fast as it does in
 // any model.
 using Step = std::function<std::vector<Tensor>()>;
 

@@ -147,7 +147,7 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - sink().origin).count();
 }
 
-void name_thread(std::string name) { thread_label = std::move(name); }
+std::string name_thread(std::string name) { return std::exchange(thread_label, std::move(name)); }
 
 void stop_and_write(const std::string& path) {
   Sink& s = sink();

@@ -1,3 +1,4 @@
+#include <dlf/core/random.h>
 #include <dlf/device/threads.h>
 #include <dlf/device/trace.h>
 #include <dlf/parallel/launch.h>
@@ -6,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "parallel/in_process.h"
 
@@ -48,13 +50,20 @@ void run_ranks(const std::vector<Device>& devices,
       world.abort();
     }
   };
-  // One rank runs on the calling thread (its thread count is the caller's). On a thread of its
-  // own it would open a second OpenMP team beside the caller's, whose threads outlive its
-  // parallel regions: with more of libgomp's threads than CPUs, idle workers stop spinning, and
-  // every parallel region of the rank waited ~100 us on a futex wake (a fifth of unet-small's
-  // step on 2 cores).
+  // One rank runs on the calling thread. On a thread of its own it would open a second OpenMP
+  // team beside the caller's, whose threads outlive its parallel regions: with more of libgomp's
+  // threads than CPUs, idle workers stop spinning, and every parallel region of the rank waited
+  // ~100 us on a futex wake (a fifth of unet-small's step on 2 cores). It starts from what a
+  // thread of its own has — a fresh default generator, no trace name — and the caller gets its
+  // own back.
   std::vector<std::thread> ranks;
-  if (n == 1) run_rank(0);
+  if (n == 1) {
+    const Generator caller_generator = std::exchange(default_generator(), Generator());
+    const std::string caller_name = trace::name_thread("");
+    run_rank(0);
+    default_generator() = caller_generator;
+    trace::name_thread(caller_name);
+  }
   for (int r = 0; n > 1 && r < n; ++r) ranks.emplace_back(run_rank, r);
   for (std::thread& t : ranks) t.join();
   set_kernel_slots(0);

@@ -10,7 +10,7 @@ namespace dlf::app {
 void SimComparison::print(std::ostream& os, int64_t steps, double step_seconds) const {
   if (steps == 0) return;
   const double n = double(steps);
-  char line[256];
+  char line[512];
   auto error = [](double predicted, double measured) {
     return measured > 0 ? 100 * (predicted - measured) / measured : 0.0;
   };

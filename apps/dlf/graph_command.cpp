@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <set>
 
 #include <dlf/dlf.h>
 #include <dlf/nn/atomic_file.h>
@@ -10,23 +12,79 @@
 #include "devices.h"
 
 namespace dlf::app {
+namespace {
+
+// A zoo model's training step under graph::Compiled, as `dlf train --compile` runs it.
+struct CapturedStep {
+  models::ExampleStep step = {};
+  std::vector<Tensor> params = {};
+  std::unique_ptr<nn::optim::AdamW> opt = {};
+  std::unique_ptr<graph::Compiled> compiled = {};
+  DType precision = DType::f32;
+
+  void run() {
+    for (const Tensor& p : params) p.set_grad({});  // frees the last run's arena
+    AutocastGuard autocast(autocast_for(precision));
+    opt->begin_step();
+    (void)(*compiled)(step.batch);
+  }
+};
+
+// The step of `model` on the default device, run once: captured, optimised and planned.
+CapturedStep capture_step(const std::string& model, int64_t batch, int64_t seq,
+                          const std::string& precision) {
+  manual_seed(1234);
+  Generator data(1234);
+  CapturedStep c{.step = models::example_step(model, batch, seq, data)};
+  c.params = c.step.model->parameters();
+  c.opt = std::make_unique<nn::optim::AdamW>(c.params);
+  c.opt->init_state();
+  c.compiled = std::make_unique<graph::Compiled>(graph::backward_step(
+      c.step.loss,
+      [opt = c.opt.get(), params = c.params] { nn::optim::clip_and_update(*opt, params, 1.0); }));
+  c.precision = precision == "bf16" ? DType::bf16 : DType::f32;
+  c.run();
+  return c;
+}
+
+// The plan's figures of a captured step, and the allocator's high-water over one more run.
+CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
+  const graph::Graph& g = c.compiled->last_executable().graph();
+  CompiledStepMemory m{.model = model,
+                       .batch = c.step.batch_size,
+                       .seq = c.step.seq,
+                       .nodes = g.nodes.size(),
+                       .arena = int64_t(g.arena_bytes)};
+  std::set<const Storage*> counted;  // the parameters', then each external one once
+  for (const Tensor& p : c.params)
+    if (counted.insert(p.storage().get()).second) m.parameters += int64_t(p.storage()->nbytes());
+  for (const graph::Buffer& b : g.buffers) {
+    if (b.kind == graph::BufferKind::argument) m.batch_bytes += int64_t(b.nbytes);
+    if (b.kind == graph::BufferKind::external && counted.insert(b.storage.get()).second)
+      m.optimizer_state += int64_t(b.storage->nbytes());
+  }
+  for (const Tensor& p : c.params) p.set_grad({});
+  Allocator& allocator = allocator_for(c.params.front().device());
+  allocator.reset_peak();
+  c.run();
+  m.measured_peak = allocator.stats().peak_bytes;
+  return m;
+}
+
+}  // namespace
+
+CompiledStepMemory compiled_step_memory(const std::string& model, int64_t batch, int64_t seq,
+                                        const std::string& precision) {
+  CapturedStep c = capture_step(model, batch, seq, precision);
+  return memory_of(c, model);
+}
 
 void run_graph(const GraphCommand& o) {
   const std::vector<Device> devices = setup_devices(1, parse_device_arg(o.device));
   DefaultDeviceGuard on(devices[0]);
-  manual_seed(1234);
-  Generator data(1234);
-  const models::ExampleStep s = models::example_step(o.model, o.batch, o.seq, data);
-  const std::vector<Tensor> params = s.model->parameters();
-  nn::optim::AdamW opt(params);
-  opt.init_state();
-  graph::Compiled compiled(
-      graph::backward_step(s.loss, [&] { nn::optim::clip_and_update(opt, params, 1.0); }));
-  {
-    AutocastGuard autocast(autocast_for(o.precision == "bf16" ? DType::bf16 : DType::f32));
-    opt.begin_step();
-    compiled(s.batch);
-  }
+  CapturedStep c = capture_step(o.model, o.batch, o.seq, o.precision);
+  const models::ExampleStep& s = c.step;
+  const graph::Compiled& compiled = *c.compiled;
   const graph::CompileReport& r = compiled.last_report();
   const graph::Graph& g = compiled.last_executable().graph();
   std::printf(
@@ -65,6 +123,15 @@ void run_graph(const GraphCommand& o) {
     graph::save(g, o.json);
     std::printf("wrote %s and %s.safetensors\n", o.json.c_str(), o.json.c_str());
   }
+  // after the files: measuring runs the step (and AdamW) once more
+  const CompiledStepMemory m = memory_of(c, o.model);
+  std::printf(
+      "peak: planned %s (parameters %s, optimizer state %s, batch %s, arena %s); the "
+      "allocator's high-water over a step %s (%+.1f %%)\n",
+      format_bytes(double(m.planned_peak())).c_str(), format_bytes(double(m.parameters)).c_str(),
+      format_bytes(double(m.optimizer_state)).c_str(), format_bytes(double(m.batch_bytes)).c_str(),
+      format_bytes(double(m.arena)).c_str(), format_bytes(double(m.measured_peak)).c_str(),
+      100.0 * double(m.measured_peak - m.planned_peak()) / double(m.planned_peak()));
 }
 
 }  // namespace dlf::app

@@ -16,4 +16,26 @@ struct GraphCommand {
 
 void run_graph(const GraphCommand& o);
 
+/// One training step of a zoo model (forward, backward, clipping, AdamW, as `dlf train
+/// --compile` runs it) captured on the default device, optimised and planned, run twice; what
+/// its memory plan says a device holds, and what the device's allocator held at most over the
+/// second run.
+struct CompiledStepMemory {
+  std::string model;  ///< its name
+  int64_t batch = 0, seq = 0;
+  size_t nodes = 0;  ///< of the optimised graph
+  /// Bytes: the parameters, the optimizer state (and the step's other external tensors: its
+  /// step counters, module buffers), the batch, and the arena (activations, temporaries and
+  /// the gradients, planned into one block)
+  ///@{
+  int64_t parameters = 0, optimizer_state = 0, batch_bytes = 0, arena = 0;
+  ///@}
+  int64_t measured_peak = 0;  ///< the allocator's high-water over the second run
+  int64_t planned_peak() const { return parameters + optimizer_state + batch_bytes + arena; }
+};
+/// The step of `model` (batch, seq 0: the benchmarks') at `precision` (fp32, bf16) on the
+/// default device.
+CompiledStepMemory compiled_step_memory(const std::string& model, int64_t batch, int64_t seq,
+                                        const std::string& precision);
+
 }  // namespace dlf::app

@@ -8,6 +8,7 @@
 
 #include "bert_task.h"
 #include "devices.h"
+#include "graph_command.h"
 #include "memory_flags.h"
 
 namespace dlf::app {
@@ -59,6 +60,60 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
                            .dim = c.hidden};
 }
 
+// One device, --compile: the step captured on a meta device as `dlf train --compile` runs it,
+// its memory planned as graph mode does.
+void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
+  DLF_CHECK(dp == 1 && c.tp == 1 && c.pp == 1,
+            "dlf plan --compile: plans one device, as dlf "
+            "train --compile runs on one (got dp ",
+            dp, " x tp ", c.tp, " x pp ", c.pp, ")");
+  DLF_CHECK(c.layers == 0,
+            "dlf plan --compile: plans a named model (--model), not one by its "
+            "dimensions");
+  DLF_CHECK(c.recompute == "none" && c.zero <= 1 && c.offload == "none",
+            "dlf plan --compile: graph mode rematerialises on its own and runs without ZeRO or "
+            "offload; leave out --recompute, --zero (or give 1) and --offload");
+  DeviceArg unbounded{.type = DeviceType::meta, .spec = device.spec};
+  unbounded.spec.memory_bytes = 0;  // planned whatever it needs, then held against the capacity
+  const std::vector<Device> meta = setup_devices(1, unbounded);
+  DefaultDeviceGuard on(meta[0]);
+  // --seq's default as the other plans': a GPT's context, BERT's benchmark length
+  const models::ModelFamily family = models::model_family(c.model);
+  const int64_t seq = c.seq > 0                             ? c.seq
+                      : family == models::ModelFamily::gpt  ? models::gpt_config(c.model).context
+                      : family == models::ModelFamily::bert ? kBertSequence
+                                                            : 0;
+  const CompiledStepMemory m =
+      compiled_step_memory(c.model, c.batch > 0 ? c.batch : c.micro_batch, seq, c.precision);
+  const int64_t capacity = device.spec.memory_bytes;
+  const bool fits = capacity == 0 || m.planned_peak() <= capacity;
+  if (c.json) {
+    std::printf(
+        "{\"model\":\"%s\",\"device\":\"%s\",\"compiled\":true,\"batch\":%lld,"
+        "\"seq\":%lld,\"nodes\":%zu,\"peak_bytes\":%lld,\"parameters_bytes\":%lld,"
+        "\"optimizer_state_bytes\":%lld,\"batch_bytes\":%lld,\"arena_bytes\":%lld,"
+        "\"capacity_bytes\":%lld,\"fits\":%s}\n",
+        c.model.c_str(), device.spec.name.c_str(), (long long)m.batch, (long long)m.seq, m.nodes,
+        (long long)m.planned_peak(), (long long)m.parameters, (long long)m.optimizer_state,
+        (long long)m.batch_bytes, (long long)m.arena, (long long)capacity, fits ? "true" : "false");
+    return;
+  }
+  std::printf(
+      "%s on 1 x %s, compiled: one training step (forward, backward, clipping, AdamW) "
+      "captured on a meta device, %zu nodes after the passes, %s\n",
+      c.model.c_str(), device.spec.name.c_str(), m.nodes, c.precision.c_str());
+  std::printf("  batch %lld x %lld\n", (long long)m.batch, (long long)m.seq);
+  std::printf("  per device: peak %s%s%s — %s\n", format_bytes(double(m.planned_peak())).c_str(),
+              capacity > 0 ? " of " : "",
+              capacity > 0 ? format_bytes(double(capacity)).c_str() : "",
+              fits ? "fits" : "does not fit");
+  std::printf(
+      "    parameters %s, optimizer state %s, batch %s, arena %s (activations, "
+      "temporaries and gradients: the memory plan's one block)\n",
+      format_bytes(double(m.parameters)).c_str(), format_bytes(double(m.optimizer_state)).c_str(),
+      format_bytes(double(m.batch_bytes)).c_str(), format_bytes(double(m.arena)).c_str());
+}
+
 }  // namespace
 
 void run_plan(const PlanCommand& c) {
@@ -71,6 +126,10 @@ void run_plan(const PlanCommand& c) {
   const DeviceArg device = parse_device_arg(c.device);
   DLF_CHECK(device.type != DeviceType::cpu, "--device '", c.device,
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");
+  if (c.compile) {
+    plan_compiled(c, device, dp);
+    return;
+  }
   const DType dtype = c.precision == "bf16" ? DType::bf16 : DType::f32;
   const std::optional<models::GPTConfig> custom = gpt_by_dimensions(c);
   if (!custom && models::model_family(c.model) != models::ModelFamily::gpt) {

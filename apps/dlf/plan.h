@@ -22,6 +22,7 @@ struct PlanCommand {
   int zero = 0;
   std::string offload = "none";  ///< none, optimizer or params (models::Offload)
   bool json = false;
+  bool compile = false;  ///< one device: the memory plan of the step captured as a graph
 };
 
 void run_plan(const PlanCommand& command);

@@ -73,4 +73,35 @@ expect_error 1 graph --model gpt-nano --batch 2 --seq 16 --dot /proc/step.dot
   fail "dlf graph on meta: $(cat "$tmp/log")"
 grep -q "memory plan: arena" "$tmp/out" || fail "no plan on meta: $(cat "$tmp/out")"
 expect_error 2 graph --model gpt-huge
+# The memory plan is the device's peak: on the cpu, the allocator's high-water over a replayed
+# step within 5 % of the planned parameters + optimizer state + batch + arena (issue 15, item 7)
+"$dlf" graph --model gpt-nano --batch 4 --seq 32 >"$tmp/out" 2>"$tmp/log" || fail "dlf graph: $(cat "$tmp/log")"
+peak_line=$(grep "^peak: planned" "$tmp/out") || fail "dlf graph prints no peak: $(cat "$tmp/out")"
+awk '{ for (i = 1; i <= NF; ++i) if ($i == "step") { e = $(i + 3); gsub(/[(%)+]/, "", e) } }
+  END { exit !(e != "" && e + 0 < 5 && e + 0 > -5) }' <<<"$peak_line" ||
+  fail "planned and measured peaks differ by 5 % or more: $peak_line"
+# dlf plan --compile: the same plan, captured on a meta device; its JSON; one device only
+"$dlf" graph --model gpt-nano --batch 4 --seq 32 --device meta >"$tmp/out" 2>"$tmp/log" ||
+  fail "dlf graph on meta: $(cat "$tmp/log")"
+planned=$(sed -n 's/^peak: planned \([^ ]* [A-Za-z]*\) .*/\1/p' "$tmp/out")
+"$dlf" plan --model gpt-nano --devices 1 --compile --batch 4 --seq 32 >"$tmp/out" 2>"$tmp/log" ||
+  fail "dlf plan --compile: $(cat "$tmp/log")"
+grep -q "per device: peak $planned of 40.00 GiB — fits" "$tmp/out" ||
+  fail "dlf plan --compile does not plan the graph's peak ($planned): $(cat "$tmp/out")"
+json=$("$dlf" plan --model gpt-nano --devices 1 --compile --batch 4 --seq 32 --json) ||
+  fail "dlf plan --compile --json"
+python3 -c '
+import json, sys
+p = json.loads(sys.argv[1])
+parts = p["parameters_bytes"] + p["optimizer_state_bytes"] + p["batch_bytes"] + p["arena_bytes"]
+assert p["compiled"] and p["fits"] and p["peak_bytes"] == parts > 0, p
+assert p["parameters_bytes"] * 2 <= p["optimizer_state_bytes"], p  # AdamW: two moments
+' "$json" || fail "dlf plan --compile --json: $json"
+# a step far beyond the device: planned on meta without its memory, and said not to fit
+"$dlf" plan --model gpt3-175b --devices 1 --compile --batch 1 >"$tmp/out" 2>"$tmp/log" ||
+  fail "dlf plan --compile gpt3-175b: $(cat "$tmp/log")"
+grep -q "per device: peak .* TiB of 40.00 GiB — does not fit" "$tmp/out" ||
+  fail "gpt3-175b's compiled step on one A100: $(cat "$tmp/out")"
+expect_error 1 plan --model gpt-nano --devices 2 --compile
+expect_error 1 plan --model gpt-nano --devices 1 --compile --recompute full
 exit 0

@@ -245,6 +245,18 @@ TEST_CASE("one rank runs on the calling thread, with its thread count; more run 
   CHECK(ids[0] != caller);
   CHECK(ids[1] != caller);
   CHECK(ids[0] != ids[1]);
+  // It starts from a fresh default generator, as a thread of its own would, and the caller
+  // gets its own back.
+  default_generator().manual_seed(77);
+  (void)rand({3});
+  const uint64_t offset = default_generator().offset();
+  on_ranks(1, [](Communicator&) {
+    CHECK(default_generator().seed() == 0);
+    CHECK(default_generator().offset() == 0);
+    (void)rand({5});
+  });
+  CHECK(default_generator().seed() == 77);
+  CHECK(default_generator().offset() == offset);
   // a failing single rank's error reaches the caller as it was
   test::check_error([] { on_ranks(1, [](Communicator&) { throw Error("alone"); }); }, {"alone"});
 }

@@ -20,7 +20,11 @@ class OpClassTimes : public DispatchObserver {
   /// `keep_ops` keeps each op's cost and time as well (ops()).
   explicit OpClassTimes(SimSpec spec, bool keep_ops = false)
       : spec_(std::move(spec)), keep_ops_(keep_ops) {}
-  void on_op_start(const OpDef& op) override;  ///< starts an outermost op's clock
+  /// Stops observing, if it still is (a step that threw never removed it).
+  ~OpClassTimes() override { remove_observer(this); }
+  OpClassTimes(const OpClassTimes&) = default;             ///< an unregistered copy
+  OpClassTimes& operator=(const OpClassTimes&) = default;  ///< an unregistered copy
+  void on_op_start(const OpDef& op) override;              ///< starts an outermost op's clock
   /// Adds an outermost op's measured and predicted time to its class (DispatchObserver).
   void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
              std::span<const Tensor> outputs) override;

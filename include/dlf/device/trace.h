@@ -16,8 +16,9 @@ void start();
 bool enabled();  ///< whether a trace is being recorded
 /// Seconds since start(): the time of the cpu device's records.
 double now();
-/// Names the calling thread's cpu tracks ("rank 1"); unnamed threads are "thread N".
-void name_thread(std::string name);
+/// Names the calling thread's cpu tracks ("rank 1"); unnamed threads are "thread N". Returns the
+/// name it had ("" when none).
+std::string name_thread(std::string name);
 /// Stops collecting and writes the trace to `path` (temporary file + rename).
 void stop_and_write(const std::string& path);
 
