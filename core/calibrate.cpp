@@ -260,31 +260,30 @@ std::array<KernelEfficiency, kOpClasses> kernel_efficiency(const SimSpec& peaks)
     std::function<Step(int64_t)> at;
   };
   const std::vector<int64_t> rows = {1, 4, 16, 64};  // of 32 rows each: 32 to 2048
+  // The two attention classes time the same step, each its own kernels.
+  const auto attention = [](int64_t s) {
+    // s causal sequences of 256 tokens (a head each: gpt-mini's batch has 48) and 4 s
+    // bidirectional ones of 64 (ViT's and UNet's are short)
+    const Tensor q = leaf({s, 256, 64}), k = leaf({s, 256, 64}), v = leaf({s, 256, 64}),
+                 g = randn({s, 256, 64}), qs = leaf({4 * s, 64, 64}), ks = leaf({4 * s, 64, 64}),
+                 vs = leaf({4 * s, 64, 64}), gs = randn({4 * s, 64, 64});
+    return [q, k, v, g, qs, ks, vs, gs] {
+      std::vector<Tensor> made =
+          backward_into(scaled_dot_product_attention(q, k, v, true), g, {q, k, v});
+      for (Tensor& t :
+           backward_into(scaled_dot_product_attention(qs, ks, vs, false), gs, {qs, ks, vs}))
+        made.push_back(std::move(t));
+      return made;
+    };
+  };
   const std::vector<Case> cases = {
       {OpClass::matmul, Fits::both, rows,
        [](int64_t s) {  // 32 x 24 outputs to the MLP's 2048 x 1536, the weight growing too
          const Tensor x = randn({32 * s, 384}), w = randn({24 * s, 384});
          return [x, w] { return std::vector<Tensor>{linear(x, w)}; };
        }},
-      {OpClass::attention,
-       Fits::both,
-       {1, 4, 16, 48},
-       [](int64_t s) {
-         // s causal sequences of 256 tokens (a head each: gpt-mini's batch has 48) and 4 s
-         // bidirectional ones of 64 (ViT's and UNet's are short)
-         const Tensor q = leaf({s, 256, 64}), k = leaf({s, 256, 64}), v = leaf({s, 256, 64}),
-                      g = randn({s, 256, 64}), qs = leaf({4 * s, 64, 64}),
-                      ks = leaf({4 * s, 64, 64}), vs = leaf({4 * s, 64, 64}),
-                      gs = randn({4 * s, 64, 64});
-         return [q, k, v, g, qs, ks, vs, gs] {
-           std::vector<Tensor> made =
-               backward_into(scaled_dot_product_attention(q, k, v, true), g, {q, k, v});
-           for (Tensor& t :
-                backward_into(scaled_dot_product_attention(qs, ks, vs, false), gs, {qs, ks, vs}))
-             made.push_back(std::move(t));
-           return made;
-         };
-       }},
+      {OpClass::attention, Fits::both, {1, 4, 16, 48}, attention},
+      {OpClass::attention_backward, Fits::both, {1, 4, 16, 48}, attention},
       {OpClass::conv,
        Fits::both,
        {1, 4, 16},

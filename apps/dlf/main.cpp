@@ -210,7 +210,8 @@ void add_profile(CLI::App& app, dlf::app::TrainOptions& o, dlf::app::ProfileRequ
   cmd->add_option("--compare", request.compare,
                   "sim:PRESET or sim:SPEC.json (dlf calibrate writes this CPU's): the time such "
                   "a device predicts for each op beside the measured time, by op class (matmul, "
-                  "attention, conv, normalisation, element-wise, optimizer) and per step, with "
+                  "attention and its backward, conv, normalisation, element-wise, optimizer) and "
+                  "per step, with "
                   "the error (runs on the cpu device)");
 }
 

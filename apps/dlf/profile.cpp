@@ -105,7 +105,7 @@ void run_calibrate(const std::string& out) {
   for (int c = 0; c < kOpClasses; ++c) {
     const KernelEfficiency& e = spec.efficiency[size_t(c)];
     std::fprintf(
-        stderr, "  %-13s kernels reach %.2f of the FLOP/s, %.2f of the bandwidth, +%.2f us each\n",
+        stderr, "  %-18s kernels reach %.2f of the FLOP/s, %.2f of the bandwidth, +%.2f us each\n",
         std::string(op_class_name(OpClass(c))).c_str(), e.compute, e.memory, e.overhead * 1e6);
   }
   if (out.empty()) {

@@ -71,6 +71,15 @@ TEST_CASE("sim spec: presets are valid, JSON round-trips, bad specs are refused"
   CHECK(read.efficiency[size_t(OpClass::attention)].compute == 0.5);
   CHECK(read.efficiency[size_t(OpClass::attention)].memory == 1);
   CHECK(read.efficiency[size_t(OpClass::optimizer)].memory == 0.85);
+  // A spec from before attention's backward had a class of its own prices it as attention.
+  std::string before = partial;
+  const size_t backward = before.find("\"attention-backward\"");
+  REQUIRE(backward != std::string::npos);
+  before.replace(backward, before.find('}', backward) + 1 - backward, "\"unused\": {}");
+  const SimSpec older = sim_spec_from_json(before);
+  CHECK(older.efficiency[size_t(OpClass::attention_backward)].compute == 0.5);
+  CHECK(older.efficiency[size_t(OpClass::attention_backward)].memory == 1);
+  CHECK(read.efficiency[size_t(OpClass::attention_backward)].compute == 0.10);
   // A host with a figure missing, or a figure of the wrong type, is an error, not the peaks.
   std::string half_host = to_json(a100);
   const size_t host = half_host.find("\"host\"");
@@ -155,7 +164,8 @@ TEST_CASE("sim device: an op advances the compute stream by its roofline time") 
 TEST_CASE("sim device: an op's class sets how near its kernel comes to the peaks") {
   CHECK(op_class("linear") == OpClass::matmul);
   CHECK(op_class("matmul") == OpClass::matmul);
-  CHECK(op_class("scaled_dot_product_attention_backward") == OpClass::attention);
+  CHECK(op_class("scaled_dot_product_attention") == OpClass::attention);
+  CHECK(op_class("scaled_dot_product_attention_backward") == OpClass::attention_backward);
   CHECK(op_class("conv2d_weight_grad") == OpClass::conv);
   CHECK(op_class("layer_norm_backward") == OpClass::normalisation);
   CHECK(op_class("group_norm") == OpClass::normalisation);

@@ -33,14 +33,25 @@ struct HostSpec {
 /// The arithmetic a kernel runs in; each has its own peak rate.
 enum class MathPrecision : uint8_t { f64, f32, bf16 };
 
-/// The kinds of kernel whose efficiency a sim device models apart.
-enum class OpClass : uint8_t { matmul, attention, conv, normalisation, elementwise, optimizer };
-inline constexpr int kOpClasses = 6;  ///< how many OpClass values there are
-/// "matmul", "attention", "conv", "normalisation", "element-wise", "optimizer"
+/// The kinds of kernel whose efficiency a sim device models apart. Attention's backward is a
+/// class of its own: per FLOP of the standard count, its forward (softmax's exponentials
+/// between two products) runs at half the rate of its backward on a CPU.
+enum class OpClass : uint8_t {
+  matmul,
+  attention,
+  conv,
+  normalisation,
+  elementwise,
+  optimizer,
+  attention_backward,
+};
+inline constexpr int kOpClasses = 7;  ///< how many OpClass values there are
+/// "matmul", "attention", "conv", "normalisation", "element-wise", "optimizer",
+/// "attention-backward"
 std::string_view op_class_name(OpClass c);
-/// The class of the op named `name`, by its name: attention, conv*, matmul and linear, *norm*,
-/// adam* and sgd* (the optimizer's updates), and element-wise for the rest (copies, softmax,
-/// reductions, fused element-wise kernels).
+/// The class of the op named `name`, by its name: *attention*_backward, attention, conv*, matmul
+/// and linear, *norm*, adam* and sgd* (the optimizer's updates), and element-wise for the rest
+/// (copies, softmax, reductions, fused element-wise kernels).
 OpClass op_class(std::string_view name);
 
 /// How near one class of kernels comes to the device's peaks: a kernel of W FLOPs moving B
@@ -70,7 +81,7 @@ struct SimSpec {
   LinkSpec network;                               ///< between nodes (Topology::nodes)
   HostSpec host = {};  ///< the host's arithmetic (a spec file may leave it out: untimed)
   /// Per OpClass, how near its kernels come to the peaks (a spec file may leave it out: every
-  /// kernel at the peaks).
+  /// kernel at the peaks; one without attention-backward gives it attention's).
   std::array<KernelEfficiency, kOpClasses> efficiency = {};
 
   double peak_flops(MathPrecision p) const;  ///< the peak FLOP/s of `p`
