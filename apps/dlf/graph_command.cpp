@@ -63,7 +63,7 @@ CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
     if (b.kind == graph::BufferKind::external && counted.insert(b.storage.get()).second)
       m.optimizer_state += int64_t(b.storage->nbytes());
   }
-  for (const Tensor& p : c.params) p.set_grad({});
+  for (const Tensor& p : c.params) p.set_grad({});  // the last arena gone before the peak resets
   Allocator& allocator = allocator_for(c.params.front().device());
   allocator.reset_peak();
   c.run();

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 
+#include <dlf/json_line.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 
@@ -64,12 +65,10 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
 // its memory planned as graph mode does.
 void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   DLF_CHECK(dp == 1 && c.tp == 1 && c.pp == 1,
-            "dlf plan --compile: plans one device, as dlf "
-            "train --compile runs on one (got dp ",
-            dp, " x tp ", c.tp, " x pp ", c.pp, ")");
+            "dlf plan --compile: plans one device, as dlf train --compile runs on one (got dp ", dp,
+            " x tp ", c.tp, " x pp ", c.pp, ")");
   DLF_CHECK(c.layers == 0,
-            "dlf plan --compile: plans a named model (--model), not one by its "
-            "dimensions");
+            "dlf plan --compile: plans a named model (--model), not one by its dimensions");
   DLF_CHECK(c.recompute == "none" && c.zero <= 1 && c.offload == "none",
             "dlf plan --compile: graph mode rematerialises on its own and runs without ZeRO or "
             "offload; leave out --recompute, --zero (or give 1) and --offload");
@@ -88,14 +87,22 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   const int64_t capacity = device.spec.memory_bytes;
   const bool fits = capacity == 0 || m.planned_peak() <= capacity;
   if (c.json) {
-    std::printf(
-        "{\"model\":\"%s\",\"device\":\"%s\",\"compiled\":true,\"batch\":%lld,"
-        "\"seq\":%lld,\"nodes\":%zu,\"peak_bytes\":%lld,\"parameters_bytes\":%lld,"
-        "\"optimizer_state_bytes\":%lld,\"batch_bytes\":%lld,\"arena_bytes\":%lld,"
-        "\"capacity_bytes\":%lld,\"fits\":%s}\n",
-        c.model.c_str(), device.spec.name.c_str(), (long long)m.batch, (long long)m.seq, m.nodes,
-        (long long)m.planned_peak(), (long long)m.parameters, (long long)m.optimizer_state,
-        (long long)m.batch_bytes, (long long)m.arena, (long long)capacity, fits ? "true" : "false");
+    std::printf("%s\n", JsonLine()
+                            .add("model", c.model)
+                            .add("device", device.spec.name)
+                            .add("compiled", true)
+                            .add("batch", m.batch)
+                            .add("seq", m.seq)
+                            .add("nodes", int64_t(m.nodes))
+                            .add("peak_bytes", m.planned_peak())
+                            .add("parameters_bytes", m.parameters)
+                            .add("optimizer_state_bytes", m.optimizer_state)
+                            .add("batch_bytes", m.batch_bytes)
+                            .add("arena_bytes", m.arena)
+                            .add("capacity_bytes", capacity)
+                            .add("fits", fits)
+                            .str()
+                            .c_str());
     return;
   }
   std::printf(
