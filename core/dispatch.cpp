@@ -257,18 +257,18 @@ void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<T
   } else {
     DepthGuard depth;
     const Device device = outputs.empty() ? inputs[0].device() : outputs[0].device();
-    const bool traced_cpu =
-        device.type == DeviceType::cpu && dispatch_depth == 1 && !abstract && trace::enabled();
+    const bool traced_cpu = device.type == DeviceType::cpu && dispatch_depth == 1 && !abstract &&
+                            !op.collective && trace::enabled();
     const double began = traced_cpu ? trace::now() : 0;
-    if (device.has_data() && !abstract) {
+    if ((device.has_data() || op.collective) && !abstract) {
       detail::acquire_kernel_slot();
       detail::apply_num_threads();
       op.kernel(inputs, attrs, outputs);
     }
     if (op.inplace >= 0) outputs[0].storage()->bump_version();
     for (int i : op.also_writes) inputs[size_t(i)].storage()->bump_version();
-    if (dispatch_depth == 1 && !abstract && !charge_host_copy(device, op, inputs, outputs) &&
-        device.type != DeviceType::cpu)
+    if (dispatch_depth == 1 && !abstract && !op.collective &&
+        !charge_host_copy(device, op, inputs, outputs) && device.type != DeviceType::cpu)
       charge_simulated(device, op, inputs, attrs, outputs);
     if (traced_cpu) trace_cpu(device, op, inputs, attrs, outputs, began);
   }

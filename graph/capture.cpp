@@ -129,6 +129,15 @@ class Recorder final : public DispatchObserver {
         same_view(g_.values[it->second.value], t))
       return it->second.value;
     const int b = buffer_of(t);
+    // A tensor made outside dispatch over a buffer the step wrote (a detach(), an autograd
+    // function's identity output) is the latest value of that view: the same SSA value, so
+    // passes see the producer it reads.
+    if (g_.buffers[b].kind != BufferKind::external && g_.buffers[b].kind != BufferKind::argument) {
+      for (int v = int(g_.values.size()); v-- > 0;) {
+        if (g_.values[v].buffer == b && g_.values[v].producer >= 0 && same_view(g_.values[v], t))
+          return v;
+      }
+    }
     if (g_.buffers[b].kind == BufferKind::external) {
       DLF_CHECK(!t.requires_grad() || !t.grad().defined(), "graph capture: a parameter ",
                 shape_str(t.shape()),

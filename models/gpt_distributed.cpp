@@ -27,12 +27,16 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   model_->to(mesh.tp().device());
   model_->load_shard(whole);
   if (options.compile) {
-    DLF_CHECK(mesh.layout().devices() == 1 && options.micro_batches == 1,
-              "a compiled GPT step runs on one device, one micro-batch: the collectives and the "
-              "pipeline schedule are not captured yet");
+    DLF_CHECK(mesh.layout().pp == 1 && options.micro_batches == 1 && options.zero == 0,
+              "a compiled GPT step runs data- and tensor-parallel (no pp or ZeRO), one "
+              "micro-batch a replica: the pipeline schedule and sharded optimizers are not "
+              "captured yet");
+    // The collectives are ops of the step: tensor parallelism's in forward and backward, DDP's
+    // bucket by bucket as backward finishes them.
     compiled_.emplace(graph::backward_step(
         [this](const std::vector<Tensor>& batch) { return model_->loss(batch[0], batch[1]); },
         [this] {
+          if (ddp_) ddp_->synchronize();
           if (after_backward_) after_backward_();
         }));
   }
@@ -96,7 +100,9 @@ double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) 
 double DistributedGPT::forward_backward(const Tensor& x, const Tensor& y) {
   if (compiled_) {
     const Device device = mesh_.tp().device();
-    return (*compiled_)({x.to(device), y.to(device)})[0].item<double>();
+    Tensor loss = (*compiled_)({x.to(device), y.to(device)})[0].reshape({1}).to(DType::f64);
+    mesh_.dp().allreduce(loss, parallel::ReduceOp::avg);  // the replicas' average, as run()'s
+    return loss.item<double>();
   }
   const double loss = run(x, y, false);
   if (ddp_) ddp_->synchronize();

@@ -55,9 +55,11 @@ CommTotals comm_totals(Device device) {
   return it == r.by_device.end() ? CommTotals{} : it->second;
 }
 
-void Communicator::wait(const Work& work) const {
-  if (device().type != DeviceType::cpu)
-    sim::timeline(device()).wait(sim::Stream::compute, work.done);
+void Communicator::wait(const Work& work) {
+  if (device().type == DeviceType::cpu) return;
+  const double before = detail::compute_time(device());
+  sim::timeline(device()).wait(sim::Stream::compute, work.done);
+  seconds_.exposed += detail::compute_time(device()) - before;
 }
 
 namespace detail {

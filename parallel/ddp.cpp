@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <optional>
 
-#include "parallel/collective_clock.h"
-
 namespace dlf::parallel {
 
 struct DistributedDataParallel::Reducer {
@@ -27,9 +25,7 @@ struct DistributedDataParallel::Reducer {
   bool reduce_in_bf16 = false;
   std::optional<Device> gradients_to;  // offload_gradients()
   std::vector<Bucket> buckets;
-  std::vector<Work> works;
-  double step_comm_seconds = 0;                  // reductions started in this backward
-  double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
+  std::vector<Tensor> reducing;  // the reductions under way, waited for in synchronize()
 
   // Flattens the bucket's gradients, starts their average, and points each gradient at its
   // part of the (soon reduced) flat buffer.
@@ -52,17 +48,17 @@ struct DistributedDataParallel::Reducer {
       if (reduce_in_bf16) buffer = buffer.to(DType::bf16);
     }
     b.launched = true;
-    Work work;
     if (shard_gradients) {
       MemoryScope scope(MemoryCategory::gradients);
-      b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg, &work);  // bf16: see below
+      Work async;
+      b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg, &async);  // bf16: see below
+      reducing.push_back(b.gradient_part);
       for (Tensor& p : b.params) p.set_grad(Tensor());
       if (gradients_to && !b.own) b.gradient_part = b.gradient_part.to(*gradients_to);
     } else {
-      work = comm->allreduce(buffer, ReduceOp::avg, /*async=*/true);
+      comm->allreduce(buffer, ReduceOp::avg, /*async=*/true);
+      reducing.push_back(buffer);
     }
-    works.push_back(work);
-    step_comm_seconds += work.done.time - work.start.time;
     if (shard_gradients) return;
     if (reduce_in_bf16) {
       b.wire = buffer;  // the gradients take the average once it has arrived (synchronize)
@@ -145,15 +141,8 @@ void DistributedDataParallel::synchronize() {
   for (Reducer::Bucket& b : r.buckets) {
     if (!b.launched) r.launch(b);
   }
-  const double before = detail::compute_time(r.comm->device());
-  double done = before;
-  for (const Work& w : r.works) {
-    r.comm->wait(w);
-    done = std::max(done, w.done.time);
-  }
-  r.exposed_seconds = done - before;
-  r.comm_seconds = r.step_comm_seconds;
-  r.step_comm_seconds = 0;
+  for (const Tensor& t : r.reducing) r.comm->wait_for(t);
+  r.reducing.clear();
   for (Reducer::Bucket& b : r.buckets) {
     const DType dtype = b.params.front().dtype();
     if (b.gradient_part.defined() && b.gradient_part.dtype() != dtype) {  // arrived in bf16
@@ -169,7 +158,6 @@ void DistributedDataParallel::synchronize() {
     b.pending = static_cast<int>(b.params.size()) * r.backward_passes;
     b.launched = false;
   }
-  r.works.clear();
 }
 
 int DistributedDataParallel::num_buckets() const {
@@ -228,8 +216,5 @@ void DistributedDataParallel::publish_updates(const std::vector<OwnedPiece>& min
     }
   }
 }
-
-double DistributedDataParallel::comm_seconds() const { return reducer_->comm_seconds; }
-double DistributedDataParallel::exposed_comm_seconds() const { return reducer_->exposed_seconds; }
 
 }  // namespace dlf::parallel

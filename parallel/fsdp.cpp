@@ -9,8 +9,6 @@
 #include <set>
 #include <utility>
 
-#include "parallel/collective_clock.h"
-
 namespace dlf::parallel {
 
 struct FullyShardedDataParallel::State {
@@ -32,15 +30,6 @@ struct FullyShardedDataParallel::State {
   std::vector<size_t> roots;           // units of what no block holds: gathered by unshard()
   std::optional<Device> gradients_to;  // offload_gradients()
   std::vector<Work> reducing;          // this backward's reduce-scatters
-  double step_comm_seconds = 0, step_exposed_seconds = 0;
-  double comm_seconds = 0, exposed_seconds = 0;  // of the last synchronize()
-
-  // The compute stream waits for `work`; what it waited is exposed communication.
-  void wait(const Work& work) {
-    const double before = detail::compute_time(comm->device());
-    comm->wait(work);
-    step_exposed_seconds += detail::compute_time(comm->device()) - before;
-  }
 
   // The unit's parameters flattened, padded to a multiple of the ranks.
   Tensor flatten(const Unit& u, bool gradients) const {
@@ -70,7 +59,6 @@ struct FullyShardedDataParallel::State {
     }
     const Tensor all = comm->allgather(shard, &work);
     u.arriving = work;
-    step_comm_seconds += work.done.time - work.start.time;
     int64_t at = 0;
     for (const Tensor& p : u.params) {
       // The values autograd saved, put back without a new version.
@@ -87,7 +75,7 @@ struct FullyShardedDataParallel::State {
   // The unit's whole parameters, now: gathered, or waited for if a prefetch started them.
   void use(Unit& u) {
     start_gather(u);
-    if (u.arriving) wait(*u.arriving);
+    if (u.arriving) comm->wait(*u.arriving);
     u.arriving.reset();
   }
 
@@ -136,7 +124,6 @@ struct FullyShardedDataParallel::State {
     u.gradient_part = comm->reduce_scatter(flat, ReduceOp::avg, &work);
     if (gradients_to && !u.own) u.gradient_part = u.gradient_part.to(*gradients_to);
     reducing.push_back(work);
-    step_comm_seconds += work.done.time - work.start.time;
     u.pending = -1;  // reduced in this step
   }
 
@@ -253,7 +240,7 @@ void FullyShardedDataParallel::synchronize() {
     }
     u.pending = int(u.params.size()) * s.options.backward_passes;
   }
-  for (const Work& w : s.reducing) s.wait(w);
+  for (const Work& w : s.reducing) s.comm->wait(w);
   s.reducing.clear();
   for (State::Unit& u : s.units) {
     const DType dtype = u.params.front().dtype();
@@ -263,13 +250,7 @@ void FullyShardedDataParallel::synchronize() {
       u.gradient_part = u.gradient_part.to(dtype);
     }
   }
-  s.comm_seconds = std::exchange(s.step_comm_seconds, 0);
-  s.exposed_seconds = std::exchange(s.step_exposed_seconds, 0);
 }
-
-double FullyShardedDataParallel::comm_seconds() const { return state_->comm_seconds; }
-
-double FullyShardedDataParallel::exposed_comm_seconds() const { return state_->exposed_seconds; }
 
 void FullyShardedDataParallel::unshard() {
   State& s = *state_;

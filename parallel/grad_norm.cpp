@@ -1,5 +1,6 @@
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
+#include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/optim.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/grad_norm.h>
@@ -19,13 +20,31 @@ NormScope norm_scope_of(const nn::NamedTensors& named,
           .groups = std::move(groups)};
 }
 
-double counted_squares(const std::vector<Tensor>& params, const NormScope& scope) {
-  autograd::NoGradGuard no_grad;
+namespace {
+std::vector<Tensor> counted_gradients(const std::vector<Tensor>& params, const NormScope& scope) {
   std::vector<Tensor> counted;
   for (const Tensor& p : params) {
     if (p.grad().defined() && (!scope.counts || scope.counts(p))) counted.push_back(p.grad());
   }
+  return counted;
+}
+}  // namespace
+
+double counted_squares(const std::vector<Tensor>& params, const NormScope& scope) {
+  autograd::NoGradGuard no_grad;
+  const std::vector<Tensor> counted = counted_gradients(params, scope);
   return counted.empty() ? 0 : sum_squares(counted).item<double>();
+}
+
+Tensor global_norm_on_device(const std::vector<Tensor>& params, const NormScope& scope) {
+  autograd::NoGradGuard no_grad;
+  const std::vector<Tensor> counted = counted_gradients(params, scope);
+  const Device device =
+      scope.groups.empty() ? params.front().device() : scope.groups.front()->device();
+  Tensor total = counted.empty() ? zeros({1}, {.dtype = DType::f64, .device = device})
+                                 : sum_squares(counted).reshape({1}).clone();
+  for (Communicator* group : scope.groups) group->allreduce(total);
+  return sqrt(total).reshape({});
 }
 
 double add_over_groups(double squares, const NormScope& scope) {

@@ -114,8 +114,7 @@ class InProcessCommunicator final : public Communicator {
   const std::string& name() const override { return name_; }
   Device device() const override { return group_->devices[rank_]; }
 
-  Work allreduce(Tensor& t, ReduceOp op, bool async) override {
-    check_reducible(t.dtype(), op, name_);
+  Work run_allreduce(Tensor& t, ReduceOp op, bool async) override {
     const double start = publish(t, "allreduce");
     const int64_t n = t.numel(), parts = size();
     const int64_t lo = n * rank_ / parts, hi = n * (rank_ + 1) / parts;
@@ -141,9 +140,8 @@ class InProcessCommunicator final : public Communicator {
     return run(Collective::allreduce, t.nbytes(), start, async);
   }
 
-  Tensor allgather(const Tensor& t, Work* async) override {
+  Work run_allgather(const Tensor& t, Tensor& out, bool async) override {
     const double start = publish(t, "allgather");
-    Tensor out = Tensor::empty(gathered_shape(t.shape(), size(), name_), t.dtype(), t.device());
     if (has_data(t)) {
       for (int r = 0; r < size(); ++r) {
         std::memcpy(static_cast<std::byte*>(out.raw_data()) + r * t.nbytes(), group_->slots[r].in,
@@ -151,22 +149,17 @@ class InProcessCommunicator final : public Communicator {
       }
     }
     peers_done_reading("allgather", out.nbytes());
-    hand_over(run(Collective::allgather, out.nbytes(), start, async != nullptr), async);
-    return out;
+    return run(Collective::allgather, out.nbytes(), start, async);
   }
 
-  Tensor reduce_scatter(const Tensor& t, ReduceOp op, Work* async) override {
-    check_reducible(t.dtype(), op, name_);
-    const Shape shape = scattered_shape(t.shape(), size(), name_);
+  Work run_reduce_scatter(const Tensor& t, Tensor& out, ReduceOp op, bool async) override {
     const double start = publish(t, "reduce_scatter");
-    Tensor out = Tensor::empty(shape, t.dtype(), t.device());
     if (has_data(t)) {
       const int64_t part = out.numel();
       reduce_range(inputs(), out.raw_data(), part * rank_, part * (rank_ + 1), t.dtype(), op);
     }
     peers_done_reading("reduce_scatter", t.nbytes());
-    hand_over(run(Collective::reduce_scatter, t.nbytes(), start, async != nullptr), async);
-    return out;
+    return run(Collective::reduce_scatter, t.nbytes(), start, async);
   }
 
   void broadcast(Tensor& t, int root) override {

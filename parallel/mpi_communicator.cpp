@@ -189,9 +189,8 @@ class MpiCommunicator final : public Communicator {
   const std::string& name() const override { return name_; }
   Device device() const override { return device_; }
 
-  Work allreduce(Tensor& t, ReduceOp op, bool async) override {
+  Work run_allreduce(Tensor& t, ReduceOp op, bool async) override {
     const double start = agree(t, "allreduce");
-    detail::check_reducible(t.dtype(), op, name_);
     if (has_data(t)) {
       // Reduce-scatter, then allgather: rank r reduces part r of every rank's buffer into part
       // r of its own, then gathers the other reduced parts from their owners.
@@ -210,10 +209,8 @@ class MpiCommunicator final : public Communicator {
     return run(Collective::allreduce, t.nbytes(), start, async);
   }
 
-  Tensor allgather(const Tensor& t, Work* async) override {
+  Work run_allgather(const Tensor& t, Tensor& out, bool async) override {
     const double start = agree(t, "allgather");
-    Tensor out =
-        Tensor::empty(detail::gathered_shape(t.shape(), size_, name_), t.dtype(), t.device());
     if (has_data(t)) {
       const size_t bytes = size_t(count(t.nbytes(), name_));
       auto* base = static_cast<std::byte*>(out.raw_data());
@@ -224,18 +221,13 @@ class MpiCommunicator final : public Communicator {
       for (int r = 0; r < size_; ++r) recv.emplace_back(base + size_t(r) * bytes, bytes);
       transfer(send, recv, kDataTag, "allgather", double(out.nbytes()));
     }
-    detail::hand_over(run(Collective::allgather, out.nbytes(), start, async != nullptr), async);
-    return out;
+    return run(Collective::allgather, out.nbytes(), start, async);
   }
 
-  Tensor reduce_scatter(const Tensor& t, ReduceOp op, Work* async) override {
+  Work run_reduce_scatter(const Tensor& t, Tensor& out, ReduceOp op, bool async) override {
     const double start = agree(t, "reduce_scatter");
-    detail::check_reducible(t.dtype(), op, name_);
-    Tensor out =
-        Tensor::empty(detail::scattered_shape(t.shape(), size_, name_), t.dtype(), t.device());
     if (has_data(t)) reduce_own_part(t, parts_of(t), out.raw_data(), op);
-    detail::hand_over(run(Collective::reduce_scatter, t.nbytes(), start, async != nullptr), async);
-    return out;
+    return run(Collective::reduce_scatter, t.nbytes(), start, async);
   }
 
   void broadcast(Tensor& t, int root) override {

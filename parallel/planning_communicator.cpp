@@ -17,24 +17,22 @@ void PlanningCommunicator::check(const Tensor& t, const char* what) const {
             ", not on the group's ", device_.str());
 }
 
-Work PlanningCommunicator::allreduce(Tensor& t, ReduceOp, bool) {
+Work PlanningCommunicator::run_allreduce(Tensor& t, ReduceOp, bool) {
   check(t, "allreduce");
   collectives_.push_back({sim::Collective::allreduce, double(t.nbytes())});
   return {};
 }
 
-Tensor PlanningCommunicator::allgather(const Tensor& t, Work*) {
+Work PlanningCommunicator::run_allgather(const Tensor& t, Tensor& out, bool) {
   check(t, "allgather");
-  Tensor out = Tensor::empty(detail::gathered_shape(t.shape(), size_, name_), t.dtype(), device_);
   collectives_.push_back({sim::Collective::allgather, double(out.nbytes())});
-  return out;
+  return {};
 }
 
-Tensor PlanningCommunicator::reduce_scatter(const Tensor& t, ReduceOp, Work*) {
+Work PlanningCommunicator::run_reduce_scatter(const Tensor& t, Tensor&, ReduceOp, bool) {
   check(t, "reduce_scatter");
-  const Shape shape = detail::scattered_shape(t.shape(), size_, name_);
   collectives_.push_back({sim::Collective::reduce_scatter, double(t.nbytes())});
-  return Tensor::empty(shape, t.dtype(), device_);
+  return {};
 }
 
 void PlanningCommunicator::broadcast(Tensor& t, int) {

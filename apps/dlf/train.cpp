@@ -27,6 +27,7 @@
 #include <dlf/nn/checkpoint.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
+#include <dlf/parallel/grad_norm.h>
 #include <dlf/parallel/launch.h>
 #include <dlf/parallel/mpi.h>
 #include <dlf/parallel/zero.h>
@@ -104,8 +105,8 @@ struct Job {
 };
 
 // A step on the simulated devices, the worst over the ranks.
-// comm_seconds and exposed_comm_seconds are the data-parallel wrapper's (its gradient
-// reduction; ZeRO-3's gathers too); comm_bytes are what the rank sent in every collective.
+// comm_seconds and exposed_comm_seconds are the data-parallel group's collectives' (the gradient
+// reduction; ZeRO's gathers too); comm_bytes are what the rank sent in every collective.
 struct SimStep {
   double seconds = 0, comm_seconds = 0, exposed_comm_seconds = 0, peak_bytes = 0, comm_bytes = 0;
 };
@@ -275,11 +276,10 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
 
   if (update_in_graph) {
     opt.init_state();  // after a checkpoint's, whose tensors the graph then updates
-    DLF_CHECK(std::all_of(norm_scope.groups.begin(), norm_scope.groups.end(),
-                          [](const parallel::Communicator* c) { return c->size() == 1; }),
-              "--compile: a step whose gradient norm adds over ranks");
     task->set_after_backward([&] {
-      const Tensor norm = nn::optim::clip_and_update(opt, tensors, run.grad_clip);
+      const Tensor norm = nn::optim::clip_and_update(
+          opt, tensors, run.grad_clip,
+          [&](const auto& ps) { return parallel::global_norm_on_device(ps, norm_scope); });
       if (norm.defined()) norm_out.copy_(norm);  // else no gradient: the norm stays 0
     });
   }
@@ -400,6 +400,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     if (run_report) run_report->begin_step(step);
     const auto start = std::chrono::steady_clock::now();
     double sim_start = 0, comm_bytes_before = 0;
+    const parallel::CommSeconds dp_before = mesh.dp().seconds();
     if (simulated) {
       sim_start = sim::timeline(device).now();
       comm_bytes_before = parallel::comm_totals(device).bytes_sent;
@@ -430,10 +431,9 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     schedule.step();
     SimStep sim_step;
     if (simulated) {
-      const parallel::ShardedParameters* dp = task->shards();
-      sim_step = {sim::timeline(device).now() - sim_start, dp ? dp->comm_seconds() : 0,
-                  dp ? dp->exposed_comm_seconds() : 0,
-                  double(allocator_for(device).stats().peak_bytes),
+      const parallel::CommSeconds dp = mesh.dp().seconds();
+      sim_step = {sim::timeline(device).now() - sim_start, dp.busy - dp_before.busy,
+                  dp.exposed - dp_before.exposed, double(allocator_for(device).stats().peak_bytes),
                   parallel::comm_totals(device).bytes_sent - comm_bytes_before};
       my_peak = std::max(my_peak, sim_step.peak_bytes);
       if (world.size() > 1) sim_step = worst_over_ranks(world, sim_step);
@@ -572,8 +572,10 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
       return a.options.layout.dp > b.options.layout.dp;
     });
   }
+  // --compile captures no pipeline schedule yet
+  auto compiles = [&](const models::Plan& p) { return !o.compile || p.options.layout.pp == 1; };
   const auto chosen = std::find_if(plans.begin(), plans.end(), [&](const models::Plan& p) {
-    return host_fits(p) && (cpu || p.fits);
+    return host_fits(p) && (cpu || p.fits) && compiles(p);
   });
   if (print) {
     if (cpu) {
@@ -592,6 +594,7 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
       std::string notes;
       if (!cpu && !p.fits) notes += "  does not fit the device";
       if (!host_fits(p)) notes += "  does not fit the host";
+      if (!compiles(p)) notes += "  a pipeline: not compiled";
       if (&p == &*chosen) notes += "  <- chosen";
       std::fprintf(stderr, "  dp %d x tp %d x pp %d  %9.2f ms  %10s  %10s%s\n", l.dp, l.tp, l.pp,
                    p.step_s * 1e3, format_bytes(double(p.worst.peak_bytes)).c_str(),
@@ -607,7 +610,9 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
                                                     " devices (at best, as " +
                                                     layout_text(least->options.layout) + ")");
     DLF_CHECK(false, o.run.model, " does not fit ", devices, " devices of ", spec.name,
-              " in any dp x tp x pp layout: use more devices or a smaller --batch");
+              " in any dp x tp x pp layout",
+              o.compile ? " without pipeline stages (--compile captures none)" : "",
+              ": use more devices or a smaller --batch");
   }
   return chosen->options.layout;
 }
@@ -647,10 +652,9 @@ double run_train(TrainOptions o) {
     DLF_CHECK(o.trace.empty(), "--trace is not supported under mpirun yet: trace one process");
     ranks = parallel::mpi_world_size();
   }
-  DLF_CHECK(!o.compile || ranks == 1,
-            "--compile runs on one device for now: the collectives of data, tensor and pipeline "
-            "parallelism are not captured yet (got ",
-            ranks, " ranks)");
+  DLF_CHECK(!o.compile || o.zero == 0,
+            "--compile captures no ZeRO yet: its sharded update runs outside a graph (got --zero ",
+            o.zero, ")");
   const DeviceArg device = parse_device_arg(o.device, ranks);
   const std::vector<Device> devices = setup_devices(ranks, device);
   DLF_CHECK(devices[0].type != DeviceType::meta,
@@ -660,7 +664,11 @@ double run_train(TrainOptions o) {
   const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
-  offload_flag(o.offload, o.zero);                 // a valid combination
+  offload_flag(o.offload, o.zero);  // a valid combination
+  DLF_CHECK(!o.compile || layout.pp == 1,
+            "--compile captures the collectives of data and tensor parallelism, not yet the "
+            "pipeline schedule (got pp ",
+            layout.pp, ")");
   if (o.profile && !o.profile->compare.empty()) {  // refused before the run, not after it
     DLF_CHECK(device.type == DeviceType::cpu, "--compare puts a sim device's predictions beside ",
               "a measured run: profile on --device cpu");

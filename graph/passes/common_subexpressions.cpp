@@ -53,7 +53,8 @@ int eliminate_common_subexpressions(Graph& g) {
   for (Node& node : g.nodes) {
     for (int& v : node.inputs)
       if (v >= 0) v = replace[v];
-    const bool pure = node.op->inplace < 0 && node.op->also_writes.empty() && !node.op->redraw;
+    const bool pure = node.op->inplace < 0 && node.op->also_writes.empty() && !node.op->redraw &&
+                      !node.op->collective;
     bool mergeable = pure;
     for (int v : node.outputs) mergeable = mergeable && !escapes[v];
     if (mergeable) {

@@ -13,7 +13,8 @@ int fold_constants(Graph& g) {
   const std::vector<bool> written_in_place = g.buffers_written_in_place();
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
-    bool pure = node.op->inplace < 0 && node.op->also_writes.empty() && !node.op->redraw;
+    bool pure = node.op->inplace < 0 && node.op->also_writes.empty() && !node.op->redraw &&
+                !node.op->collective;
     for (int v : node.inputs) pure = pure && (v < 0 || constant[v]);
     for (int v : node.outputs) {
       const Buffer& b = g.buffers[g.values[v].buffer];

@@ -47,7 +47,8 @@ struct Group {
 
 // Autograd keeps what backward reads as tensors of their own, which capture records as values
 // of the same buffer without a producer: each such value that views a node's output as the node
-// made it stands for that output.
+// made it stands for that output (a node that made the buffer: not one writing in place bytes
+// that existed before it, as the optimizer's update writes a parameter read earlier).
 std::vector<int> canonical_values(const Graph& g) {
   const std::vector<int> first = g.buffer_first_def();
   std::vector<int> canon(g.values.size());
@@ -55,7 +56,9 @@ std::vector<int> canonical_values(const Graph& g) {
     canon[v] = int(v);
     const Value& value = g.values[v];
     const int p = first[value.buffer];
-    if (value.producer >= 0 || p < 0 || g.nodes[p].outputs.size() != 1) continue;
+    if (value.producer >= 0 || p < 0 || g.nodes[p].outputs.size() != 1 ||
+        g.nodes[p].op->inplace >= 0)
+      continue;
     const int made = g.nodes[p].outputs[0];
     const Value& m = g.values[made];
     if (m.buffer == value.buffer && m.shape == value.shape && m.strides == value.strides &&

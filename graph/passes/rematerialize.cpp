@@ -16,7 +16,8 @@ constexpr int kGap = 16;  // nodes between two reads that make the later one "la
 
 // Whether recomputing `node` costs little next to the bytes it moves.
 bool cheap(const Graph& g, const Node& node) {
-  if (node.op->view || node.op->inplace >= 0 || node.op->redraw || node.outputs.empty())
+  if (node.op->view || node.op->inplace >= 0 || node.op->redraw || node.op->collective ||
+      node.outputs.empty())
     return false;
   std::vector<Tensor> in, out;
   for (int v : node.inputs) in.push_back(v >= 0 ? meta_of(g.values[v]) : Tensor());

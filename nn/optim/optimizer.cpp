@@ -323,11 +323,17 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   return total;
 }
 
-Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_norm) {
+Tensor grad_norm_on_device(const std::vector<Tensor>& params) {
   autograd::NoGradGuard no_grad;
   const std::vector<Tensor> grads = gradients_of(params);
-  if (grads.empty()) return {};
-  const Tensor norm = sqrt(sum_squares(grads));
+  return grads.empty() ? Tensor() : sqrt(sum_squares(grads));
+}
+
+Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_norm,
+                                const NormFn& norm_of) {
+  autograd::NoGradGuard no_grad;
+  const Tensor norm = norm_of(params);
+  if (!norm.defined()) return {};
   // scale_gradients' factor, in the same f64 steps, where it scales (the norm above max_norm);
   // else 1.
   const auto scalar = [&](double v) {
@@ -342,7 +348,8 @@ Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_no
   return norm;
 }
 
-Tensor clip_and_update(Optimizer& opt, const std::vector<Tensor>& params, double max_norm) {
+Tensor clip_and_update(Optimizer& opt, const std::vector<Tensor>& params, double max_norm,
+                       const NormFn& norm_of) {
   DLF_CHECK(opt.capturable(),
             "clip_and_update: the optimizer reads its learning rate on the "
             "host (not capturable): step it after the captured step");
@@ -350,7 +357,7 @@ Tensor clip_and_update(Optimizer& opt, const std::vector<Tensor>& params, double
             "clip_and_update: a parameter has no optimizer state yet; call init_state() before "
             "the step is captured, or the graph would make the state afresh at every run");
   AutocastGuard full_precision(std::nullopt);
-  Tensor norm = clip_grad_norm_on_device(params, max_norm);
+  Tensor norm = clip_grad_norm_on_device(params, max_norm, norm_of);
   opt.update();
   return norm;
 }

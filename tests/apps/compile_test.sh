@@ -28,7 +28,36 @@ for extra in "--device sim" "--precision bf16"; do
     fail "train $extra --compile: $(cat "$tmp/log")"
   same_losses "$tmp/e.jsonl" "$tmp/c.jsonl" || fail "$extra: compiled losses differ"
 done
-expect_error 1 train --compile --devices 2 --steps 2
+# data-parallel over two cpu devices: DDP's reductions are ops of the captured step; the same
+# losses as eager over the same two devices (GPT's own task and a replica task: unet-tiny)
+for model in gpt-nano unet-tiny; do
+  for mode in eager compile; do
+    flag=$([ $mode = compile ] && echo --compile)
+    "$dlf" --threads 2 train --model $model --batch 4 --steps 3 --devices 2 --device cpu \
+      --bucket-mb 1 $flag --metrics "$tmp/dp.$model.$mode.jsonl" 2>"$tmp/log" ||
+      fail "$model --devices 2 $mode: $(cat "$tmp/log")"
+  done
+  [ -n "$(losses "$tmp/dp.$model.eager.jsonl")" ] &&
+    same_losses "$tmp/dp.$model.eager.jsonl" "$tmp/dp.$model.compile.jsonl" ||
+    fail "$model --devices 2: compiled losses $(losses "$tmp/dp.$model.compile.jsonl" | tr '\n' ' ') differ from eager's $(losses "$tmp/dp.$model.eager.jsonl" | tr '\n' ' ')"
+done
+# tensor-parallel: its collectives in forward and backward, the gradient norm summed over
+# the tp group on the device
+train --steps 3 --tp 2 --device cpu --metrics "$tmp/tp.e.jsonl" 2>/dev/null || fail "train --tp 2"
+train --steps 3 --tp 2 --device cpu --compile --metrics "$tmp/tp.c.jsonl" 2>"$tmp/log" ||
+  fail "train --tp 2 --compile: $(cat "$tmp/log")"
+same_losses "$tmp/tp.e.jsonl" "$tmp/tp.c.jsonl" || fail "--tp 2: compiled losses differ"
+paste <(norms "$tmp/tp.e.jsonl") <(norms "$tmp/tp.c.jsonl") |
+  while read -r a b; do close "$a" "$b" || exit 1; done || fail "--tp 2: compiled gradient norms differ"
+expect_error 1 train --compile --pp 2 --device cpu --steps 2
+expect_error 1 train --compile --devices 2 --zero 1 --device cpu --steps 2
+# two sim devices: the same losses, and the simulated step waits for its reductions as eager's
+# does (their reductions overlap backward in both)
+train --steps 3 --devices 2 --device sim --metrics "$tmp/sim2.e.jsonl" 2>/dev/null ||
+  fail "train --devices 2 --device sim"
+train --steps 3 --devices 2 --device sim --compile --metrics "$tmp/sim2.c.jsonl" 2>"$tmp/log" ||
+  fail "train --devices 2 --device sim --compile: $(cat "$tmp/log")"
+same_losses "$tmp/sim2.e.jsonl" "$tmp/sim2.c.jsonl" || fail "two sim devices: compiled losses differ"
 # a NaN step stops the run; the update ran in the graph, but the last checkpoint is intact
 err=$(train --steps 6 --lr 1e9 --compile --checkpoint "$tmp/nan" --save-every 1 2>&1 >/dev/null)
 code=$?

@@ -113,6 +113,27 @@ TEST_CASE("graph: a chain ends before an in-place write to bytes it read") {
   check_runs_as_eager(std::move(g), step, {randn({5}, {}, &gen), randn({5}, {}, &gen)});
 }
 
+TEST_CASE("graph: a chain reads a parameter as it was, not as an in-place update leaves it") {
+  // The product and sum read w; the update writes w after them (an optimizer's step): the
+  // fused chain takes w itself as an input, not what the update makes of it later.
+  Generator gen(24);
+  Tensor w = randn({5}, {}, &gen);
+  const Step step = [&](const std::vector<Tensor>& in) {
+    const Tensor y = in[0] * w + 1.0;
+    w.copy_(w + in[0]);
+    return std::vector<Tensor>{y};
+  };
+  const Tensor w0 = w.clone();
+  graph::Graph g = graph::capture(step, {randn({5}, {}, &gen)}).graph;
+  REQUIRE(graph::fuse_elementwise(g) == 1);
+  CHECK(op_names(g) == std::vector<std::string>{"[mul,add_scalar]", "add", "copy_"});
+  w.copy_(w0);
+  const Tensor x = randn({5}, {}, &gen);
+  const Tensor want = x * w0 + 1.0;
+  CHECK(relative_error(graph::Executable(std::move(g)).run({x})[0], want) < 1e-6);
+  CHECK(relative_error(w, w0 + x) < 1e-6);
+}
+
 TEST_CASE("graph: a fused loop walks a channels-last output in memory order, gathering the rest") {
   // x channels last [2, 8, 5, 5] scaled per channel ([8, 1, 1]) through SiLU; y a transposed
   // [30, 40] read along its columns.

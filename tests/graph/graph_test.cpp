@@ -51,6 +51,22 @@ TEST_CASE("graph: capture records each outermost op; CSE and DCE remove a repeat
   CHECK(values_of(exe.run({a2, b2})[0]) == values_of(step({a2, b2})[0]));
 }
 
+TEST_CASE("graph: a tensor made outside dispatch over a step's bytes is the value it views") {
+  // detach() (as an autograd function's identity output) makes a tensor without an op: it reads
+  // the exp, so dead-code elimination keeps the exp.
+  const auto step = [](const std::vector<Tensor>& in) {
+    const Tensor e = exp(in[0]);
+    return std::vector<Tensor>{e.detach() * 2.0};
+  };
+  Generator gen(31);
+  graph::Graph g = graph::capture(step, {randn({6}, {}, &gen)}).graph;
+  REQUIRE(op_names(g) == std::vector<std::string>{"exp", "mul_scalar"});
+  CHECK(g.nodes[1].inputs[0] == g.nodes[0].outputs[0]);
+  CHECK(graph::eliminate_dead_code(g) == 0);
+  const Tensor x = randn({6}, {}, &gen);
+  CHECK(values_of(graph::Executable(std::move(g)).run({x})[0]) == values_of(step({x})[0]));
+}
+
 TEST_CASE("graph: constant folding computes once what depends on no input of the step") {
   const auto step = [](const std::vector<Tensor>& in) {
     const Tensor freqs = exp(arange(8.0) * -0.5);  // arange, mul_scalar, exp: no input

@@ -378,11 +378,12 @@ TEST_CASE("DDP: buckets' allreduces overlap backward on the simulated clock") {
     model.to(world.device());
     parallel::DistributedDataParallel ddp(model, world, {.bucket_bytes = 32 << 10});
     Tensor x = data.x[0].narrow(0, 0, 6).to(world.device());
+    const parallel::CommSeconds before = world.seconds();
     Tensor loss = model.loss(x, data.y[0].narrow(0, 0, 6).to(world.device()));
     loss.backward();
     ddp.synchronize();
-    comm[world.rank()] = ddp.comm_seconds();
-    exposed[world.rank()] = ddp.exposed_comm_seconds();
+    comm[world.rank()] = world.seconds().busy - before.busy;
+    exposed[world.rank()] = world.seconds().exposed - before.exposed;
     buckets[world.rank()] = ddp.num_buckets();
   });
   // gpt-nano: 120,576 f32 parameters = 471 KiB, in buckets of >= 32 KiB (wte alone is 64 KiB).
@@ -440,9 +441,11 @@ SimStep sim_step(int zero, bool prefetch) {
     const sim::Timeline& clock = sim::timeline(world.device());
     double began = 0;
     parallel::CommTotals before;
+    parallel::CommSeconds group_before;
     for (int s = 0; s < 2; ++s) {
       began = clock.now();
       before = parallel::comm_totals(world.device());
+      group_before = world.seconds();
       opt.zero_grad();
       const int64_t rows = kBatch / n, r = world.rank();
       if (fsdp) fsdp->unshard();
@@ -462,7 +465,8 @@ SimStep sim_step(int zero, bool prefetch) {
     const double sent = parallel::comm_totals(world.device()).bytes_sent - before.bytes_sent;
     if (fsdp) fsdp->gather_whole();  // collective
     if (world.rank() != 0) return;
-    out = {seconds, dp->comm_seconds(), dp->exposed_comm_seconds(), sent, {}};
+    const parallel::CommSeconds group = world.seconds();
+    out = {seconds, group.busy - group_before.busy, group.exposed - group_before.exposed, sent, {}};
     for (auto& [name, t] : model.named_parameters()) out.params.emplace_back(name, t.to(kCPU));
   });
   return out;

@@ -99,6 +99,11 @@ struct OpDef {
   /// Inputs the op also writes, besides input `inplace` (adam_update_'s two moments): what a
   /// graph must know is written there.
   std::vector<int> also_writes = {};
+  /// A collective (parallel::Communicator's allreduce, ...): its kernel runs on every device,
+  /// meta included (it times the link there, moving no bytes), and charges its own clock —
+  /// the device's communication stream — so dispatch charges it no compute time. A graph never
+  /// drops, merges, folds or repeats one: its peers wait for it.
+  bool collective = false;
   /// For ops whose attrs hold state drawn from a random stream when dispatched (dropout's seed
   /// and offset): draws them afresh, as dispatching the op again would. Graph replay calls it.
   std::function<void(Inputs, Attrs&)> redraw = {};

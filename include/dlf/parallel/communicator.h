@@ -8,6 +8,8 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <dlf/core/tensor.h>
 #include <dlf/device/sim_device.h>
@@ -26,10 +28,28 @@ struct Work {
   ///@}
 };
 
+/// What a group's collectives (allreduce, allgather, reduce_scatter) have cost this rank on the
+/// simulated clock since the group was made (zero on the cpu device, which has no clock).
+struct CommSeconds {
+  double busy = 0;  ///< their spans on the communication stream
+  /// how far they held the compute stream back: a blocking collective's wait, and wait() or
+  /// wait_for() on an async one
+  double exposed = 0;
+};
+
 /// A group of ranks and its collectives (see above).
+///
+/// allreduce, allgather and reduce_scatter are ops: they pass through dispatch() (their kernel
+/// is the backend's transfer), so observers see them, graph capture records them between the
+/// step's other ops and a captured step replays them in their place. The backends implement
+/// the run_* functions.
 class Communicator {
  public:
-  virtual ~Communicator() = default;
+  Communicator();
+  virtual ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
   /// This rank's place in the group, 0 .. size() - 1.
   virtual int rank() const = 0;
   virtual int size() const = 0;  ///< ranks in the group
@@ -40,15 +60,14 @@ class Communicator {
 
   /// Reduces `t` (contiguous, same shape and dtype on every rank) in place. With `async` the
   /// compute stream does not wait for the result: call wait() before using it.
-  virtual Work allreduce(Tensor& t, ReduceOp op = ReduceOp::sum, bool async = false) = 0;
+  Work allreduce(Tensor& t, ReduceOp op = ReduceOp::sum, bool async = false);
   /// Every rank's `t` concatenated along dim 0, in rank order. Given `async`, the compute
   /// stream does not wait for it: *async is the Work to wait() for before using the result
   /// (the bytes are there at once; only the simulated clock tells them apart).
-  virtual Tensor allgather(const Tensor& t, Work* async = nullptr) = 0;
+  Tensor allgather(const Tensor& t, Work* async = nullptr);
   /// Dim 0 of `t` cut into size() equal parts; rank r gets part r reduced over the ranks.
   /// `async` as allgather's.
-  virtual Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::sum,
-                                Work* async = nullptr) = 0;
+  Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::sum, Work* async = nullptr);
   /// Copies the root's `t` into every rank's `t`.
   virtual void broadcast(Tensor& t, int root) = 0;
   /// Point to point: `send` returns once `t` is copied out; `recv` fills `t` (same shape and
@@ -66,7 +85,35 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key, std::string name) = 0;
 
   /// The compute stream waits until `work` has completed.
-  void wait(const Work& work) const;
+  void wait(const Work& work);
+  /// The compute stream waits for the async collective that last made `result` (its output,
+  /// or the tensor it reduced in place). An op on simulated devices, so a captured step waits
+  /// where the eager one did (nothing to wait for on the cpu).
+  void wait_for(const Tensor& result);
+
+  /// What this group's collectives have cost so far: a step's are the difference over it
+  /// (eager or a captured step, whose collectives run as ops).
+  CommSeconds seconds() const { return seconds_; }
+
+  /// The group a collective op's "group" attribute names (a dlf::Error once it is destroyed):
+  /// how a captured collective finds its group again when the graph runs.
+  static Communicator& by_handle(int64_t handle);
+
+ protected:
+  /// The backend's allreduce of `t` in place (the compute stream waits unless `async`).
+  virtual Work run_allreduce(Tensor& t, ReduceOp op, bool async) = 0;
+  /// The backend's allgather of `t` into `out` (gathered_shape of t's).
+  virtual Work run_allgather(const Tensor& t, Tensor& out, bool async) = 0;
+  /// The backend's reduce-scatter of `t` into `out` (scattered_shape of t's).
+  virtual Work run_reduce_scatter(const Tensor& t, Tensor& out, ReduceOp op, bool async) = 0;
+
+ private:
+  friend struct CollectiveKernels;
+  int64_t handle_;  // this group's "group" attribute
+  Work last_work_;  // what the last collective op's kernel started
+  CommSeconds seconds_;
+  // Async collectives by result, for wait_for(); dropped once waited for or the result is gone.
+  std::vector<std::pair<std::weak_ptr<Storage>, Work>> in_flight_;
 };
 
 /// What a simulated device's communication stream has carried since the process began.

@@ -66,8 +66,6 @@ class DistributedDataParallel : public ShardedParameters {
   bool whole_gradients() const override;
   void publish_updates(const std::vector<OwnedPiece>& mine) override;
   void offload_gradients(Device host) override;
-  double comm_seconds() const override;          ///< the reductions'
-  double exposed_comm_seconds() const override;  ///< see comm_seconds()
 
  private:
   struct Reducer;

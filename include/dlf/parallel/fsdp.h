@@ -83,8 +83,6 @@ class FullyShardedDataParallel : public ShardedParameters {
   bool whole_gradients() const override { return false; }
   void publish_updates(const std::vector<OwnedPiece>& mine) override;
   void offload_gradients(Device host) override;
-  double comm_seconds() const override;          ///< the gathers' and reduce-scatters'
-  double exposed_comm_seconds() const override;  ///< see comm_seconds()
 
   struct State;
 

@@ -28,6 +28,10 @@ NormScope norm_scope_of(const nn::NamedTensors& named,
 double counted_squares(const std::vector<Tensor>& params, const NormScope& scope);
 /// `squares` summed over the ranks of `scope`'s groups, one group after the other (collective).
 double add_over_groups(double squares, const NormScope& scope);
+/// clip_grad_norm's norm in tensor ops, for a captured step: the counted squares summed on
+/// the device, allreduced over the groups (ops a graph captures) and their root, an f64 scalar
+/// (nn::optim::NormFn; the same bits as the norm clip_grad_norm computes on the host).
+Tensor global_norm_on_device(const std::vector<Tensor>& params, const NormScope& scope);
 /// The global L2 norm of the gradients of `params`, each element once as `scope` counts them;
 /// every gradient is scaled to `max_norm` if above (collective over the groups). With an empty
 /// scope, nn::optim::clip_grad_norm bit for bit.

@@ -23,17 +23,10 @@ class PlanningCommunicator final : public Communicator {
  public:
   /// A dlf::Error unless `device` is a meta device and 0 <= rank < size.
   PlanningCommunicator(Device device, int rank, int size, std::string name = "planned");
-  int rank() const override { return rank_; }                 ///< as constructed
-  int size() const override { return size_; }                 ///< as constructed
-  const std::string& name() const override { return name_; }  ///< as constructed
-  Device device() const override { return device_; }          ///< the meta device
-  /// Leaves `t` as it is (meta: there are no values) and records it.
-  Work allreduce(Tensor& t, ReduceOp op = ReduceOp::sum, bool async = false) override;
-  /// A tensor of size() times t's rows; recorded.
-  Tensor allgather(const Tensor& t, Work* async = nullptr) override;
-  /// A tensor of 1/size() of t's rows; recorded.
-  Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::sum,
-                        Work* async = nullptr) override;
+  int rank() const override { return rank_; }                   ///< as constructed
+  int size() const override { return size_; }                   ///< as constructed
+  const std::string& name() const override { return name_; }    ///< as constructed
+  Device device() const override { return device_; }            ///< the meta device
   void broadcast(Tensor& t, int root) override;                 ///< recorded
   void send(const Tensor& t, int dst) override;                 ///< recorded
   void recv(Tensor& t, int src) override;                       ///< recorded
@@ -45,6 +38,14 @@ class PlanningCommunicator final : public Communicator {
   /// What was asked for since construction or the last clear(), in order.
   const std::vector<PlannedCollective>& collectives() const { return collectives_; }
   void clear() { collectives_.clear(); }  ///< forgets what was recorded
+
+ protected:
+  /// Leaves `t` as it is (meta: there are no values) and records it.
+  Work run_allreduce(Tensor& t, ReduceOp op, bool async) override;
+  /// Records it (`out` is size() times t's rows, meta).
+  Work run_allgather(const Tensor& t, Tensor& out, bool async) override;
+  /// Records it (`out` is 1/size() of t's rows, meta).
+  Work run_reduce_scatter(const Tensor& t, Tensor& out, ReduceOp op, bool async) override;
 
  private:
   void check(const Tensor& t, const char* what) const;

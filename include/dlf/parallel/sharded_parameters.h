@@ -50,11 +50,6 @@ class ShardedParameters {
   /// the rest of backward (a sim device's host stream), and piece_gradient() is on `host`.
   /// Whole gradients (ZeRO-1) and a bucket of its own (a tied weight: sum_tied_gradient) stay.
   virtual void offload_gradients(Device host) = 0;
-  /// Seconds the collectives of the last step (up to its synchronize()) spent on the
-  /// communication stream, and how many of those the compute stream waited for (sim and meta
-  /// devices; 0 on the cpu).
-  virtual double comm_seconds() const = 0;
-  virtual double exposed_comm_seconds() const = 0;  ///< see comm_seconds()
 };
 
 /// Sums the averaged gradient of `p` with those of its copies on the other ranks of `group` (a

@@ -208,15 +208,22 @@ NamedTensors state_by_place(const Optimizer& opt, const NamedTensors& named,
 /// Scales the gradients of `params` so their global L2 norm is at most max_norm; returns the
 /// norm before clipping.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
-/// clip_grad_norm in tensor ops only, for a captured step: the norm as an f64 scalar on the
-/// gradients' device, every gradient multiplied by min(1, max_norm / (norm + 1e-6)) — by 1 when
-/// the norm is within max_norm, which leaves it as clip_grad_norm does, bit for bit. Undefined
-/// when no parameter has a gradient.
-Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_norm);
+/// The global L2 norm of the gradients of `params` in tensor ops (an f64 scalar on their device;
+/// undefined when none has a gradient): what a captured step clips by.
+using NormFn = std::function<Tensor(const std::vector<Tensor>& params)>;
+/// The NormFn of one device's gradients, as clip_grad_norm sums them.
+Tensor grad_norm_on_device(const std::vector<Tensor>& params);
+/// clip_grad_norm in tensor ops only, for a captured step: the norm `norm_of` gives (a model
+/// split over ranks: parallel::global_norm_on_device), every gradient multiplied by
+/// min(1, max_norm / (norm + 1e-6)) — by 1 when the norm is within max_norm, which leaves it as
+/// clip_grad_norm does, bit for bit. Undefined when the norm is.
+Tensor clip_grad_norm_on_device(const std::vector<Tensor>& params, double max_norm,
+                                const NormFn& norm_of = grad_norm_on_device);
 /// What a captured training step runs after backward: clip_grad_norm_on_device, then `opt`'s
 /// update() (`opt` capturable, begin_step() called before the step), outside autocast as an
 /// eager step runs them. Returns the norm before clipping.
-Tensor clip_and_update(Optimizer& opt, const std::vector<Tensor>& params, double max_norm);
+Tensor clip_and_update(Optimizer& opt, const std::vector<Tensor>& params, double max_norm,
+                       const NormFn& norm_of = grad_norm_on_device);
 /// clip_grad_norm's second half, for a caller that computed the global norm itself (a
 /// sharded optimizer): scales the gradients of `params` when `total_norm` exceeds max_norm.
 void scale_gradients(const std::vector<Tensor>& params, double total_norm, double max_norm);

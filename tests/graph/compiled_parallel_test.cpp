@@ -1,0 +1,158 @@
+// A data-parallel training step captured as a graph: DDP's bucket reductions are ops of the
+// step, captured in the order backward launched them (between backward's other ops, not after
+// them) and replayed there; two ranks train compiled as they train eagerly.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include <dlf/dlf.h>
+
+#include "test_util.h"
+
+using namespace dlf;
+
+namespace {
+
+using Batch = std::vector<Tensor>;
+
+struct RankRun {
+  std::vector<float> losses;       // each step's loss on this rank
+  double compute = 0, comm = 0;    // sim devices: where the two streams are after the steps
+  parallel::CommSeconds seconds;   // what the group's collectives cost
+  std::vector<float> weights;      // every weight after the last step
+  std::vector<std::string> nodes;  // the compiled step's ops, in order
+  int captures = 0;
+};
+
+// Rank `rank` of `world` trains gpt-nano five clipped AdamW steps under DDP (small buckets, so
+// there are several), eagerly or as one captured graph per step.
+RankRun train_rank(parallel::Communicator& world, bool compiled, int steps) {
+  constexpr double kClip = 0.5;
+  const models::GPTConfig config = models::gpt_config("gpt-nano");
+  manual_seed(42);
+  models::GPT model(config);
+  model.to(world.device());
+  parallel::DistributedDataParallel ddp(model, world, {.bucket_bytes = 16 << 10});
+  REQUIRE(ddp.num_buckets() > 2);
+  const std::vector<Tensor> params = model.parameters();
+  nn::optim::AdamW opt(params, {.lr = 1e-3});
+  opt.init_state();
+  const auto loss = [&](const Batch& b) { return model.loss(b[0], b[1]); };
+  Tensor norm = zeros({}, {.dtype = DType::f64, .device = world.device()});
+  graph::Compiled step(graph::backward_step(loss, [&] {
+    ddp.synchronize();
+    norm.copy_(nn::optim::clip_and_update(opt, params, kClip));
+  }));
+  const graph::StepFn eager_step = graph::backward_step(loss);
+  Generator data(uint64_t(7 + world.rank()));  // each rank its own share of the batch
+  RankRun run;
+  for (int i = 0; i < steps; ++i) {
+    const Batch b = {
+        randint(0, config.vocab, {2, 16}, {.dtype = DType::i64}, &data).to(world.device()),
+        randint(0, config.vocab, {2, 16}, {.dtype = DType::i64}, &data).to(world.device())};
+    opt.set_lr(1e-3 / double(i + 1));
+    opt.zero_grad();
+    if (compiled) {
+      opt.begin_step();
+      run.losses.push_back(step(b)[0].item<float>());
+    } else {
+      run.losses.push_back(eager_step(b)[0].item<float>());
+      ddp.synchronize();
+      nn::optim::clip_grad_norm(params, kClip);
+      opt.step();
+    }
+  }
+  for (const Tensor& p : params)
+    for (float x : p.to_vector<float>()) run.weights.push_back(x);
+  if (world.device().type == DeviceType::sim) {
+    run.compute = sim::timeline(world.device()).now(sim::Stream::compute);
+    run.comm = sim::timeline(world.device()).now(sim::Stream::comm);
+    run.seconds = world.seconds();
+  }
+  if (compiled) {
+    run.captures = step.captures();
+    for (const graph::Node& n : step.last_executable().graph().nodes)
+      run.nodes.push_back(n.op->name);
+  }
+  return run;
+}
+
+std::vector<RankRun> train(bool compiled, const std::vector<Device>& devices = {kCPU, kCPU},
+                           int steps = 5) {
+  std::vector<RankRun> runs(devices.size());
+  parallel::run_ranks(devices, [&](parallel::Communicator& world) {
+    runs[size_t(world.rank())] = train_rank(world, compiled, steps);
+  });
+  return runs;
+}
+
+double max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(double(a[i]) - double(b[i])));
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("graph: a data-parallel step compiles with its reductions; two ranks train as eager") {
+  const std::vector<RankRun> eager = train(false), compiled = train(true);
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    const RankRun& c = compiled[size_t(r)];
+    CHECK(c.captures == 1);
+    CHECK(max_difference(c.losses, eager[size_t(r)].losses) <= 1e-6);
+    CHECK(max_difference(c.weights, eager[size_t(r)].weights) <= 1e-6);
+    // The replicas took the same steps: their weights agree.
+    CHECK(c.weights == compiled[0].weights);
+    // One reduction a bucket, launched while backward runs: the first comes before backward's
+    // last matmul, not after all of backward.
+    const auto first = std::find(c.nodes.begin(), c.nodes.end(), "allreduce_");
+    REQUIRE(first != c.nodes.end());
+    CHECK(std::count(c.nodes.begin(), c.nodes.end(), "allreduce_") > 2);
+    const auto last_matmul = std::find(c.nodes.rbegin(), c.nodes.rend(), "matmul");
+    REQUIRE(last_matmul != c.nodes.rend());
+    CHECK(first < last_matmul.base());
+  }
+  // The ranks saw different data: their losses differ, so the test compares real reductions.
+  CHECK(compiled[0].losses != compiled[1].losses);
+}
+
+TEST_CASE("graph: on sim devices a compiled step waits for its reductions as the eager one does") {
+  // A slow link: each bucket's allreduce takes far longer than backward's remaining ops, so a
+  // step that did not wait for them would end on the compute stream before they arrive.
+  const std::vector<Device> devices = parallel::devices_of(DeviceType::sim, 2);
+  const SimSpec before = sim::spec_of(devices[0]);
+  auto slow_link = [&] {
+    for (Device d : devices) {
+      sim::reset(d);
+      SimSpec spec = sim::spec_of(d);
+      spec.interconnect.latency = 0.01;
+      sim::configure(d, spec);
+    }
+  };
+  slow_link();
+  const std::vector<RankRun> eager = train(false, devices, 1);
+  slow_link();
+  const std::vector<RankRun> compiled = train(true, devices, 1);
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    const RankRun &e = eager[size_t(r)], &c = compiled[size_t(r)];
+    CHECK(e.comm > 0.03);  // several buckets, 10 ms each
+    CHECK(e.compute >= e.comm);
+    CHECK(c.compute >= c.comm);  // the update ran after the reductions arrived
+    CHECK(c.comm == doctest::Approx(e.comm).epsilon(0.05));
+    // The group's figures come from the collectives as they run: a replayed step has them too.
+    CHECK(c.seconds.busy == doctest::Approx(e.seconds.busy).epsilon(0.05));
+    CHECK(c.seconds.exposed > 0.5 * c.seconds.busy);  // the slow link shows
+    CHECK(c.seconds.exposed == doctest::Approx(e.seconds.exposed).epsilon(0.1));
+  }
+  for (Device d : devices) sim::configure(d, before);
+}
+
+TEST_CASE("graph: a captured collective names its group when that group is gone") {
+  CHECK_THROWS_WITH_AS(parallel::Communicator::by_handle(-1), doctest::Contains("no longer exists"),
+                       Error);
+}
