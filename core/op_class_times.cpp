@@ -8,7 +8,7 @@ void OpClassTimes::on_op_start(const OpDef&) {
 
 void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                          std::span<const Tensor> outputs) {
-  if (--depth_ != 0 || op.view) return;
+  if (--depth_ != 0 || op.view || op.collective) return;  // a collective waits for its peers
   const double measured =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const OpClass c = op_class(op.name);

@@ -99,6 +99,7 @@ class Recorder final : public DispatchObserver {
     const int id = int(g_.buffers.size());
     if (b.kind == BufferKind::external) b.storage = storage;
     g_.buffers.push_back(std::move(b));
+    buffer_values_.emplace_back();
     buffers_[storage.get()] = {id, storage};
     return id;
   }
@@ -111,6 +112,7 @@ class Recorder final : public DispatchObserver {
                          .dtype = t.dtype(),
                          .buffer = buffer,
                          .producer = producer});
+    buffer_values_[size_t(buffer)].push_back(id);
     values_[t.impl()] = {id, t.storage()};
     return id;
   }
@@ -133,9 +135,9 @@ class Recorder final : public DispatchObserver {
     // function's identity output) is the latest value of that view: the same SSA value, so
     // passes see the producer it reads.
     if (g_.buffers[b].kind != BufferKind::external && g_.buffers[b].kind != BufferKind::argument) {
-      for (int v = int(g_.values.size()); v-- > 0;) {
-        if (g_.values[v].buffer == b && g_.values[v].producer >= 0 && same_view(g_.values[v], t))
-          return v;
+      const std::vector<int>& of_buffer = buffer_values_[size_t(b)];
+      for (auto v = of_buffer.rbegin(); v != of_buffer.rend(); ++v) {
+        if (g_.values[*v].producer >= 0 && same_view(g_.values[*v], t)) return *v;
       }
     }
     if (g_.buffers[b].kind == BufferKind::external) {
@@ -158,6 +160,7 @@ class Recorder final : public DispatchObserver {
   int depth_ = 0;
   std::unordered_map<const TensorImpl*, Seen> values_;
   std::unordered_map<const Storage*, std::pair<int, std::weak_ptr<Storage>>> buffers_;
+  std::vector<std::vector<int>> buffer_values_;    // by buffer: its values, in order
   std::vector<std::pair<int, Tensor>> externals_;  // reads from outside, for their gradients
 };
 

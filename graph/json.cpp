@@ -284,6 +284,9 @@ Graph load(const std::string& path) {
   }
   for (const NodeRecord& n : r.nodes) {
     Node node{.op = &find_op(n.op), .attrs = {}, .inputs = {}, .outputs = {}};
+    // A group is a live object of the process that captured the step, named by a handle.
+    DLF_CHECK(!node.op->collective, "graph: '", path, "' holds a collective (", n.op,
+              "): a step with collectives runs only in the process that captured it");
     for (const AttrRecord& a : n.attrs) node.attrs.set(a.name, a.value);
     for (int v : n.inputs) node.inputs.push_back(check_value(v, true));
     for (int v : n.outputs) node.outputs.push_back(check_value(v));

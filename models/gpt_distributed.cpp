@@ -27,18 +27,13 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   model_->to(mesh.tp().device());
   model_->load_shard(whole);
   if (options.compile) {
-    DLF_CHECK(mesh.layout().pp == 1 && options.micro_batches == 1 && options.zero == 0,
-              "a compiled GPT step runs data- and tensor-parallel (no pp or ZeRO), one "
-              "micro-batch a replica: the pipeline schedule and sharded optimizers are not "
-              "captured yet");
-    // The collectives are ops of the step: tensor parallelism's in forward and backward, DDP's
-    // bucket by bucket as backward finishes them.
-    compiled_.emplace(graph::backward_step(
-        [this](const std::vector<Tensor>& batch) { return model_->loss(batch[0], batch[1]); },
-        [this] {
-          if (ddp_) ddp_->synchronize();
-          if (after_backward_) after_backward_();
-        }));
+    DLF_CHECK(options.zero == 0,
+              "a compiled GPT step runs without ZeRO: its sharded update is not captured yet");
+    // The whole step, its collectives as ops: tensor parallelism's in forward and backward,
+    // the pipeline's sends and receives, DDP's reductions as backward finishes each bucket.
+    compiled_.emplace([this](const std::vector<Tensor>& batch) {
+      return std::vector<Tensor>{train_step(batch[0], batch[1])};
+    });
   }
   // The tied weight's gradient is summed with its copy's part by part under ZeRO-2 and -3:
   // alone in its bucket, the two copies' parts hold the same elements.
@@ -74,12 +69,12 @@ parallel::PipelineStep DistributedGPT::pipeline_step(const Tensor& x, bool forwa
           .slices = &mesh_.tp()};
 }
 
-double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) {
+Tensor DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) {
   const parallel::PipelineStep step = pipeline_step(x, forward_only);
   const Device device = mesh_.tp().device();
   const int64_t rows = step.activation_shape[0];
   if (fsdp_) fsdp_->unshard();
-  const double loss =
+  Tensor global =
       parallel::run_pipeline(mesh_.pp(), step, [&](const Tensor& input, int m, int chunk) {
         MemoryScope activations(MemoryCategory::activations);
         const ParallelGPT& model = *model_;
@@ -87,31 +82,33 @@ double DistributedGPT::run(const Tensor& x, const Tensor& y, bool forward_only) 
         const bool heads = model.last && chunk == options_.virtual_stages - 1;
         return model.forward(input, embeds ? x.narrow(0, m * rows, rows).to(device) : Tensor(),
                              heads ? y.narrow(0, m * rows, rows).to(device) : Tensor(), chunk);
-      });
+      }).reshape({1});
   // The loss is on the last stage (the same on its tp ranks): to every stage, then averaged
   // over the replicas.
   if (fsdp_ && forward_only) fsdp_->reshard();
-  Tensor global = full({1}, model_->last ? loss : 0.0, {.dtype = DType::f64, .device = device});
   mesh_.pp().allreduce(global);
   mesh_.dp().allreduce(global, parallel::ReduceOp::avg);
-  return global.item<double>();
+  return global;
 }
 
-double DistributedGPT::forward_backward(const Tensor& x, const Tensor& y) {
-  if (compiled_) {
-    const Device device = mesh_.tp().device();
-    Tensor loss = (*compiled_)({x.to(device), y.to(device)})[0].reshape({1}).to(DType::f64);
-    mesh_.dp().allreduce(loss, parallel::ReduceOp::avg);  // the replicas' average, as run()'s
-    return loss.item<double>();
-  }
-  const double loss = run(x, y, false);
+Tensor DistributedGPT::train_step(const Tensor& x, const Tensor& y) {
+  const Tensor loss = run(x, y, false);
   if (ddp_) ddp_->synchronize();
   if (fsdp_) fsdp_->synchronize();
   model_->tie_gradients(mesh_.pp(), shards());
+  if (after_backward_) after_backward_();
   return loss;
 }
 
-double DistributedGPT::loss(const Tensor& x, const Tensor& y) { return run(x, y, true); }
+double DistributedGPT::forward_backward(const Tensor& x, const Tensor& y) {
+  if (!compiled_) return train_step(x, y).item<double>();
+  const Device device = mesh_.tp().device();
+  return (*compiled_)({x.to(device), y.to(device)})[0].item<double>();
+}
+
+double DistributedGPT::loss(const Tensor& x, const Tensor& y) {
+  return run(x, y, true).item<double>();
+}
 
 parallel::NormScope DistributedGPT::norm_scope() const {
   return parallel::norm_scope_of(model_->named_parameters(),

@@ -83,6 +83,14 @@ struct CollectiveKernels {
     Communicator& c = group(a);
     run(c, a, out[0], [&] { return c.run_reduce_scatter(in[0], out[0], reduce(a), a.b("async")); });
   }
+  static void send(Inputs in, const Attrs& a, Outputs) {
+    Communicator& c = group(a);
+    run(c, a, in[0], [&] { return c.run_send(in[0], int(a.i("peer"))); });
+  }
+  static void recv(Inputs, const Attrs& a, Outputs out) {
+    Communicator& c = group(a);
+    run(c, a, out[0], [&] { return c.run_recv(out[0], int(a.i("peer"))); });
+  }
   static void wait(Inputs in, const Attrs& a, Outputs) {
     Communicator& c = group(a);
     const auto it = std::find_if(c.in_flight_.begin(), c.in_flight_.end(),
@@ -131,6 +139,35 @@ const OpDef& reduce_scatter_op = register_op({
     .collective = true,
 });
 
+// Point to point: attrs "group" and "peer", and for recv what arrives ("shape", "dtype", and
+// "device": the op has no input).
+Attrs message_attrs(int64_t handle, int peer) {
+  return {{"group", handle}, {"peer", int64_t(peer)}, {"async", false}};
+}
+
+const OpDef& send_op = register_op({
+    .name = "send",
+    .infer = [](Inputs in, const Attrs& a) -> std::vector<TensorMeta> {
+      const Communicator& c = CollectiveKernels::group(a);
+      detail::check_peer(int(a.i("peer")), c.rank(), c.size(), "send", c.name());
+      detail::check_contiguous(in[0], "send", c.name());
+      return {};
+    },
+    .kernel = CollectiveKernels::send,
+    .collective = true,
+});
+
+const OpDef& recv_op = register_op({
+    .name = "recv",
+    .infer = [](Inputs, const Attrs& a) -> std::vector<TensorMeta> {
+      const Communicator& c = CollectiveKernels::group(a);
+      detail::check_peer(int(a.i("peer")), c.rank(), c.size(), "recv", c.name());
+      return {{a.ints("shape"), a.dtype("dtype")}};
+    },
+    .kernel = CollectiveKernels::recv,
+    .collective = true,
+});
+
 const OpDef& wait_op = register_op({
     .name = "collective_wait",
     .infer = [](Inputs, const Attrs&) { return std::vector<TensorMeta>{}; },
@@ -141,7 +178,8 @@ const OpDef& wait_op = register_op({
 
 // Differentiated through autograd functions (tensor_parallel.cpp's regions), not as ops.
 [[maybe_unused]] const bool nondifferentiable = [] {
-  for (const char* op : {"allreduce_", "allgather", "reduce_scatter", "collective_wait"})
+  for (const char* op :
+       {"allreduce_", "allgather", "reduce_scatter", "send", "recv", "collective_wait"})
     autograd::register_nondifferentiable(op);
   return true;
 }();
@@ -151,6 +189,18 @@ const OpDef& wait_op = register_op({
 void Communicator::wait_for(const Tensor& result) {
   if (device().type == DeviceType::cpu) return;
   dispatch(wait_op, {result}, collective_attrs(handle_, ReduceOp::sum, false));
+}
+
+void Communicator::send(const Tensor& t, int dst) {
+  dispatch(send_op, {t}, message_attrs(handle_, dst));
+}
+
+Tensor Communicator::recv(const Shape& shape, DType dtype, int src) {
+  Attrs attrs = message_attrs(handle_, src);
+  attrs.set("shape", shape);
+  attrs.set("dtype", dtype);
+  attrs.set("device", device());
+  return dispatch1(recv_op, {}, std::move(attrs));
 }
 
 Work Communicator::allreduce(Tensor& t, ReduceOp op, bool async) {

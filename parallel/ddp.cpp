@@ -25,7 +25,11 @@ struct DistributedDataParallel::Reducer {
   bool reduce_in_bf16 = false;
   std::optional<Device> gradients_to;  // offload_gradients()
   std::vector<Bucket> buckets;
-  std::vector<Tensor> reducing;  // the reductions under way, waited for in synchronize()
+  // The reductions under way, waited for in synchronize(): allreduces by their buffer (an op,
+  // so a captured step waits there too); reduce-scatters (ZeRO-2, not captured) by their Work,
+  // as an offloaded part's device copy is gone by then.
+  std::vector<Tensor> reducing;
+  std::vector<Work> scattering;
 
   // Flattens the bucket's gradients, starts their average, and points each gradient at its
   // part of the (soon reduced) flat buffer.
@@ -50,9 +54,8 @@ struct DistributedDataParallel::Reducer {
     b.launched = true;
     if (shard_gradients) {
       MemoryScope scope(MemoryCategory::gradients);
-      Work async;
-      b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg, &async);  // bf16: see below
-      reducing.push_back(b.gradient_part);
+      b.gradient_part =
+          comm->reduce_scatter(buffer, ReduceOp::avg, &scattering.emplace_back());  // bf16: below
       for (Tensor& p : b.params) p.set_grad(Tensor());
       if (gradients_to && !b.own) b.gradient_part = b.gradient_part.to(*gradients_to);
     } else {
@@ -142,7 +145,9 @@ void DistributedDataParallel::synchronize() {
     if (!b.launched) r.launch(b);
   }
   for (const Tensor& t : r.reducing) r.comm->wait_for(t);
+  for (const Work& w : r.scattering) r.comm->wait(w);
   r.reducing.clear();
+  r.scattering.clear();
   for (Reducer::Bucket& b : r.buckets) {
     const DType dtype = b.params.front().dtype();
     if (b.gradient_part.defined() && b.gradient_part.dtype() != dtype) {  // arrived in bf16

@@ -173,19 +173,16 @@ class InProcessCommunicator final : public Communicator {
     run(Collective::broadcast, t.nbytes(), start, false);
   }
 
-  void send(const Tensor& t, int dst) override {
-    check_peer(dst, rank_, size(), "send", name_);
-    check_contiguous(t, "send", name_);
+  Work run_send(const Tensor& t, int dst) override {
     Message m{has_data(t) ? t.clone() : Tensor(), t.shape(), t.dtype(), ready_time(device())};
-    run(Collective::send_recv, t.nbytes(), m.sent, true, dst);
+    const Work work = run(Collective::send_recv, t.nbytes(), m.sent, true, dst);
     std::lock_guard lock(group_->mutex);
     group_->mail[{rank_, dst}].push_back(std::move(m));
     group_->changed.notify_all();
+    return work;
   }
 
-  void recv(Tensor& t, int src) override {
-    check_peer(src, rank_, size(), "recv", name_);
-    check_contiguous(t, "recv", name_);
+  Work run_recv(Tensor& t, int src) override {
     Message m;
     {
       std::unique_lock lock(group_->mutex);
@@ -207,7 +204,7 @@ class InProcessCommunicator final : public Communicator {
       t.storage()->bump_version();
     }
     const double start = std::max(m.sent, ready_time(device()));
-    run(Collective::send_recv, t.nbytes(), start, false, src);
+    return run(Collective::send_recv, t.nbytes(), start, false, src);
   }
 
   void barrier() override {

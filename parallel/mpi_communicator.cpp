@@ -249,9 +249,7 @@ class MpiCommunicator final : public Communicator {
     run(Collective::broadcast, t.nbytes(), start, false);
   }
 
-  void send(const Tensor& t, int dst) override {
-    detail::check_peer(dst, rank_, size_, "send", name_);
-    detail::check_contiguous(t, "send", name_);
+  Work run_send(const Tensor& t, int dst) override {
     Header header = header_of(t, 0, "send", name_);
     const int bytes = count(header.bytes, name_);
     Runtime& mpi = runtime();
@@ -259,16 +257,15 @@ class MpiCommunicator final : public Communicator {
     if (bytes > 0) m.data = t.clone();  // the caller may change `t` once send returns
     header.time = ready_time(device_);  // on the wire once copied, as in-process
     m.header = header;
-    run(Collective::send_recv, t.nbytes(), header.time, true, dst);
+    const Work work = run(Collective::send_recv, t.nbytes(), header.time, true, dst);
     MPI_Isend(&m.header, sizeof(Header), MPI_BYTE, dst, kTag, comm_.comm, &m.requests[0]);
     if (bytes > 0)
       MPI_Isend(m.data.raw_data(), bytes, MPI_BYTE, dst, kTag, comm_.comm, &m.requests[1]);
     mpi.reap();
+    return work;
   }
 
-  void recv(Tensor& t, int src) override {
-    detail::check_peer(src, rank_, size_, "recv", name_);
-    detail::check_contiguous(t, "recv", name_);
+  Work run_recv(Tensor& t, int src) override {
     Header h;
     MPI_Request request;
     MPI_Irecv(&h, sizeof(Header), MPI_BYTE, src, kTag, comm_.comm, &request);
@@ -283,7 +280,8 @@ class MpiCommunicator final : public Communicator {
       if (fits) t.storage()->bump_version();
     }
     detail::check_message(h.shape(), h.type(), src, t, name_);
-    run(Collective::send_recv, t.nbytes(), std::max(h.time, ready_time(device_)), false, src);
+    return run(Collective::send_recv, t.nbytes(), std::max(h.time, ready_time(device_)), false,
+               src);
   }
 
   void barrier() override {

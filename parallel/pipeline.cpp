@@ -1,4 +1,5 @@
 #include <dlf/autograd/grad_mode.h>
+#include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/parallel/pipeline.h>
 
@@ -123,7 +124,7 @@ PipelinePass pipeline_pass(PipelineSchedule schedule, int k, int stages, int vir
           forward ? chunk : virtual_stages - 1 - chunk};
 }
 
-double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& stage) {
+Tensor run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& stage) {
   const int stages = pp.size(), s = pp.rank(), m = step.micro_batches;
   const bool interleaved = step.schedule == PipelineSchedule::interleaved;
   const int chunks = interleaved ? step.virtual_stages : 1;
@@ -143,18 +144,13 @@ double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& s
     pp.send(t.contiguous().view({numel}).narrow(0, slices->rank() * part, part).contiguous(), dst);
   };
   auto recv = [&](int src) {
-    if (slices == nullptr) {
-      Tensor t = Tensor::empty(step.activation_shape, step.activation_dtype, device);
-      pp.recv(t, src);
-      return t;
-    }
-    Tensor part = Tensor::empty({numel / slices->size()}, step.activation_dtype, device);
-    pp.recv(part, src);
+    if (slices == nullptr) return pp.recv(step.activation_shape, step.activation_dtype, src);
+    const Tensor part = pp.recv({numel / slices->size()}, step.activation_dtype, src);
     return slices->allgather(part).view(step.activation_shape).detach();
   };
   // Per (chunk, micro-batch): the input received and the output made.
   std::vector<Tensor> inputs(size_t(m * chunks)), outputs(size_t(m * chunks));
-  double loss_sum = 0;
+  Tensor loss_sum;  // the last stage's losses, added in f64 in micro-batch order
 
   auto slot = [m](PipelinePass p) { return size_t(p.chunk * m + p.micro_batch); };
   auto forward = [&](PipelinePass p) {
@@ -167,7 +163,8 @@ double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& s
     }
     Tensor out = stage(input, p.micro_batch, p.chunk);
     if (v == virtual_stages - 1) {
-      loss_sum += out.item<double>();
+      const Tensor loss = out.detach().to(DType::f64);
+      loss_sum = loss_sum.defined() ? loss_sum + loss : loss;
       out = out * (1.0 / m);
     } else {
       send(out.detach(), (s + 1) % stages);
@@ -191,6 +188,11 @@ double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& s
     drop(p);
   };
 
+  auto mean_loss = [&] {
+    return s == stages - 1 ? loss_sum / double(m)
+                           : zeros({}, {.dtype = DType::f64, .device = device});
+  };
+
   // This rank's passes in order, and how many forwards run before the first backward.
   const int total = m * chunks;
   const auto pass = [&](int k, bool fwd) {
@@ -203,7 +205,7 @@ double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& s
       forward(p);
       drop(p);
     }
-    return s == stages - 1 ? loss_sum / m : 0;
+    return mean_loss();
   }
   const int warmup = int(warmup_forwards(step.schedule, stages, s, chunks, m));
   int f = 0, b = 0;
@@ -213,7 +215,7 @@ double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& s
     backward(pass(b, false));
   }
   for (; b < total; ++b) backward(pass(b, false));
-  return s == stages - 1 ? loss_sum / m : 0;
+  return mean_loss();
 }
 
 }  // namespace dlf::parallel

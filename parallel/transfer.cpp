@@ -13,9 +13,7 @@ void send_i64(Communicator& comm, const std::vector<int64_t>& values, int dst) {
 }
 
 std::vector<int64_t> recv_i64(Communicator& comm, int64_t count, int src) {
-  Tensor t = Tensor::empty({count}, DType::i64, comm.device());
-  comm.recv(t, src);
-  return t.to(kCPU).to_vector<int64_t>();
+  return comm.recv({count}, DType::i64, src).to(kCPU).to_vector<int64_t>();
 }
 
 }  // namespace
@@ -42,9 +40,8 @@ nn::NamedTensors recv_named(Communicator& comm, int src) {
     const std::vector<int64_t> header = recv_i64(comm, kHeader, src);
     const std::vector<int64_t> chars = recv_i64(comm, header[0], src);
     const Shape shape(header.begin() + 3, header.begin() + 3 + header[2]);
-    Tensor t = Tensor::empty(shape, static_cast<DType>(header[1]), comm.device());
-    comm.recv(t, src);
-    out.emplace_back(std::string(chars.begin(), chars.end()), std::move(t));
+    out.emplace_back(std::string(chars.begin(), chars.end()),
+                     comm.recv(shape, static_cast<DType>(header[1]), src));
   }
   return out;
 }

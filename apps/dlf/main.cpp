@@ -149,7 +149,7 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
   cmd->add_flag("--compile", o.compile,
                 "graph mode: capture the step (forward, backward, clipping, AdamW) at the first "
                 "step, optimise the graph, plan its memory in one arena and replay it at every "
-                "later step (one device, or data-parallel over cpu devices)");
+                "later step; any layout (its collectives are ops of the graph) but ZeRO's");
   cmd->add_option("--recompute", o.recompute,
                   "activation recompute: none; full (each block keeps only its input for "
                   "backward and runs again there: least memory, a third more compute); or "

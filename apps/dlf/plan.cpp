@@ -65,8 +65,9 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
 // its memory planned as graph mode does.
 void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   DLF_CHECK(dp == 1 && c.tp == 1 && c.pp == 1,
-            "dlf plan --compile: plans one device, as dlf train --compile runs on one (got dp ", dp,
-            " x tp ", c.tp, " x pp ", c.pp, ")");
+            "dlf plan --compile: plans one device (a layout's ranks are not planned from a "
+            "capture yet; got dp ",
+            dp, " x tp ", c.tp, " x pp ", c.pp, ")");
   DLF_CHECK(c.layers == 0,
             "dlf plan --compile: plans a named model (--model), not one by its dimensions");
   DLF_CHECK(c.recompute == "none" && c.zero <= 1 && c.offload == "none",

@@ -46,7 +46,7 @@ struct TaskSetup {
   /// ZeRO-3's parameter shards in host memory (parallel::FSDPOptions::shards_on)
   bool offload_params = false;
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
-  bool compile = false;         ///< forward and backward as one captured graph (one device)
+  bool compile = false;         ///< each rank's training step as one captured graph
 };
 
 class RankTask {

@@ -572,10 +572,8 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
       return a.options.layout.dp > b.options.layout.dp;
     });
   }
-  // --compile captures no pipeline schedule yet
-  auto compiles = [&](const models::Plan& p) { return !o.compile || p.options.layout.pp == 1; };
   const auto chosen = std::find_if(plans.begin(), plans.end(), [&](const models::Plan& p) {
-    return host_fits(p) && (cpu || p.fits) && compiles(p);
+    return host_fits(p) && (cpu || p.fits);
   });
   if (print) {
     if (cpu) {
@@ -594,7 +592,6 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
       std::string notes;
       if (!cpu && !p.fits) notes += "  does not fit the device";
       if (!host_fits(p)) notes += "  does not fit the host";
-      if (!compiles(p)) notes += "  a pipeline: not compiled";
       if (&p == &*chosen) notes += "  <- chosen";
       std::fprintf(stderr, "  dp %d x tp %d x pp %d  %9.2f ms  %10s  %10s%s\n", l.dp, l.tp, l.pp,
                    p.step_s * 1e3, format_bytes(double(p.worst.peak_bytes)).c_str(),
@@ -610,9 +607,7 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
                                                     " devices (at best, as " +
                                                     layout_text(least->options.layout) + ")");
     DLF_CHECK(false, o.run.model, " does not fit ", devices, " devices of ", spec.name,
-              " in any dp x tp x pp layout",
-              o.compile ? " without pipeline stages (--compile captures none)" : "",
-              ": use more devices or a smaller --batch");
+              " in any dp x tp x pp layout: use more devices or a smaller --batch");
   }
   return chosen->options.layout;
 }
@@ -652,9 +647,6 @@ double run_train(TrainOptions o) {
     DLF_CHECK(o.trace.empty(), "--trace is not supported under mpirun yet: trace one process");
     ranks = parallel::mpi_world_size();
   }
-  DLF_CHECK(!o.compile || o.zero == 0,
-            "--compile captures no ZeRO yet: its sharded update runs outside a graph (got --zero ",
-            o.zero, ")");
   const DeviceArg device = parse_device_arg(o.device, ranks);
   const std::vector<Device> devices = setup_devices(ranks, device);
   DLF_CHECK(devices[0].type != DeviceType::meta,
@@ -665,10 +657,9 @@ double run_train(TrainOptions o) {
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
   offload_flag(o.offload, o.zero);  // a valid combination
-  DLF_CHECK(!o.compile || layout.pp == 1,
-            "--compile captures the collectives of data and tensor parallelism, not yet the "
-            "pipeline schedule (got pp ",
-            layout.pp, ")");
+  DLF_CHECK(!o.compile || o.zero == 0 || layout.dp == 1,
+            "--compile captures no ZeRO yet: its sharded update runs outside a graph (got --zero ",
+            o.zero, ")");
   if (o.profile && !o.profile->compare.empty()) {  // refused before the run, not after it
     DLF_CHECK(device.type == DeviceType::cpu, "--compare puts a sim device's predictions beside ",
               "a measured run: profile on --device cpu");

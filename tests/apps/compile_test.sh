@@ -49,8 +49,14 @@ train --steps 3 --tp 2 --device cpu --compile --metrics "$tmp/tp.c.jsonl" 2>"$tm
 same_losses "$tmp/tp.e.jsonl" "$tmp/tp.c.jsonl" || fail "--tp 2: compiled losses differ"
 paste <(norms "$tmp/tp.e.jsonl") <(norms "$tmp/tp.c.jsonl") |
   while read -r a b; do close "$a" "$b" || exit 1; done || fail "--tp 2: compiled gradient norms differ"
-expect_error 1 train --compile --pp 2 --device cpu --steps 2
-expect_error 1 train --compile --devices 2 --zero 1 --device cpu --steps 2
+# pipeline-parallel (1F1B, two micro-batches): each stage's step one graph with its sends,
+# receives and backwards
+train --steps 3 --pp 2 --micro-batch 2 --device cpu --metrics "$tmp/pp.e.jsonl" 2>/dev/null ||
+  fail "train --pp 2"
+train --steps 3 --pp 2 --micro-batch 2 --device cpu --compile --metrics "$tmp/pp.c.jsonl" \
+  2>"$tmp/log" || fail "train --pp 2 --compile: $(cat "$tmp/log")"
+same_losses "$tmp/pp.e.jsonl" "$tmp/pp.c.jsonl" || fail "--pp 2: compiled losses differ"
+expect_error 1 train --compile --dp 2 --zero 1 --device cpu --steps 2
 # two sim devices: the same losses, and the simulated step waits for its reductions as eager's
 # does (their reductions overlap backward in both)
 train --steps 3 --devices 2 --device sim --metrics "$tmp/sim2.e.jsonl" 2>/dev/null ||

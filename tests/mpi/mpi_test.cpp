@@ -123,24 +123,20 @@ TEST_CASE("send/recv around a ring arrive in order; a message that does not fit 
     world.send(input_of(r, DType::f64), next);
     world.send(full({2}, r, {.dtype = DType::f64}), next);
     world.send(full({1 << 20}, r), next);
-    Tensor in = Tensor::empty({kNumel}, DType::f64);
-    world.recv(in, prev);
-    require_equal(in, input_of(prev, DType::f64).to_vector<double>());
-    Tensor second = Tensor::empty({2}, DType::f64);
-    world.recv(second, prev);
-    CHECK(second.to_vector<double>() == std::vector<double>{double(prev), double(prev)});
-    Tensor large = Tensor::empty({1 << 20}, DType::f32);
-    world.recv(large, prev);
-    CHECK(large.to_vector<double>() == std::vector<double>(1 << 20, prev));
+    require_equal(world.recv({kNumel}, DType::f64, prev),
+                  input_of(prev, DType::f64).to_vector<double>());
+    CHECK(world.recv({2}, DType::f64, prev).to_vector<double>() ==
+          std::vector<double>{double(prev), double(prev)});
+    CHECK(world.recv({1 << 20}, DType::f32, prev).to_vector<double>() ==
+          std::vector<double>(1 << 20, prev));
 
     world.send(zeros({2}), next);
     world.send(full({3}, 7), next);
-    Tensor three = Tensor::empty({3}, DType::f32);
-    test::check_error([&] { world.recv(three, prev); },
+    test::check_error([&] { (void)world.recv({3}, DType::f32, prev); },
                       {"recv on group 'world': rank " + std::to_string(prev) +
                        " sent [2] f32, this rank expects [3] f32"});
-    world.recv(three, prev);  // the refused message is gone: the next one comes next
-    CHECK(three.to_vector<double>() == std::vector<double>{7, 7, 7});
+    // the refused message is gone: the next one comes next
+    CHECK(world.recv({3}, DType::f32, prev).to_vector<double>() == std::vector<double>{7, 7, 7});
     world.barrier();
   });
 }
@@ -167,8 +163,7 @@ TEST_CASE("split orders each group by key; collectives run within the group") {
     if (group->size() > 1) {  // a ring within the group, by group rank
       const int size = group->size();
       group->send(full({1}, r), (index + 1) % size);
-      Tensor from = Tensor::empty({1}, DType::f32);
-      group->recv(from, (index + size - 1) % size);
+      const Tensor from = group->recv({1}, DType::f32, (index + size - 1) % size);
       CHECK(from.item<double>() == members[(index + size - 1) % size]);
     }
   });
@@ -255,12 +250,11 @@ TEST_CASE("on meta devices collectives move no data but run the clock") {
           const double message =
               sim::collective_seconds(spec, sim::Collective::send_recv, 4096, pair);
           const double sent = work.done.time + 2e-3;
-          Tensor m = Tensor::empty({1024}, DType::f32, dev);
           if (world.rank() == 0) {
             clock.run(sim::Stream::compute, 2e-3);
-            world.send(m, 1);
+            world.send(Tensor::empty({1024}, DType::f32, dev), 1);
           } else {
-            world.recv(m, 0);
+            (void)world.recv({1024}, DType::f32, 0);
           }
           CHECK(clock.now(sim::Stream::comm) == sent + message);
         }

@@ -463,9 +463,9 @@ SimStep sim_step(int zero, bool prefetch) {
     }
     const double seconds = clock.now() - began;
     const double sent = parallel::comm_totals(world.device()).bytes_sent - before.bytes_sent;
+    const parallel::CommSeconds group = world.seconds();
     if (fsdp) fsdp->gather_whole();  // collective
     if (world.rank() != 0) return;
-    const parallel::CommSeconds group = world.seconds();
     out = {seconds, group.busy - group_before.busy, group.exposed - group_before.exposed, sent, {}};
     for (auto& [name, t] : model.named_parameters()) out.params.emplace_back(name, t.to(kCPU));
   });

@@ -13,7 +13,8 @@ namespace dlf::graph {
 void save(const Graph& g, const std::string& path);
 /// Reads what save() wrote: a graph that runs without the code that captured it (its ops are
 /// found by name). Its gradients go to parameters of its own, read from the safetensors file:
-/// after a run, grads[i].param.grad(). A dlf::Error names the file and what is wrong.
+/// after a run, grads[i].param.grad(). A dlf::Error names the file and what is wrong — a graph
+/// holding collectives among them: their groups live in the process that captured it.
 Graph load(const std::string& path);
 
 /// The graph as Graphviz DOT: an op per box (a fused node lists its ops), an edge per value, inputs

@@ -9,25 +9,27 @@
 namespace dlf::graph {
 
 /// Removes nodes whose values nothing needs: not a result, not a gradient, not read by a node
-/// that is needed, not a write into bytes the step does not own. Returns the nodes removed.
+/// that is needed (nor a writer of bytes a needed node reads as they are, through a value no
+/// node made), not a write into bytes the step does not own, not a collective (its peers wait
+/// for it). Returns the nodes removed.
 int eliminate_dead_code(Graph& g);
 
 /// Merges nodes that compute the same thing — same op, attributes and input values, with no
-/// in-place write to those inputs between them, and no random draw — keeping the first.
-/// Returns the nodes removed.
+/// in-place write to those inputs between them, no random draw and no collective — keeping the
+/// first. Returns the nodes removed.
 int eliminate_common_subexpressions(Graph& g);
 
 /// Constant folding: nodes computed from no input of the step — factories (full, arange) and
-/// pure ops over their results, not random — run once, now, and their values become external
-/// bytes of the graph (on meta, shapes only). Returns the nodes removed.
+/// pure ops over their results, not random nor collective — run once, now, and their values
+/// become external bytes of the graph (on meta, shapes only). Returns the nodes removed.
 int fold_constants(Graph& g);
 
 /// Rematerialisation: a value made by a cheap op (at most 16 FLOPs an output element by its
-/// cost formula: element-wise ops, normalisations) and read again more than 16 nodes after its
-/// previous read is made again just before that read, from inputs alive there anyway and not
-/// written in place in between (a parameter is, by the optimizer's update, only after
-/// backward's reads) — so its bytes are free in between (forward's activations, between forward
-/// and backward). The results are the same bits. Returns the nodes added.
+/// cost formula: element-wise ops, normalisations; never a collective) and read again more than
+/// 16 nodes after its previous read is made again just before that read, from inputs alive
+/// there anyway and not written in place in between (a parameter is, by the optimizer's update,
+/// only after backward's reads) — so its bytes are free in between (forward's activations,
+/// between forward and backward). The results are the same bits. Returns the nodes added.
 int rematerialize(Graph& g);
 
 /// Element-wise fusion: chains of f32 element-wise ops of one output shape and layout, each

@@ -31,8 +31,9 @@ struct DistributedGPTOptions {
   /// ZeRO-3's parameter shards in host memory (parallel::FSDPOptions::shards_on)
   bool offload_params = false;
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
-  /// Forward and backward (and what set_after_backward() gives) captured as a graph at the first
-  /// step and replayed after (graph::Compiled); one device and one micro-batch only.
+  /// The training step (forward and backward through the pipeline schedule, the gradients'
+  /// reduction and what set_after_backward() gives) captured as a graph at the first step and
+  /// replayed after (graph::Compiled); not with ZeRO.
   bool compile = false;
 };
 
@@ -59,7 +60,7 @@ class DistributedGPT {
   /// micro-batches): afterwards every gradient is ready for the optimizer. Returns the mean
   /// loss over the whole global batch, on every rank.
   double forward_backward(const Tensor& x, const Tensor& y);
-  /// Under options.compile: what the captured step runs after backward, inside its graph
+  /// What the step runs once the gradients are ready — under options.compile inside its graph
   /// (clipping, the optimizer's update).
   void set_after_backward(std::function<void()> after) { after_backward_ = std::move(after); }
   /// The mean loss of this replica's rows x, y without gradients, averaged over the replicas;
@@ -82,7 +83,12 @@ class DistributedGPT {
 
  private:
   parallel::PipelineStep pipeline_step(const Tensor& x, bool forward_only) const;
-  double run(const Tensor& x, const Tensor& y, bool forward_only);
+  /// The pipeline's forward (and backward) of x, y: the mean loss, averaged over the replicas,
+  /// as an f64 [1] on the device.
+  Tensor run(const Tensor& x, const Tensor& y, bool forward_only);
+  /// run() with backward, the gradients' reduction and tying, then after_backward_: the step
+  /// forward_backward() runs, eagerly or captured.
+  Tensor train_step(const Tensor& x, const Tensor& y);
 
   parallel::Mesh& mesh_;
   DistributedGPTOptions options_;

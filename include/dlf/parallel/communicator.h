@@ -28,8 +28,9 @@ struct Work {
   ///@}
 };
 
-/// What a group's collectives (allreduce, allgather, reduce_scatter) have cost this rank on the
-/// simulated clock since the group was made (zero on the cpu device, which has no clock).
+/// What a group's collectives (allreduce, allgather, reduce_scatter, send, recv) have cost this
+/// rank on the simulated clock since the group was made (zero on the cpu device, which has no
+/// clock).
 struct CommSeconds {
   double busy = 0;  ///< their spans on the communication stream
   /// how far they held the compute stream back: a blocking collective's wait, and wait() or
@@ -70,11 +71,12 @@ class Communicator {
   Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::sum, Work* async = nullptr);
   /// Copies the root's `t` into every rank's `t`.
   virtual void broadcast(Tensor& t, int root) = 0;
-  /// Point to point: `send` returns once `t` is copied out; `recv` fills `t` (same shape and
-  /// dtype) with the message from `src`. Messages between two ranks arrive in order.
-  virtual void send(const Tensor& t, int dst) = 0;
-  /// Receives into `t` what `src` sent.
-  virtual void recv(Tensor& t, int src) = 0;
+  /// Point to point: `send` returns once `t` (contiguous) is copied out; `recv` returns the
+  /// message from `src`, which must have that shape and dtype, on this rank's device. Messages
+  /// between two ranks arrive in order. Both are ops, as the collectives above.
+  void send(const Tensor& t, int dst);
+  /// What `src` sent (see send).
+  Tensor recv(const Shape& shape, DType dtype, int src);
   virtual void barrier() = 0;  ///< waits until every rank arrives
   /// The largest of the ranks' values, on every rank: a vote on the host (no device data, no
   /// simulated time) for what all ranks must decide together — stop after an interrupt, agree
@@ -106,6 +108,10 @@ class Communicator {
   virtual Work run_allgather(const Tensor& t, Tensor& out, bool async) = 0;
   /// The backend's reduce-scatter of `t` into `out` (scattered_shape of t's).
   virtual Work run_reduce_scatter(const Tensor& t, Tensor& out, ReduceOp op, bool async) = 0;
+  /// The backend's send of `t` to `dst` (it leaves when copied out: async on the clock).
+  virtual Work run_send(const Tensor& t, int dst) = 0;
+  /// The backend's receive from `src` into `out` (a dlf::Error if the message does not fit).
+  virtual Work run_recv(Tensor& out, int src) = 0;
 
  private:
   friend struct CollectiveKernels;

@@ -80,7 +80,8 @@ using StageFn = std::function<Tensor(const Tensor& input, int m, int chunk)>;
 /// own data), the others the previous stage's activations; the last returns micro-batch m's
 /// loss, the others their output activations. Gradients accumulate over the micro-batches with
 /// each loss weighted 1/micro_batches (none with forward_only). Returns the mean loss on the
-/// last stage's rank, 0 on the others.
-double run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& stage);
+/// last stage's rank, 0 on the others: an f64 scalar on the device, summed there, so that a
+/// captured step (graph::capture) holds the whole schedule — its sends, receives and backwards.
+Tensor run_pipeline(Communicator& pp, const PipelineStep& step, const StageFn& stage);
 
 }  // namespace dlf::parallel

@@ -28,8 +28,6 @@ class PlanningCommunicator final : public Communicator {
   const std::string& name() const override { return name_; }    ///< as constructed
   Device device() const override { return device_; }            ///< the meta device
   void broadcast(Tensor& t, int root) override;                 ///< recorded
-  void send(const Tensor& t, int dst) override;                 ///< recorded
-  void recv(Tensor& t, int src) override;                       ///< recorded
   void barrier() override {}                                    ///< nobody to wait for
   uint64_t host_max(uint64_t value) override { return value; }  ///< this rank's value
   /// A dlf::Error: the peers' colours are unknown, so the new group's ranks are too.
@@ -46,6 +44,8 @@ class PlanningCommunicator final : public Communicator {
   Work run_allgather(const Tensor& t, Tensor& out, bool async) override;
   /// Records it (`out` is 1/size() of t's rows, meta).
   Work run_reduce_scatter(const Tensor& t, Tensor& out, ReduceOp op, bool async) override;
+  Work run_send(const Tensor& t, int dst) override;  ///< records it
+  Work run_recv(Tensor& t, int src) override;        ///< records it (meta: no values)
 
  private:
   void check(const Tensor& t, const char* what) const;
