@@ -22,14 +22,7 @@ ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
   }
   model_->to(device());
   model_->recompute(s.recompute);
-  if (s.compile) {
-    compiled_.emplace(graph::backward_step(
-        [this](const std::vector<Tensor>& batch) { return scoped_loss(batch); },
-        [this] {
-          if (ddp_) ddp_->synchronize();  // DDP's reductions are ops of the step
-          if (after_backward_) after_backward_();
-        }));
-  }
+  if (s.compile) compiled_.emplace(step_);  // DDP's reductions are ops of the step
   if (l.dp > 1 && s.zero == 3) {
     fsdp_.emplace(
         *model_, s.mesh.dp(),
@@ -86,8 +79,6 @@ nn::NamedTensors ReplicaTask::shard_optimizer_state(const nn::NamedTensors& whol
 double ReplicaTask::train_on(const std::vector<Tensor>& batch) {
   if (fsdp_) fsdp_->unshard();
   const Tensor loss = (compiled_ ? (*compiled_)(batch) : step_(batch))[0];
-  if (ddp_ && !compiled_) ddp_->synchronize();
-  if (fsdp_) fsdp_->synchronize();
   return average(loss.item<double>());
 }
 

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <mutex>
+
+#include <unistd.h>
 
 #include <dlf/dlf.h>
 
@@ -227,6 +230,25 @@ TEST_CASE(
       CHECK(max_difference(compiled[r].weights, eager[r].weights) <= 1e-6);
     }
   }
+}
+
+TEST_CASE("graph: a saved graph holding a collective does not load") {
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("dlf_collective_graph_" + std::to_string(::getpid()) + ".json");
+  parallel::run_ranks({kCPU}, [&](parallel::Communicator& world) {
+    const graph::StepFn step = [&](const std::vector<Tensor>& in) {
+      Tensor t = in[0] * 2.0;
+      world.allreduce(t);
+      return std::vector<Tensor>{t};
+    };
+    const graph::Graph g = graph::capture(step, {ones({4})}).graph;
+    REQUIRE(std::any_of(g.nodes.begin(), g.nodes.end(),
+                        [](const graph::Node& n) { return n.op->collective; }));
+    graph::save(g, path);
+  });
+  test::check_error([&] { (void)graph::load(path); }, {"holds a collective (allreduce_)"});
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".safetensors");
 }
 
 TEST_CASE("graph: a captured collective names its group when that group is gone") {

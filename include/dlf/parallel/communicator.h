@@ -40,8 +40,8 @@ struct CommSeconds {
 
 /// A group of ranks and its collectives (see above).
 ///
-/// allreduce, allgather and reduce_scatter are ops: they pass through dispatch() (their kernel
-/// is the backend's transfer), so observers see them, graph capture records them between the
+/// allreduce, allgather, reduce_scatter, send and recv are ops: they pass through dispatch() (their
+/// kernel is the backend's transfer), so observers see them, graph capture records them between the
 /// step's other ops and a captured step replays them in their place. The backends implement
 /// the run_* functions.
 class Communicator {
