@@ -1,9 +1,12 @@
 // Best-fit offset assignment over buffer lifetimes (the "greedy by size" of TFLite's and
-// ggml's graph allocators), with element-wise ops writing over an input that dies with them.
+// ggml's graph allocators), with element-wise ops and fused products writing over an input that
+// dies with them.
 #include <dlf/graph/memory_plan.h>
 
 #include <algorithm>
 #include <numeric>
+
+#include "graph/fused_epilogue.h"
 
 namespace dlf::graph {
 namespace {
@@ -28,26 +31,31 @@ bool same_dense_layout(const Value& a, const Value& b) {
          b.offset == 0;
 }
 
-// The input whose bytes node `n` may write its output over (in place), or -1: an element-wise
-// op's first input (its kernels read element i of it before writing element i, oneDNN's
-// in place included) when that input's buffer is an intermediate the node reads last, of the
-// output's size and layout. Not a fused chain: a later member may read the input after an
-// earlier one wrote over it.
+// The input whose bytes an op's kernel reads element by element before writing its output
+// there: an element-wise op's first (oneDNN's in place included), a fused product's added
+// tensor (oneDNN's sum post-op); -1 for any other op. Not a fused chain: a later member may
+// read the input after an earlier one wrote over it.
+int overwritable_input(const OpDef& op) {
+  if (op.pointwise && !op.view && op.inplace < 0) return 0;
+  return added_input(op);
+}
+
+// The buffer node `n` may write its output over (in place), or -1: its overwritable input's,
+// when that is an intermediate the node reads last, of the output's size and layout.
 int writes_over(const Graph& g, int n, const std::vector<int>& first,
                 const std::vector<int>& last) {
   const Node& node = g.nodes[n];
-  const OpDef& op = *node.op;
-  if (!op.pointwise || op.view || op.inplace >= 0 || node.outputs.size() != 1 ||
-      node.inputs.empty() || node.inputs[0] < 0)
+  const int k = overwritable_input(*node.op);
+  if (k < 0 || node.outputs.size() != 1 || int(node.inputs.size()) <= k || node.inputs[k] < 0)
     return -1;
-  const Value& in = g.values[node.inputs[0]];
+  const Value& in = g.values[node.inputs[k]];
   const Value& out = g.values[node.outputs[0]];
   const Buffer& ib = g.buffers[in.buffer];
   const Buffer& ob = g.buffers[out.buffer];
   if (ib.kind != BufferKind::arena || !planned(ob) || in.buffer == out.buffer) return -1;
   if (last[in.buffer] != n || first[out.buffer] != n || ib.nbytes != ob.nbytes) return -1;
-  for (size_t i = 1; i < node.inputs.size(); ++i)  // another operand of those bytes: no
-    if (node.inputs[i] >= 0 && g.values[node.inputs[i]].buffer == in.buffer) return -1;
+  for (int i = 0; i < int(node.inputs.size()); ++i)  // another operand of those bytes: no
+    if (i != k && node.inputs[i] >= 0 && g.values[node.inputs[i]].buffer == in.buffer) return -1;
   return same_dense_layout(in, out) ? in.buffer : -1;
 }
 

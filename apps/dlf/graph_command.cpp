@@ -32,16 +32,20 @@ struct CapturedStep {
 
 // The step of `model` on the default device, run once: captured, optimised and planned.
 CapturedStep capture_step(const std::string& model, int64_t batch, int64_t seq,
-                          const std::string& precision) {
+                          const std::string& precision,
+                          const std::vector<std::string>& skip_passes = {}) {
   manual_seed(1234);
   Generator data(1234);
   CapturedStep c{.step = models::example_step(model, batch, seq, data)};
   c.params = c.step.model->parameters();
   c.opt = std::make_unique<nn::optim::AdamW>(c.params);
   c.opt->init_state();
-  c.compiled = std::make_unique<graph::Compiled>(graph::backward_step(
-      c.step.loss,
-      [opt = c.opt.get(), params = c.params] { nn::optim::clip_and_update(*opt, params, 1.0); }));
+  c.compiled = std::make_unique<graph::Compiled>(
+      graph::backward_step(c.step.loss,
+                           [opt = c.opt.get(), params = c.params] {
+                             nn::optim::clip_and_update(*opt, params, 1.0);
+                           }),
+      skip_passes);
   c.precision = precision == "bf16" ? DType::bf16 : DType::f32;
   c.run();
   return c;
@@ -82,7 +86,7 @@ CompiledStepMemory compiled_step_memory(const std::string& model, int64_t batch,
 void run_graph(const GraphCommand& o) {
   const std::vector<Device> devices = setup_devices(1, parse_device_arg(o.device));
   DefaultDeviceGuard on(devices[0]);
-  CapturedStep c = capture_step(o.model, o.batch, o.seq, o.precision);
+  CapturedStep c = capture_step(o.model, o.batch, o.seq, o.precision, o.skip_passes);
   const models::ExampleStep& s = c.step;
   const graph::Compiled& compiled = *c.compiled;
   const graph::CompileReport& r = compiled.last_report();

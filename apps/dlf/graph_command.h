@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dlf::app {
 
@@ -11,7 +12,8 @@ struct GraphCommand {
   int64_t batch = 0, seq = 0;  ///< 0: the benchmarks' batch (models::example_step)
   std::string device = "cpu";  ///< cpu, meta[:PRESET] or sim[:PRESET]
   std::string precision = "fp32";
-  std::string dot, json;  ///< files to write, when given
+  std::string dot, json;                 ///< files to write, when given
+  std::vector<std::string> skip_passes;  ///< passes of graph::optimize left out
 };
 
 void run_graph(const GraphCommand& o);

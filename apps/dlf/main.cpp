@@ -368,6 +368,8 @@ void add_graph(CLI::App& app, dlf::app::GraphCommand& o, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_option("--dot", o.dot, "write the graph as Graphviz DOT to this file");
   cmd->add_option("--json", o.json, "save the graph (JSON, and its external bytes beside it)");
+  cmd->add_option("--skip-pass", o.skip_passes,
+                  "leave this pass of the optimiser out (repeatable): what it brings");
 }
 
 // One line on stderr and exit code 1; under mpirun the other processes, which may be waiting

@@ -2,6 +2,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstring>
 #include <unordered_map>
 
 #include "core/kernels/conv_onednn_operand.h"
@@ -75,10 +76,10 @@ struct ConvPlan {
 };
 
 template <typename Primitive>
-ConvPlan build_conv_plan(const typename Primitive::desc& desc, const Tensor& x,
-                         const memory::desc& user_weights, const Tensor& bias,
+ConvPlan build_conv_plan(const typename Primitive::desc& desc, const dnnl::primitive_attr& attr,
+                         const Tensor& x, const memory::desc& user_weights, const Tensor& bias,
                          const memory::desc& user_dst) {
-  typename Primitive::primitive_desc pd(desc, cpu::engine());
+  typename Primitive::primitive_desc pd(desc, attr, cpu::engine());
   ConvPlan plan;
   plan.primitive = Primitive(pd);
   plan.src = {onednn_desc(x), pd.src_desc(), Role::input};
@@ -91,8 +92,8 @@ ConvPlan build_conv_plan(const typename Primitive::desc& desc, const Tensor& x,
 // On channels-last activations the primitive works in that layout (oneDNN's NHWC kernels are
 // as fast as its blocked ones here): only the small weights are reordered. Otherwise oneDNN
 // picks its preferred (blocked) layouts and the plan reorders from and to the tensors'.
-ConvPlan make_conv_plan(const ConvGeometry& g, const Tensor& x, const Tensor& w,
-                        const Tensor& bias) {
+ConvPlan make_conv_plan(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& bias,
+                        const Tensor& residual) {
   const memory::data_type type = onednn_type(x.dtype());
   const memory::desc user_weights = user_weights_desc(g, w);
   const bool nhwc = x.is_channels_last();
@@ -106,17 +107,25 @@ ConvPlan make_conv_plan(const ConvGeometry& g, const Tensor& x, const Tensor& w,
   const memory::desc bias_desc = bias.defined() ? any({g.out_channels}) : memory::desc();
   const memory::desc dst = nhwc ? user_dst : any(user_dst.dims());
   const ConvDims d(g);
+  dnnl::primitive_attr attr;
+  if (residual.defined()) {
+    // A sum into the output, which holds the residual: oneDNN's fastest kernels (brgconv) take
+    // a sum post-op, not a binary one.
+    dnnl::post_ops ops;
+    ops.append_sum(1.f);
+    attr.set_post_ops(ops);
+  }
   constexpr auto prop = dnnl::prop_kind::forward_training;
   if (g.transposed) {
     return build_conv_plan<dnnl::deconvolution_forward>(
         {prop, dnnl::algorithm::deconvolution_direct, src, weights, bias_desc, dst, d.strides,
          d.dilates, d.pad_l, d.pad_r},
-        x, user_weights, bias, user_dst);
+        attr, x, user_weights, bias, user_dst);
   }
   return build_conv_plan<dnnl::convolution_forward>(
       {prop, dnnl::algorithm::convolution_direct, src, weights, bias_desc, dst, d.strides,
        d.dilates, d.pad_l, d.pad_r},
-      x, user_weights, bias, user_dst);
+      attr, x, user_weights, bias, user_dst);
 }
 
 struct PoolPlan {
@@ -194,17 +203,24 @@ bool onednn_takes_geometry(const ConvGeometry& g) {
 }
 
 void conv2d_onednn(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                   const Tensor& out, const std::string& key) {
-  const std::string full_key = key + "|" + layout_key(x) + layout_key(weight) +
-                               (bias.defined() ? layout_key(bias) : "nobias");
+                   const Tensor& out, const std::string& key, const Tensor& residual) {
+  DLF_CHECK(!residual.defined() || (x.is_channels_last() && out.is_channels_last() &&
+                                    residual.strides() == out.strides()),
+            "conv2d: a residual post-op needs channels-last activations in the output's layout");
+  const std::string full_key =
+      key + "|" + layout_key(x) + layout_key(weight) +
+      (bias.defined() ? layout_key(bias) : "nobias") +
+      (residual.defined() ? "|residual" + layout_key(residual) : std::string());
   const ConvPlan& plan =
-      cpu::cached<ConvPlan>(full_key, [&] { return make_conv_plan(g, x, weight, bias); });
+      cpu::cached<ConvPlan>(full_key, [&] { return make_conv_plan(g, x, weight, bias, residual); });
   dnnl::stream& stream = cpu::stream();
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, plan.src.input(x.raw_data(), stream)},
       {DNNL_ARG_WEIGHTS, plan.weights.input(weight.raw_data(), stream)},
       {DNNL_ARG_DST, plan.dst.output(out.raw_data())}};
   if (bias.defined()) args[DNNL_ARG_BIAS] = plan.bias.input(bias.raw_data(), stream);
+  if (residual.defined() && residual.raw_data() != out.raw_data())
+    std::memcpy(out.raw_data(), residual.raw_data(), out.nbytes());
   plan.primitive.execute(stream, args);
   plan.dst.finish_output(args[DNNL_ARG_DST], out.raw_data(), stream);
   stream.wait();

@@ -10,10 +10,12 @@ namespace dlf::kernels {
 /// the larger side; padding - output_padding for a transposed convolution) must exceed -stride.
 bool onednn_takes_geometry(const ConvGeometry& g);
 
-/// conv2d or, when g.transposed, conv_transpose2d: out = conv(x, weight) + bias (if defined).
+/// conv2d or, when g.transposed, conv_transpose2d: out = conv(x, weight) + bias (if defined)
+/// + residual (if defined: copied into out, unless it is out's bytes already, and summed into by
+/// the primitive; x and out channels last, residual in out's layout).
 /// `key` identifies the op and its attrs; the operands' layouts are added to it.
 void conv2d_onednn(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                   const Tensor& out, const std::string& key);
+                   const Tensor& out, const std::string& key, const Tensor& residual = {});
 
 /// Average pooling with the padding counted in the divisor.
 void avg_pool2d_onednn(const Tensor& x, const PoolWindow& window, const Tensor& out,

@@ -139,7 +139,7 @@ GemmOperand widened(const GemmOperand& o, std::vector<float>& buffer) {
 // bf16 where oneDNN has no bf16 kernels (a CPU without AVX-512): the bf16 values widened to
 // f32, multiplied with f32 accumulation as the bf16 units do, and rounded to bf16 once.
 void bf16_gemm_in_f32(const GemmProblem& p) {
-  thread_local std::vector<float> a, b, bias, dst;  // kept: no allocation per product
+  thread_local std::vector<float> a, b, bias, residual, dst;  // kept: no allocation per product
   dst.resize(static_cast<size_t>(numel(p.dst.dims)));
   bias.clear();
   GemmProblem wide = p;
@@ -153,6 +153,9 @@ void bf16_gemm_in_f32(const GemmProblem& p) {
     wide.bias = bias.data();
     wide.bias_stride = 1;
   }
+  if (p.residual != nullptr)
+    wide.residual =
+        widened({const_cast<void*>(p.residual), p.dst.dims, p.dst.strides}, residual).data;
   onednn_gemm(wide);
   bf16* out = static_cast<bf16*>(p.dst.data);
   for (size_t i = 0; i < dst.size(); ++i) out[i] = bf16(dst[i]);
@@ -162,15 +165,28 @@ void bf16_gemm_in_f32(const GemmProblem& p) {
 
 void run_gemm(const GemmProblem& p) {
   if (numel(p.dst.dims) == 0) return;
-  if (p.inner() == 0) {  // an empty sum; oneDNN does not take K = 0
-    std::memset(p.dst.data, 0, numel(p.dst.dims) * dtype_size(p.dtype));
-    apply_epilogue(p);
-  } else if (p.dtype == DType::f64) {
-    eigen_gemm(p);
-  } else if (p.dtype == DType::bf16 && !cpu::has_bf16()) {
-    bf16_gemm_in_f32(p);
-  } else {
+  const bool onednn =
+      p.inner() > 0 && p.dtype != DType::f64 && (p.dtype != DType::bf16 || cpu::has_bf16());
+  if (onednn) {
     onednn_gemm(p);
+    return;
+  }
+  // Eigen's product and the empty sum write dst before the epilogue reads the residual: one in
+  // dst's bytes is kept aside (for all three paths, though bf16's widens it first).
+  thread_local std::vector<char> kept;
+  GemmProblem q = p;
+  if (p.residual != nullptr && p.residual == p.dst.data) {
+    const auto* bytes = static_cast<const char*>(p.residual);
+    kept.assign(bytes, bytes + numel(p.dst.dims) * dtype_size(p.dtype));
+    q.residual = kept.data();
+  }
+  if (q.inner() == 0) {  // an empty sum; oneDNN does not take K = 0
+    std::memset(q.dst.data, 0, numel(q.dst.dims) * dtype_size(q.dtype));
+    apply_epilogue(q);
+  } else if (q.dtype == DType::f64) {
+    eigen_gemm(q);
+  } else {
+    bf16_gemm_in_f32(q);
   }
 }
 
@@ -194,12 +210,13 @@ A activate(A x, Activation activation) {
 }  // namespace
 
 void apply_epilogue(const GemmProblem& p) {
-  if (p.bias == nullptr && p.activation == Activation::none) return;
+  if (!p.has_epilogue()) return;
   visit_floating(p.dtype, "linear", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = acc_t<T>;
     T* dst = static_cast<T*>(p.dst.data);
     const T* bias = static_cast<const T*>(p.bias);
+    const T* residual = static_cast<const T*>(p.residual);
     const int64_t rows = numel(p.dst.dims) / p.cols(), cols = p.cols();
 #pragma omp parallel for if (rows * cols > 32768)
     for (int64_t r = 0; r < rows; ++r) {
@@ -207,7 +224,9 @@ void apply_epilogue(const GemmProblem& p) {
       for (int64_t c = 0; c < cols; ++c) {
         A v = static_cast<A>(row[c]);
         if (bias != nullptr) v += static_cast<A>(bias[c * p.bias_stride]);
-        row[c] = convert<T>(activate(v, p.activation));
+        v = activate(v, p.activation);
+        if (residual != nullptr) v += static_cast<A>(residual[r * cols + c]);
+        row[c] = convert<T>(v);
       }
     }
   });

@@ -1,5 +1,5 @@
 // A matrix product as the linalg kernels see it: batched, strided, with broadcast batch dims
-// and an optional bias + activation epilogue (private header).
+// and an optional bias + activation + residual-add epilogue (private header).
 #pragma once
 #include <cstdint>
 
@@ -17,14 +17,20 @@ struct GemmOperand {
   int64_t rank() const { return static_cast<int64_t>(dims.size()); }
 };
 
-/// dst = activation(a @ b + bias) for every batch index of dst. All three operands have the
-/// same rank; a batch dim of a or b is either dst's or 1 (broadcast). dst is contiguous.
+/// dst = activation(a @ b + bias) + residual for every batch index of dst. All three operands
+/// have the same rank; a batch dim of a or b is either dst's or 1 (broadcast). dst is contiguous.
 struct GemmProblem {
   DType dtype = DType::f32;
   GemmOperand a, b, dst;
   const void* bias = nullptr;  ///< [cols] added to every row, or null
   int64_t bias_stride = 0;
   Activation activation = Activation::none;
+  /// Dense in dst's layout (contiguous), or null; may be dst's own bytes (summed into in place).
+  const void* residual = nullptr;
+
+  bool has_epilogue() const {
+    return bias != nullptr || activation != Activation::none || residual != nullptr;
+  }
 
   int64_t rows() const { return dst.dims[dst.rank() - 2]; }
   int64_t cols() const { return dst.dims[dst.rank() - 1]; }
@@ -51,7 +57,8 @@ void run_gemm(const GemmProblem& p);
 // Backends (linalg_onednn.cpp, linalg_eigen.cpp).
 void onednn_gemm(const GemmProblem& p);
 void eigen_gemm(const GemmProblem& p);
-/// dst = activation(dst + bias) in place, row by row (the epilogue of the non-oneDNN paths).
+/// dst = activation(dst + bias) + residual in place, row by row (the epilogue of the non-oneDNN
+/// paths).
 void apply_epilogue(const GemmProblem& p);
 
 }  // namespace dlf::kernels

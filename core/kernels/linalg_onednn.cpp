@@ -1,5 +1,6 @@
-// f32 / bf16 matrix products through cached oneDNN matmul primitives (bias and activation
-// fused as the bias argument and an eltwise post-op; f32 accumulation for bf16).
+// f32 / bf16 matrix products through cached oneDNN matmul primitives (bias, activation and
+// residual add fused as the bias argument, an eltwise and a binary post-op — a sum post-op when
+// the residual is dst's own bytes; f32 accumulation for bf16).
 #include <omp.h>
 
 #include <algorithm>
@@ -33,6 +34,7 @@ struct MatmulPlan {
   dnnl::matmul matmul;
   std::array<MatmulArg, 3> args;  // src, weights, bias
   memory::desc dst;
+  int residual_arg = 0;  // the execute argument of the residual add's post-op, when there is one
 };
 
 constexpr std::array<int, 3> kArgIds = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS};
@@ -91,11 +93,16 @@ std::optional<dnnl::matmul::primitive_desc> matmul_desc(const GemmProblem& p, Ma
     if (arg.present()) arg.used = used_desc(arg, p.dtype);
   }
   dnnl::primitive_attr attr;
-  if (p.activation != Activation::none) {
-    dnnl::post_ops ops;
+  dnnl::post_ops ops;
+  if (p.activation != Activation::none)
     ops.append_eltwise(1.f, eltwise_algorithm(p.activation), 0.f, 0.f);
-    attr.set_post_ops(ops);
+  if (p.residual == p.dst.data) {  // dst holds it: a sum into dst, as the kernels allow
+    ops.append_sum(1.f);
+  } else if (p.residual != nullptr) {
+    plan.residual_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len()) | DNNL_ARG_SRC_1;
+    ops.append_binary(dnnl::algorithm::binary_add, plan.dst);
   }
+  attr.set_post_ops(ops);
   const auto& args = plan.args;
   try {
     const dnnl::matmul::desc desc =
@@ -169,6 +176,7 @@ std::string plan_key(const GemmProblem& p) {
   key += shape_str(p.dst.dims);
   if (p.bias != nullptr) key += "bias" + std::to_string(p.bias_stride);
   key += ":act" + std::to_string(static_cast<int>(p.activation));
+  if (p.residual != nullptr) key += p.residual == p.dst.data ? ":sum" : ":residual";
   key += ":t" + std::to_string(omp_get_max_threads());
   return key;
 }
@@ -193,6 +201,8 @@ void onednn_gemm(const GemmProblem& p) {
     args.emplace(kArgIds[i], memory(arg.used, cpu::engine(), ptr));
   }
   args.emplace(DNNL_ARG_DST, memory(plan.dst, cpu::engine(), p.dst.data));
+  if (p.residual != nullptr && p.residual != p.dst.data)
+    args.emplace(plan.residual_arg, memory(plan.dst, cpu::engine(), const_cast<void*>(p.residual)));
   plan.matmul.execute(stream, args);
   stream.wait();
 }

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/kernels/linalg_gemm.h"
+#include "core/ops/linalg_common.h"
 
 namespace dlf {
 namespace {
@@ -67,11 +67,8 @@ Cost gemm_cost(Inputs in, std::span<const Tensor> out, int64_t inner, double epi
 const OpDef& matmul_op = register_op({
     .name = "matmul",
     .infer = infer_matmul,
-    .kernel =
-        [](Inputs in, const Attrs&, Outputs out) {
-          kernels::run_gemm(kernels::make_gemm_problem(kernels::lhs_operand(in[0]),
-                                                       kernels::rhs_operand(in[1]), out[0]));
-        },
+    .kernel = [](Inputs in, const Attrs&,
+                 Outputs out) { kernels::run_gemm(matmul_problem(in, out[0])); },
     .cost = [](Inputs in, const Attrs&,
                std::span<const Tensor> out) { return gemm_cost(in, out, in[0].size(-1), 0); },
 });
@@ -128,17 +125,8 @@ std::vector<TensorMeta> infer_linear(Inputs in, const Attrs& attrs) {
 const OpDef& linear_op = register_op({
     .name = "linear",
     .infer = infer_linear,
-    .kernel =
-        [](Inputs in, const Attrs& attrs, Outputs out) {
-          kernels::GemmProblem p = kernels::make_gemm_problem(
-              kernels::lhs_operand(in[0]), kernels::transposed_weight(in[1]), out[0]);
-          if (in[2].defined()) {
-            p.bias = in[2].raw_data();
-            p.bias_stride = in[2].strides()[0];
-          }
-          p.activation = parse_activation(attrs.s("activation"));
-          kernels::run_gemm(p);
-        },
+    .kernel = [](Inputs in, const Attrs& attrs,
+                 Outputs out) { kernels::run_gemm(linear_problem(in, attrs, out[0])); },
     .cost =
         [](Inputs in, const Attrs& attrs, std::span<const Tensor> out) {
           const double epilogue =
@@ -148,6 +136,21 @@ const OpDef& linear_op = register_op({
 });
 
 }  // namespace
+
+kernels::GemmProblem matmul_problem(Inputs in, const Tensor& out) {
+  return kernels::make_gemm_problem(kernels::lhs_operand(in[0]), kernels::rhs_operand(in[1]), out);
+}
+
+kernels::GemmProblem linear_problem(Inputs in, const Attrs& attrs, const Tensor& out) {
+  kernels::GemmProblem p = kernels::make_gemm_problem(kernels::lhs_operand(in[0]),
+                                                      kernels::transposed_weight(in[1]), out);
+  if (in[2].defined()) {
+    p.bias = in[2].raw_data();
+    p.bias_stride = in[2].strides()[0];
+  }
+  p.activation = parse_activation(attrs.s("activation"));
+  return p;
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return dispatch1(matmul_op, {a, b}); }
 

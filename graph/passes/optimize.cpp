@@ -16,6 +16,7 @@ const std::vector<Pass>& pipeline() {
       {"common subexpressions", eliminate_common_subexpressions},
       {"dead code", eliminate_dead_code},
       {"rematerialisation", rematerialize},
+      {"epilogue fusion", fuse_epilogues},
       {"element-wise fusion", fuse_elementwise},
   };
   return passes;

@@ -14,7 +14,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 train() { "$dlf" --threads 1 train --model gpt-nano --batch 4 --seq 32 "$@"; }
 losses() { grep '"loss"' "$1" | sed 's/.*"loss":\([^,]*\).*/\1/'; }
 norms() { grep '"grad_norm"' "$1" | sed 's/.*"grad_norm":\([^,]*\).*/\1/'; }
-close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * (a < 0 ? -a : a)) }'; }
-same_losses() {  # same_losses A.jsonl B.jsonl: every step's loss within 1e-5 relative
-  paste <(losses "$1") <(losses "$2") | while read -r a b; do close "$a" "$b" || exit 1; done
+close() {  # close A B [TOLERANCE]: within TOLERANCE (1e-5) relative
+  awk -v a="$1" -v b="$2" -v t="${3:-1e-5}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * (a < 0 ? -a : a)) }'
+}
+same_losses() {  # same_losses A.jsonl B.jsonl [TOLERANCE]: every step's loss within 1e-5 relative
+  paste <(losses "$1") <(losses "$2") | while read -r a b; do close "$a" "$b" "${3:-1e-5}" || exit 1; done
 }

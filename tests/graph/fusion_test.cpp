@@ -8,23 +8,15 @@
 
 #include <dlf/dlf.h>
 
+#include "graph_test_util.h"
 #include "test_util.h"
 
 using namespace dlf;
 using dlf::test::check_error;
+using dlf::test::op_names;
+using dlf::test::Step;
 
 namespace {
-
-using Step = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
-
-std::vector<std::string> op_names(const graph::Graph& g) {
-  std::vector<std::string> names;
-  for (const graph::Node& n : g.nodes) {
-    const std::string chain = graph::fused_chain(n);
-    names.push_back(chain.empty() ? n.op->name : '[' + chain + ']');
-  }
-  return names;
-}
 
 // The largest difference between `got` and `want`, relative to want's largest magnitude.
 double relative_error(const Tensor& got, const Tensor& want) {

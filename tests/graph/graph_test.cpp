@@ -9,18 +9,14 @@
 
 #include <dlf/dlf.h>
 
+#include "graph_test_util.h"
 #include "test_util.h"
 
 using namespace dlf;
 using dlf::test::check_error;
+using dlf::test::op_names;
 
 namespace {
-
-std::vector<std::string> op_names(const graph::Graph& g) {
-  std::vector<std::string> names;
-  for (const graph::Node& n : g.nodes) names.push_back(n.op->name);
-  return names;
-}
 
 std::vector<float> values_of(const Tensor& t) { return t.to_vector<float>(); }
 

@@ -10,7 +10,8 @@ namespace dlf::graph {
 /// (best fit); sets g.arena_bytes, the most the arena needs. Offsets are 64-byte aligned. An
 /// element-wise op (OpDef::pointwise, not a fused chain) whose first input is an intermediate
 /// it reads last, of its output's size and layout, writes its output over it (in place: the two
-/// buffers get one offset). The buffers must share one device.
+/// buffers get one offset); so does a fused product (fuse_epilogues) over its added tensor. The
+/// buffers must share one device.
 void plan_memory(Graph& g);
 
 /// The bytes arena buffers would take if each (or each run of buffers written in place over

@@ -32,6 +32,15 @@ int fold_constants(Graph& g);
 /// between forward and backward). The results are the same bits. Returns the nodes added.
 int rematerialize(Graph& g);
 
+/// Epilogue fusion: a matmul, linear or conv2d whose output only an add
+/// reads, beside a tensor of the same shape and dtype (a residual connection, a gradient summed
+/// from two uses), becomes one node of its fused op (graph's epilogue_add_op: "linear_add", ...):
+/// where the product ran when the tensor is there already and unchanged until the add; else
+/// where the add ran, when the product's inputs are unchanged and alive until then anyway. The
+/// product's kernel adds the tensor as it writes its output (oneDNN's binary or sum post-op),
+/// and the product alone never reaches memory. Returns the nodes removed.
+int fuse_epilogues(Graph& g);
+
 /// Element-wise fusion: chains of f32 element-wise ops of one output shape and layout, each
 /// reading what an earlier one made, become one fused_elementwise node that runs them tile by
 /// tile (each input read once, each output written once; the values in between never reach
@@ -52,7 +61,8 @@ struct PassReport {
 };
 
 /// The default pipeline's passes, in the order optimize() runs them: "constant folding",
-/// "common subexpressions", "dead code", "rematerialisation", "element-wise fusion".
+/// "common subexpressions", "dead code", "rematerialisation", "epilogue fusion", "element-wise
+/// fusion".
 const std::vector<std::string>& pass_names();
 /// A dlf::Error listing the passes when a name is none of pass_names().
 void check_pass_names(const std::vector<std::string>& names);
