@@ -125,6 +125,11 @@ class Recorder final : public DispatchObserver {
         t.storage());
   }
 
+  bool made_in_step(const Tensor& t) const {
+    auto it = values_.find(t.impl());
+    return it != values_.end() && g_.values[it->second.value].producer >= 0;
+  }
+
   int value_of(const Tensor& t) {
     auto it = values_.find(t.impl());
     if (it != values_.end() && it->second.storage.lock() == t.storage() &&
@@ -141,8 +146,9 @@ class Recorder final : public DispatchObserver {
       }
     }
     if (g_.buffers[b].kind == BufferKind::external) {
-      DLF_CHECK(!t.requires_grad() || !t.grad().defined(), "graph capture: a parameter ",
-                shape_str(t.shape()),
+      // A gradient the step itself made and set (a sharded optimizer's piece of one) is fine.
+      DLF_CHECK(!t.requires_grad() || !t.grad().defined() || made_in_step(t.grad()),
+                "graph capture: a parameter ", shape_str(t.shape()),
                 " already has a gradient when the step starts; clear gradients (zero_grad) "
                 "before a captured step: a graph computes them, it does not add to old ones");
       externals_.emplace_back(int(g_.values.size()), t);

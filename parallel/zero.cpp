@@ -1,4 +1,5 @@
 #include <dlf/autograd/grad_mode.h>
+#include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/op_profile.h>
 #include <dlf/core/ops/join.h>
@@ -85,11 +86,64 @@ double ZeroOptimizer::clip_grad_norm(const std::vector<Tensor>& params, double m
   return norm;
 }
 
+std::vector<Tensor> ZeroOptimizer::piece_values() const {
+  std::vector<Tensor> values;
+  for (const Piece& piece : pieces_) values.push_back(piece.owned.value);
+  return values;
+}
+
 void ZeroOptimizer::step() {
-  autograd::NoGradGuard no_grad;
-  attach_gradients();
+  begin_step();
+  update();
+}
+
+void ZeroOptimizer::begin_step() {
   auto& shard_groups = shard_->param_groups();
   for (size_t g = 0; g < shard_groups.size(); ++g) shard_groups[g].lr = opt_.param_groups()[g].lr;
+  shard_->begin_step();
+}
+
+bool ZeroOptimizer::capturable() const { return shard_->capturable() && !opt_.offloaded_to(); }
+
+void ZeroOptimizer::init_state() { shard_->init_state(); }
+
+Tensor ZeroOptimizer::clip_and_update(const std::vector<Tensor>& params, double max_norm,
+                                      const NormScope& scope) {
+  DLF_CHECK(capturable(), "ZeroOptimizer::clip_and_update: the update reads values on the host ",
+            "(an optimizer that is not capturable, or offloaded): step it after the captured step");
+  DLF_CHECK(shard_->state_ready(), "ZeroOptimizer::clip_and_update: a piece has no optimizer ",
+            "state yet; call init_state() before the step is captured");
+  autograd::NoGradGuard no_grad;
+  AutocastGuard full_precision(std::nullopt);
+  Tensor norm;
+  if (shards_.whole_gradients()) {
+    norm = nn::optim::clip_grad_norm_on_device(
+        params, max_norm, [&](const auto& ps) { return global_norm_on_device(ps, scope); });
+    attach_gradients();
+  } else {
+    // The pieces' squares over this rank, then over the data-parallel group and scope's groups:
+    // clip_grad_norm's sums in its order. A piece counts as its parameter does.
+    attach_gradients();
+    std::map<const Storage*, Tensor> param_of;
+    for (const Piece& piece : pieces_)
+      param_of[piece.owned.value.storage().get()] = piece.owned.param;
+    NormScope pieces_scope{.counts = {}, .groups = {&comm_}};
+    if (scope.counts)
+      pieces_scope.counts = [&](const Tensor& v) {
+        return scope.counts(param_of.at(v.storage().get()));
+      };
+    pieces_scope.groups.insert(pieces_scope.groups.end(), scope.groups.begin(), scope.groups.end());
+    norm = nn::optim::clip_grad_norm_on_device(piece_values(), max_norm, [&](const auto& ps) {
+      return global_norm_on_device(ps, pieces_scope);
+    });
+  }
+  update();
+  return norm;
+}
+
+void ZeroOptimizer::update() {
+  autograd::NoGradGuard no_grad;
+  attach_gradients();
   // Pieces in host memory (FSDPOptions::shards_on) are updated there in place: the host's work
   // goes on a sim device's host stream (Optimizer::step charges it for pieces it copies down).
   const std::optional<Device> host = opt_.offloaded_to();
@@ -98,7 +152,7 @@ void ZeroOptimizer::step() {
   {
     std::optional<OpProfile> meter;
     if (on_host) meter.emplace();
-    shard_->step();
+    shard_->update();
     if (meter)
       sim::host_compute(comm_.device(), meter->outermost().flops, meter->outermost().bytes);
   }

@@ -149,7 +149,8 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
   cmd->add_flag("--compile", o.compile,
                 "graph mode: capture the step (forward, backward, clipping, AdamW) at the first "
                 "step, optimise the graph, plan its memory in one arena and replay it at every "
-                "later step; any layout (its collectives are ops of the graph) but ZeRO's");
+                "later step; any layout (its collectives are ops of the graph), ZeRO-1 and -2 "
+                "with the sharded update in the graph, but not ZeRO-3");
   cmd->add_option("--recompute", o.recompute,
                   "activation recompute: none; full (each block keeps only its input for "
                   "backward and runs again there: least memory, a third more compute); or "

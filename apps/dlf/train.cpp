@@ -259,8 +259,9 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
   if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->shards());
   // --compile: clipping and the update run inside the captured step (an offloaded update, whose
-  // copies to the host are not captured, runs after it).
-  const bool update_in_graph = o.compile && !opt.offloaded_to() && opt.capturable();
+  // copies to the host are not captured, runs after it); ZeRO's sharded update too.
+  const bool update_in_graph =
+      o.compile && (zero ? zero->capturable() : !opt.offloaded_to() && opt.capturable());
   Tensor norm_out = zeros({}, {.dtype = DType::f64, .device = device});
   if (job.ckpt != nullptr) {
     const nn::NamedTensors state =
@@ -275,11 +276,18 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   }
 
   if (update_in_graph) {
-    opt.init_state();  // after a checkpoint's, whose tensors the graph then updates
+    // After a checkpoint's state, whose tensors the graph then updates.
+    if (zero) {
+      zero->init_state();
+    } else {
+      opt.init_state();
+    }
     task->set_after_backward([&] {
-      const Tensor norm = nn::optim::clip_and_update(
-          opt, tensors, run.grad_clip,
-          [&](const auto& ps) { return parallel::global_norm_on_device(ps, norm_scope); });
+      const Tensor norm =
+          zero ? zero->clip_and_update(tensors, run.grad_clip, norm_scope)
+               : nn::optim::clip_and_update(opt, tensors, run.grad_clip, [&](const auto& ps) {
+                   return parallel::global_norm_on_device(ps, norm_scope);
+                 });
       if (norm.defined()) norm_out.copy_(norm);  // else no gradient: the norm stays 0
     });
   }
@@ -411,7 +419,13 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     opt.zero_grad();
     double norm = 0;
     try {
-      if (update_in_graph) opt.begin_step();
+      if (update_in_graph) {
+        if (zero) {
+          zero->begin_step();
+        } else {
+          opt.begin_step();
+        }
+      }
       loss = autocast([&] { return task->forward_backward(); });
       // ZeRO-2 alone has no whole gradients: its norm adds the ranks' pieces.
       norm = update_in_graph ? norm_out.item<double>()
@@ -423,10 +437,12 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
       throw Error("step " + std::to_string(step + 1) + ": " + e.what());
     }
     check_finite_step(step + 1, loss, norm, last_saved, !o.checkpoint.empty(), update_in_graph);
-    if (zero) {
-      zero->step();
-    } else if (!update_in_graph) {
-      opt.step();
+    if (!update_in_graph) {
+      if (zero) {
+        zero->step();
+      } else {
+        opt.step();
+      }
     }
     schedule.step();
     SimStep sim_step;
@@ -657,9 +673,13 @@ double run_train(TrainOptions o) {
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
   offload_flag(o.offload, o.zero);  // a valid combination
-  DLF_CHECK(!o.compile || o.zero == 0 || layout.dp == 1,
-            "--compile captures no ZeRO yet: its sharded update runs outside a graph (got --zero ",
-            o.zero, ")");
+  DLF_CHECK(!o.compile || o.zero < 3 || layout.dp == 1,
+            "--compile captures ZeRO-1 and -2, not ZeRO-3: its parameter shards are gathered and "
+            "released outside a graph (got --zero 3)");
+  DLF_CHECK(!o.compile || o.zero < 2 || layout.dp == 1 || o.offload == "none",
+            "--compile --zero 2 --offload ", o.offload,
+            ": the gradients' copies to the host as each bucket is reduced are not captured "
+            "(compile without --offload, or with --zero 1)");
   if (o.profile && !o.profile->compare.empty()) {  // refused before the run, not after it
     DLF_CHECK(device.type == DeviceType::cpu, "--compare puts a sim device's predictions beside ",
               "a measured run: profile on --device cpu");

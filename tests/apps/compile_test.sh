@@ -59,7 +59,20 @@ train --steps 3 --pp 2 --micro-batch 2 --device cpu --metrics "$tmp/pp.e.jsonl" 
 train --steps 3 --pp 2 --micro-batch 2 --device cpu --compile --metrics "$tmp/pp.c.jsonl" \
   2>"$tmp/log" || fail "train --pp 2 --compile: $(cat "$tmp/log")"
 same_losses "$tmp/pp.e.jsonl" "$tmp/pp.c.jsonl" || fail "--pp 2: compiled losses differ"
-expect_error 1 train --compile --dp 2 --zero 1 --device cpu --steps 2
+# ZeRO-1 and -2 over two ranks: the sharded update (and ZeRO-2's reduce-scattered gradients
+# and norm over the pieces) in the graph; eager's losses and norms
+for stage in 1 2; do
+  train --steps 3 --dp 2 --zero $stage --device cpu --metrics "$tmp/z.e.jsonl" 2>/dev/null ||
+    fail "train --zero $stage"
+  train --steps 3 --dp 2 --zero $stage --device cpu --compile --metrics "$tmp/z.c.jsonl" \
+    2>"$tmp/log" || fail "train --zero $stage --compile: $(cat "$tmp/log")"
+  same_losses "$tmp/z.e.jsonl" "$tmp/z.c.jsonl" || fail "--zero $stage: compiled losses differ"
+  paste <(norms "$tmp/z.e.jsonl") <(norms "$tmp/z.c.jsonl") |
+    while read -r a b; do close "$a" "$b" || exit 1; done ||
+    fail "--zero $stage: compiled gradient norms differ"
+done
+expect_error 1 train --compile --dp 2 --zero 3 --device cpu --steps 2
+expect_error 1 train --compile --dp 2 --zero 2 --offload optimizer --device sim --steps 2
 # two sim devices: the same losses, and the simulated step waits for its reductions as eager's
 # does (their reductions overlap backward in both)
 train --steps 3 --devices 2 --device sim --metrics "$tmp/sim2.e.jsonl" 2>/dev/null ||

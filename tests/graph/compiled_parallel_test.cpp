@@ -1,12 +1,14 @@
 // A data-parallel training step captured as a graph: DDP's bucket reductions are ops of the
 // step, captured in the order backward launched them (between backward's other ops, not after
-// them) and replayed there; two ranks train compiled as they train eagerly.
+// them) and replayed there; two ranks train compiled as they train eagerly, ZeRO-1 and -2's
+// sharded updates and gathers included.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
 #include <unistd.h>
 
@@ -30,23 +32,32 @@ struct RankRun {
 };
 
 // Rank `rank` of `world` trains gpt-nano five clipped AdamW steps under DDP (small buckets, so
-// there are several), eagerly or as one captured graph per step.
-RankRun train_rank(parallel::Communicator& world, bool compiled, int steps) {
+// there are several), eagerly or as one captured graph per step; with ZeRO stage `zero` (1 or
+// 2) the optimizer is sharded over the ranks.
+RankRun train_rank(parallel::Communicator& world, bool compiled, int steps, int zero) {
   constexpr double kClip = 0.5;
   const models::GPTConfig config = models::gpt_config("gpt-nano");
   manual_seed(42);
   models::GPT model(config);
   model.to(world.device());
-  parallel::DistributedDataParallel ddp(model, world, {.bucket_bytes = 16 << 10});
+  parallel::DistributedDataParallel ddp(model, world,
+                                        {.bucket_bytes = 16 << 10, .shard_gradients = zero >= 2});
   REQUIRE(ddp.num_buckets() > 2);
   const std::vector<Tensor> params = model.parameters();
   nn::optim::AdamW opt(params, {.lr = 1e-3});
-  opt.init_state();
+  std::optional<parallel::ZeroOptimizer> sharded;
+  if (zero > 0) {
+    sharded.emplace(opt, world, ddp);
+    sharded->init_state();
+  } else {
+    opt.init_state();
+  }
   const auto loss = [&](const Batch& b) { return model.loss(b[0], b[1]); };
   Tensor norm = zeros({}, {.dtype = DType::f64, .device = world.device()});
   graph::Compiled step(graph::backward_step(loss, [&] {
     ddp.synchronize();
-    norm.copy_(nn::optim::clip_and_update(opt, params, kClip));
+    norm.copy_(sharded ? sharded->clip_and_update(params, kClip)
+                       : nn::optim::clip_and_update(opt, params, kClip));
   }));
   const graph::StepFn eager_step = graph::backward_step(loss);
   Generator data(uint64_t(7 + world.rank()));  // each rank its own share of the batch
@@ -58,13 +69,22 @@ RankRun train_rank(parallel::Communicator& world, bool compiled, int steps) {
     opt.set_lr(1e-3 / double(i + 1));
     opt.zero_grad();
     if (compiled) {
-      opt.begin_step();
+      if (sharded) {
+        sharded->begin_step();
+      } else {
+        opt.begin_step();
+      }
       run.losses.push_back(step(b)[0].item<float>());
     } else {
       run.losses.push_back(eager_step(b)[0].item<float>());
       ddp.synchronize();
-      nn::optim::clip_grad_norm(params, kClip);
-      opt.step();
+      if (sharded) {
+        sharded->clip_grad_norm(params, kClip);
+        sharded->step();
+      } else {
+        nn::optim::clip_grad_norm(params, kClip);
+        opt.step();
+      }
     }
   }
   for (const Tensor& p : params)
@@ -83,10 +103,10 @@ RankRun train_rank(parallel::Communicator& world, bool compiled, int steps) {
 }
 
 std::vector<RankRun> train(bool compiled, const std::vector<Device>& devices = {kCPU, kCPU},
-                           int steps = 5) {
+                           int steps = 5, int zero = 0) {
   std::vector<RankRun> runs(devices.size());
   parallel::run_ranks(devices, [&](parallel::Communicator& world) {
-    runs[size_t(world.rank())] = train_rank(world, compiled, steps);
+    runs[size_t(world.rank())] = train_rank(world, compiled, steps, zero);
   });
   return runs;
 }
@@ -98,18 +118,27 @@ double max_difference(const std::vector<float>& a, const std::vector<float>& b) 
   return d;
 }
 
+// Each rank's compiled run: one capture, eager's losses and weights to 1e-6, and the replicas'
+// weights equal (they took the same steps).
+void check_trains_as_eager(const std::vector<RankRun>& eager,
+                           const std::vector<RankRun>& compiled) {
+  for (size_t r = 0; r < compiled.size(); ++r) {
+    INFO("rank " << r);
+    CHECK(compiled[r].captures == 1);
+    CHECK(max_difference(compiled[r].losses, eager[r].losses) <= 1e-6);
+    CHECK(max_difference(compiled[r].weights, eager[r].weights) <= 1e-6);
+    CHECK(compiled[r].weights == compiled[0].weights);
+  }
+  // The ranks saw different data: their losses differ, so the test compares real reductions.
+  CHECK(compiled[0].losses != compiled[1].losses);
+}
+
 }  // namespace
 
 TEST_CASE("graph: a data-parallel step compiles with its reductions; two ranks train as eager") {
   const std::vector<RankRun> eager = train(false), compiled = train(true);
-  for (int r = 0; r < 2; ++r) {
-    INFO("rank " << r);
-    const RankRun& c = compiled[size_t(r)];
-    CHECK(c.captures == 1);
-    CHECK(max_difference(c.losses, eager[size_t(r)].losses) <= 1e-6);
-    CHECK(max_difference(c.weights, eager[size_t(r)].weights) <= 1e-6);
-    // The replicas took the same steps: their weights agree.
-    CHECK(c.weights == compiled[0].weights);
+  check_trains_as_eager(eager, compiled);
+  for (const RankRun& c : compiled) {
     // One reduction a bucket, launched while backward runs: the first comes before backward's
     // last matmul, not after all of backward.
     const auto first = std::find(c.nodes.begin(), c.nodes.end(), "allreduce_");
@@ -119,8 +148,27 @@ TEST_CASE("graph: a data-parallel step compiles with its reductions; two ranks t
     REQUIRE(last_matmul != c.nodes.rend());
     CHECK(first < last_matmul.base());
   }
-  // The ranks saw different data: their losses differ, so the test compares real reductions.
-  CHECK(compiled[0].losses != compiled[1].losses);
+}
+
+TEST_CASE("graph: ZeRO-1 and -2 compile with their sharded update; two ranks train as eager") {
+  for (const int zero : {1, 2}) {
+    INFO("ZeRO-" << zero);
+    const std::vector<RankRun> eager = train(false, {kCPU, kCPU}, 5, zero);
+    const std::vector<RankRun> compiled = train(true, {kCPU, kCPU}, 5, zero);
+    check_trains_as_eager(eager, compiled);  // every rank gathered the others' pieces
+    for (const RankRun& c : compiled) {
+      // ZeRO-2 reduce-scatters the buckets instead of reducing them whole; both stages update
+      // a piece each and gather the others', a bucket at a time, at the step's end.
+      const std::string reduction = zero == 2 ? "reduce_scatter" : "allreduce_";
+      CHECK(std::count(c.nodes.begin(), c.nodes.end(), reduction) > 2);
+      const auto last_update = std::find(c.nodes.rbegin(), c.nodes.rend(), "adam_update_");
+      const auto first_gather = std::find(c.nodes.begin(), c.nodes.end(), "allgather");
+      REQUIRE(last_update != c.nodes.rend());
+      REQUIRE(first_gather != c.nodes.end());
+      CHECK(last_update.base() <= first_gather);
+      CHECK(std::count(c.nodes.begin(), c.nodes.end(), "allgather") > 2);
+    }
+  }
 }
 
 TEST_CASE("graph: on sim devices a compiled step waits for its reductions as the eager one does") {

@@ -33,7 +33,8 @@ struct DistributedGPTOptions {
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
   /// The training step (forward and backward through the pipeline schedule, the gradients'
   /// reduction and what set_after_backward() gives) captured as a graph at the first step and
-  /// replayed after (graph::Compiled); not with ZeRO.
+  /// replayed after (graph::Compiled); with ZeRO-1 and -2 (a ZeroOptimizer's clip_and_update
+  /// given to set_after_backward), not ZeRO-3.
   bool compile = false;
 };
 

@@ -36,8 +36,27 @@ class ZeroOptimizer {
   /// Whether every rank holds the whole gradients (ZeRO-1): then the norm is the unsharded one.
   bool whole_gradients() const { return shards_.whole_gradients(); }
   /// Updates this rank's pieces with the optimizer's current learning rates, then gathers
-  /// everyone's. Call after ddp.synchronize() (and clip_grad_norm).
+  /// everyone's. Call after ddp.synchronize() (and clip_grad_norm): begin_step(), then update().
   void step();
+  /// Counts a step and sets, on the host, the learning rates and step count the pieces'
+  /// update reads (Optimizer::begin_step): before a captured step.
+  void begin_step();
+  /// Updates this rank's pieces with what begin_step() set, then gathers everyone's: device ops
+  /// only when capturable(), so a captured training step can hold it.
+  void update();
+  /// Whether update() reads no value on the host: the optimizer is capturable (AdamW) and not
+  /// offloaded (ZeRO-Offload's copies to the host are not captured).
+  bool capturable() const;
+  /// Makes the pieces' optimizer state now (Optimizer::init_state), so that a step captured
+  /// before any update finds it.
+  void init_state();
+  /// What a captured training step runs after backward (nn::optim::clip_and_update's sharded
+  /// form): the gradients clipped by their global norm in tensor ops — the unsharded norm over
+  /// whole gradients (ZeRO-1), else the pieces' squares added over the ranks and `scope`'s
+  /// groups, in clip_grad_norm's order — then update(). Returns the norm before clipping (an f64
+  /// scalar on the device; undefined when no gradient is).
+  Tensor clip_and_update(const std::vector<Tensor>& params, double max_norm,
+                         const NormScope& scope = {});
   /// The global L2 norm of the gradients of `params` (the DDP's module's parameters), each
   /// element counted once; the gradients this rank uses are scaled to `max_norm` if above. A
   /// model split over model-parallel ranks adds their parts as `scope` says (grad_norm.h).
@@ -55,6 +74,7 @@ class ZeroOptimizer {
     size_t group = 0, index = 0;  // of the parameter in the optimizer's groups
   };
   void attach_gradients();
+  std::vector<Tensor> piece_values() const;
 
   nn::optim::Optimizer& opt_;
   Communicator& comm_;
