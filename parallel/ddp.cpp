@@ -25,9 +25,9 @@ struct DistributedDataParallel::Reducer {
   bool reduce_in_bf16 = false;
   std::optional<Device> gradients_to;  // offload_gradients()
   std::vector<Bucket> buckets;
-  // The reductions under way, waited for in synchronize(): allreduces by their buffer (an op,
-  // so a captured step waits there too); reduce-scatters (ZeRO-2, not captured) by their Work,
-  // as an offloaded part's device copy is gone by then.
+  // The reductions under way, waited for in synchronize(): by their result (an op, so a
+  // captured step waits there too), or, for a reduce-scatter whose part goes down to the host
+  // at once (ZeRO-Offload, not captured), by its Work: the device's copy is gone by then.
   std::vector<Tensor> reducing;
   std::vector<Work> scattering;
 
@@ -54,10 +54,16 @@ struct DistributedDataParallel::Reducer {
     b.launched = true;
     if (shard_gradients) {
       MemoryScope scope(MemoryCategory::gradients);
-      b.gradient_part =
-          comm->reduce_scatter(buffer, ReduceOp::avg, &scattering.emplace_back());  // bf16: below
+      const bool offloaded = gradients_to && !b.own;
+      Work work;
+      b.gradient_part = comm->reduce_scatter(buffer, ReduceOp::avg, &work);  // bf16: below
+      if (offloaded) {
+        scattering.push_back(work);
+      } else {
+        reducing.push_back(b.gradient_part);
+      }
       for (Tensor& p : b.params) p.set_grad(Tensor());
-      if (gradients_to && !b.own) b.gradient_part = b.gradient_part.to(*gradients_to);
+      if (offloaded) b.gradient_part = b.gradient_part.to(*gradients_to);
     } else {
       comm->allreduce(buffer, ReduceOp::avg, /*async=*/true);
       reducing.push_back(buffer);

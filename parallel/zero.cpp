@@ -111,19 +111,22 @@ Tensor ZeroOptimizer::clip_and_update(const std::vector<Tensor>& params, double 
                                       const NormScope& scope) {
   DLF_CHECK(capturable(), "ZeroOptimizer::clip_and_update: the update reads values on the host ",
             "(an optimizer that is not capturable, or offloaded): step it after the captured step");
-  DLF_CHECK(shard_->state_ready(), "ZeroOptimizer::clip_and_update: a piece has no optimizer ",
-            "state yet; call init_state() before the step is captured");
   autograd::NoGradGuard no_grad;
   AutocastGuard full_precision(std::nullopt);
+  // With their gradients attached, the pieces that will be updated are the ones checked.
+  attach_gradients();
+  DLF_CHECK(shard_->state_ready(), "ZeroOptimizer::clip_and_update: a piece has no optimizer ",
+            "state yet; call init_state() before the step is captured");
   Tensor norm;
   if (shards_.whole_gradients()) {
+    // The whole gradients are scaled into new tensors: the pieces view those.
     norm = nn::optim::clip_grad_norm_on_device(
         params, max_norm, [&](const auto& ps) { return global_norm_on_device(ps, scope); });
+    gradients_attached_ = false;
     attach_gradients();
   } else {
     // The pieces' squares over this rank, then over the data-parallel group and scope's groups:
     // clip_grad_norm's sums in its order. A piece counts as its parameter does.
-    attach_gradients();
     std::map<const Storage*, Tensor> param_of;
     for (const Piece& piece : pieces_)
       param_of[piece.owned.value.storage().get()] = piece.owned.param;

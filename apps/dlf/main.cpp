@@ -150,7 +150,7 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
                 "graph mode: capture the step (forward, backward, clipping, AdamW) at the first "
                 "step, optimise the graph, plan its memory in one arena and replay it at every "
                 "later step; any layout (its collectives are ops of the graph), ZeRO-1 and -2 "
-                "with the sharded update in the graph, but not ZeRO-3");
+                "with the sharded update in the graph, but not ZeRO-3 nor --zero 2 --offload");
   cmd->add_option("--recompute", o.recompute,
                   "activation recompute: none; full (each block keeps only its input for "
                   "backward and runs again there: least memory, a third more compute); or "

@@ -258,8 +258,9 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     opt.offload(kCPU);                          // before ZeRO shards it: its parts too
   std::optional<parallel::ZeroOptimizer> zero;  // optimizer state sharded over the replicas
   if (o.zero > 0 && job.layout.dp > 1) zero.emplace(opt, mesh.dp(), *task->shards());
-  // --compile: clipping and the update run inside the captured step (an offloaded update, whose
-  // copies to the host are not captured, runs after it); ZeRO's sharded update too.
+  // --compile: clipping and the update run inside the captured step, ZeRO-1's and -2's sharded
+  // update included (an offloaded update, whose copies to the host are not captured, runs after
+  // it).
   const bool update_in_graph =
       o.compile && (zero ? zero->capturable() : !opt.offloaded_to() && opt.capturable());
   Tensor norm_out = zeros({}, {.dtype = DType::f64, .device = device});
@@ -678,7 +679,8 @@ double run_train(TrainOptions o) {
             "released outside a graph (got --zero 3)");
   DLF_CHECK(!o.compile || o.zero < 2 || layout.dp == 1 || o.offload == "none",
             "--compile --zero 2 --offload ", o.offload,
-            ": the gradients' copies to the host as each bucket is reduced are not captured "
+            ": the gradients' copies to the host as each bucket is reduced are not captured, "
+            "and ZeRO-2's update must run inside the graph, which holds its gradient parts "
             "(compile without --offload, or with --zero 1)");
   if (o.profile && !o.profile->compare.empty()) {  // refused before the run, not after it
     DLF_CHECK(device.type == DeviceType::cpu, "--compare puts a sim device's predictions beside ",

@@ -184,21 +184,24 @@ TEST_CASE("graph: on sim devices a compiled step waits for its reductions as the
       sim::configure(d, spec);
     }
   };
-  slow_link();
-  const std::vector<RankRun> eager = train(false, devices, 1);
-  slow_link();
-  const std::vector<RankRun> compiled = train(true, devices, 1);
-  for (int r = 0; r < 2; ++r) {
-    INFO("rank " << r);
-    const RankRun &e = eager[size_t(r)], &c = compiled[size_t(r)];
-    CHECK(e.comm > 0.03);  // several buckets, 10 ms each
-    CHECK(e.compute >= e.comm);
-    CHECK(c.compute >= c.comm);  // the update ran after the reductions arrived
-    CHECK(c.comm == doctest::Approx(e.comm).epsilon(0.05));
-    // The group's figures come from the collectives as they run: a replayed step has them too.
-    CHECK(c.seconds.busy == doctest::Approx(e.seconds.busy).epsilon(0.05));
-    CHECK(c.seconds.exposed > 0.5 * c.seconds.busy);  // the slow link shows
-    CHECK(c.seconds.exposed == doctest::Approx(e.seconds.exposed).epsilon(0.1));
+  for (const int zero : {0, 2}) {  // allreduces, or ZeRO-2's reduce-scatters
+    INFO("ZeRO-" << zero);
+    slow_link();
+    const std::vector<RankRun> eager = train(false, devices, 1, zero);
+    slow_link();
+    const std::vector<RankRun> compiled = train(true, devices, 1, zero);
+    for (int r = 0; r < 2; ++r) {
+      INFO("rank " << r);
+      const RankRun &e = eager[size_t(r)], &c = compiled[size_t(r)];
+      CHECK(e.comm > 0.03);  // several buckets, 10 ms each
+      CHECK(e.compute >= e.comm);
+      CHECK(c.compute >= c.comm);  // the update ran after the reductions arrived
+      CHECK(c.comm == doctest::Approx(e.comm).epsilon(0.05));
+      // The group's figures come from the collectives as they run: a replayed step has them too.
+      CHECK(c.seconds.busy == doctest::Approx(e.seconds.busy).epsilon(0.05));
+      CHECK(c.seconds.exposed > 0.5 * c.seconds.busy);  // the slow link shows
+      CHECK(c.seconds.exposed == doctest::Approx(e.seconds.exposed).epsilon(0.1));
+    }
   }
   for (Device d : devices) sim::configure(d, before);
 }

@@ -34,7 +34,7 @@ struct DistributedGPTOptions {
   /// The training step (forward and backward through the pipeline schedule, the gradients'
   /// reduction and what set_after_backward() gives) captured as a graph at the first step and
   /// replayed after (graph::Compiled); with ZeRO-1 and -2 (a ZeroOptimizer's clip_and_update
-  /// given to set_after_backward), not ZeRO-3.
+  /// given to set_after_backward: ZeRO-2's gradient parts live in the graph), not ZeRO-3.
   bool compile = false;
 };
 

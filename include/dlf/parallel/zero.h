@@ -54,7 +54,8 @@ class ZeroOptimizer {
   /// form): the gradients clipped by their global norm in tensor ops — the unsharded norm over
   /// whole gradients (ZeRO-1), else the pieces' squares added over the ranks and `scope`'s
   /// groups, in clip_grad_norm's order — then update(). Returns the norm before clipping (an f64
-  /// scalar on the device; undefined when no gradient is).
+  /// scalar on the device). Under ZeRO-2 a captured step must hold the update: its gradient
+  /// parts are the graph's, and an update after it would not read them.
   Tensor clip_and_update(const std::vector<Tensor>& params, double max_norm,
                          const NormScope& scope = {});
   /// The global L2 norm of the gradients of `params` (the DDP's module's parameters), each
