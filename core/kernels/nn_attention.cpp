@@ -25,7 +25,7 @@ using namespace attention_rows;
 template <typename A>
 struct Scratch {
   std::vector<A> q, k, v, scores, out;
-  std::vector<double> inv_sum;
+  std::vector<double> inv_sum, sum, max;  // a block's rows' softmax sums and maxima
 };
 
 template <typename T>
@@ -71,33 +71,53 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, d
           rows_of<A>(k_base + lk.batch_offset[b], keys, d, lk.row_stride, lk.col_stride, buf.k);
       auto vm =
           rows_of<A>(v_base + lv.batch_offset[b], keys, dv, lv.row_stride, lv.col_stride, buf.v);
-      buf.scores.resize(static_cast<size_t>(m * keys));
-      Rows<A> scores(buf.scores.data(), m, keys, Eigen::OuterStride<>(keys));
+      // Rows padded to whole chunks: the softmax reads and writes whole chunks only, setting
+      // the lanes past a row's last seen key itself.
+      const int64_t ld = chunk_padded(keys);
+      buf.scores.resize(static_cast<size_t>(m * ld));
+      Rows<A> scores(buf.scores.data(), m, keys, Eigen::OuterStride<>(ld));
       scores.noalias() = qm * km.transpose();
 
       // Softmax numerators in place (masked keys become 0); the sums divide the output later.
       buf.inv_sum.resize(static_cast<size_t>(m));
+      // Padded to whole chunks with log(1) + 0, as rows are (below).
+      buf.sum.assign(static_cast<size_t>(chunk_padded(m)), 1.0);
+      buf.max.assign(static_cast<size_t>(chunk_padded(m)), 0.0);
       for (int64_t r = 0; r < m; ++r) {
-        A* row = buf.scores.data() + r * keys;
+        A* row = buf.scores.data() + r * ld;
         const int64_t seen = visible(i0 + r);
-        A max = -std::numeric_limits<A>::infinity();
-        for (int64_t j = 0; j < seen; ++j) {
-          row[j] *= s;
-          max = std::max(max, row[j]);
+        const int64_t chunks_end = chunk_padded(seen);
+        constexpr A kLowest = -std::numeric_limits<A>::infinity();
+        Chunk<A> maxes = Chunk<A>::Constant(kLowest);
+        for (int64_t j = 0; j < seen; j += kChunk) {
+          Eigen::Map<Chunk<A>> chunk(row + j);
+          chunk *= s;
+          if (j + kChunk > seen) std::fill(row + seen, row + chunks_end, kLowest);
+          maxes = maxes.max(chunk);
         }
+        const A max = maxes.maxCoeff();
         Chunk<A> sums = Chunk<A>::Zero();
         for (int64_t j = 0; j < seen; j += kChunk) {
-          const int64_t n = std::min(kChunk, seen - j);
-          Chunk<A> e = (load_chunk(row + j, n) - max).exp();
-          for (int64_t lane = n; lane < kChunk; ++lane) e[lane] = 0;  // the padding's exp
-          store_chunk(e, row + j, n);
-          sums += e;
+          Eigen::Map<Chunk<A>> chunk(row + j);
+          chunk = (chunk - max).exp();
+          if (j + kChunk > seen) std::fill(row + seen, row + chunks_end, A(0));
+          sums += chunk;
         }
         const double sum = sums.sum();
-        std::fill(row + seen, row + keys, A(0));
+        std::fill(row + std::min(chunks_end, keys), row + keys, A(0));
         buf.inv_sum[r] = seen > 0 ? 1.0 / sum : 0.0;
-        lse_ptr[r] = seen > 0 ? static_cast<L>(double(max) + std::log(sum))
-                              : -std::numeric_limits<L>::infinity();
+        buf.sum[r] = sum;
+        buf.max[r] = max;
+      }
+      // lse = max + log(sum), the logs vectorized over the block in whole chunks (-inf for rows
+      // seeing no key).
+      for (int64_t r = 0; r < m; r += kChunk) {
+        Eigen::Map<Chunk<double>> sums(buf.sum.data() + r), maxima(buf.max.data() + r);
+        sums = sums.log() + maxima;
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        lse_ptr[r] =
+            visible(i0 + r) > 0 ? static_cast<L>(buf.sum[r]) : -std::numeric_limits<L>::infinity();
       }
 
       A* o_acc;

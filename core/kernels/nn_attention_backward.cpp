@@ -68,22 +68,23 @@ void store(const std::vector<A>& src, T* dst, int64_t n, A factor) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i] * factor);
 }
 
-/// One query row of P and dS, in place over its scores and dO·Vᵀ: p = exp(score · scale − lse)
-/// and ds = p ∘ (ds − delta) for the keys it sees, 0 for the masked keys seen .. keys - 1.
+/// One query row of P and dS, in place over its scores and dO·Vᵀ (rows padded to whole chunks,
+/// chunk_padded(keys) long): p = exp(score · scale − lse) and ds = p ∘ (ds − delta) for the
+/// keys it sees, 0 for the masked keys seen .. keys - 1.
 template <typename A>
 void softmax_grad_row(A* p, A* ds, int64_t seen, int64_t keys, A scale, A lse, A delta) {
   for (int64_t j = 0; j < seen; j += kChunk) {
-    const int64_t n = std::min(kChunk, seen - j);
-    const Chunk<A> pj = (load_chunk(p + j, n) * scale - lse).exp();
-    store_chunk(pj, p + j, n);
-    store_chunk<A>(pj * (load_chunk(ds + j, n) - delta), ds + j, n);
+    Eigen::Map<Chunk<A>> pj(p + j), dsj(ds + j);
+    pj = (pj * scale - lse).exp();
+    dsj = pj * (dsj - delta);
   }
-  std::fill(p + seen, p + keys, A(0));
-  std::fill(ds + seen, ds + keys, A(0));
+  const int64_t written = chunk_padded(seen);
+  std::fill(p + seen, p + std::max(written, keys), A(0));
+  std::fill(ds + seen, ds + std::max(written, keys), A(0));
 }
 
 /// Pass 1: the rows i0 .. i0 + m - 1 of dq for batch entry b; leaves the block's P and dS
-/// ([m, keys]) in buf.p and buf.dp.
+/// ([m, keys], rows chunk_padded(keys) apart) in buf.p and buf.dp.
 template <typename T, typename A = acc_t<T>>
 void query_block(const Problem<T>& pr, int64_t b, int64_t i0, int64_t m, T* dq, Scratch<A>& buf) {
   const int64_t keys = pr.visible(i0 + m - 1);  // the block's last row sees the most keys
@@ -95,15 +96,16 @@ void query_block(const Problem<T>& pr, int64_t b, int64_t i0, int64_t m, T* dq, 
   auto km = pr.rows(pr.k, pr.k_base, b, 0, keys, pr.d, buf.k);
   auto vm = pr.rows(pr.v, pr.v_base, b, 0, keys, pr.dv, buf.v);
   auto gm = pr.rows(pr.g, pr.g_base, b, i0, m, pr.dv, buf.g);
-  buf.p.resize(static_cast<size_t>(m * keys));
-  buf.dp.resize(static_cast<size_t>(m * keys));
-  Rows<A> p(buf.p.data(), m, keys, Eigen::OuterStride<>(keys));
-  Rows<A> ds(buf.dp.data(), m, keys, Eigen::OuterStride<>(keys));
+  const int64_t ld = chunk_padded(keys);
+  buf.p.resize(static_cast<size_t>(m * ld));
+  buf.dp.resize(static_cast<size_t>(m * ld));
+  Rows<A> p(buf.p.data(), m, keys, Eigen::OuterStride<>(ld));
+  Rows<A> ds(buf.dp.data(), m, keys, Eigen::OuterStride<>(ld));
   p.noalias() = qm * km.transpose();
   ds.noalias() = gm * vm.transpose();
   for (int64_t r = 0; r < m; ++r) {
     const int64_t i = b * pr.tq + i0 + r;
-    softmax_grad_row(buf.p.data() + r * keys, buf.dp.data() + r * keys, pr.visible(i0 + r), keys,
+    softmax_grad_row(buf.p.data() + r * ld, buf.dp.data() + r * ld, pr.visible(i0 + r), keys,
                      pr.scale, static_cast<A>(pr.lse[i]), pr.delta[i]);
   }
   buf.dqk.resize(static_cast<size_t>(m * pr.d));
@@ -126,8 +128,8 @@ void whole_entry(const Problem<T>& pr, int64_t b, T* dq, T* dk, T* dv, Scratch<A
     if (keys == 0) continue;
     auto qm = pr.rows(pr.q, pr.q_base, b, i0, m, pr.d, buf.q);
     auto gm = pr.rows(pr.g, pr.g_base, b, i0, m, pr.dv, buf.g);
-    Rows<A> p(buf.p.data(), m, keys, Eigen::OuterStride<>(keys));
-    Rows<A> ds(buf.dp.data(), m, keys, Eigen::OuterStride<>(keys));
+    Rows<A> p(buf.p.data(), m, keys, Eigen::OuterStride<>(chunk_padded(keys)));
+    Rows<A> ds(buf.dp.data(), m, keys, Eigen::OuterStride<>(chunk_padded(keys)));
     dk_sum.topRows(keys).noalias() += ds.transpose() * qm;
     dv_sum.topRows(keys).noalias() += p.transpose() * gm;
   }

@@ -30,6 +30,10 @@ inline constexpr int64_t kChunk = 16;
 template <typename A>
 using Chunk = Eigen::Array<A, kChunk, 1>;
 
+/// A row of `cols` scores padded to whole chunks (the row stride of the kernels' score blocks,
+/// so that their softmax reads and writes whole chunks only).
+inline int64_t chunk_padded(int64_t cols) { return (cols + kChunk - 1) / kChunk * kChunk; }
+
 /// n <= kChunk values from p; lanes past n are 0.
 template <typename A>
 Chunk<A> load_chunk(const A* p, int64_t n) {
@@ -39,9 +43,15 @@ Chunk<A> load_chunk(const A* p, int64_t n) {
   return c;
 }
 
+/// The first n <= kChunk lanes of c to p (a whole chunk as vector stores, not a copy loop).
 template <typename A>
 void store_chunk(const Chunk<A>& c, A* p, int64_t n) {
-  std::copy(c.data(), c.data() + n, p);
+  if (n == kChunk) {
+    Eigen::Map<Chunk<A>> dst(p);
+    dst = c;
+  } else {
+    std::copy(c.data(), c.data() + n, p);
+  }
 }
 
 /// One operand's layout: element offset of each batch entry, row and column strides.
