@@ -94,6 +94,7 @@ const OpDef& cross_entropy_op = register_op({
               for (int64_t r = 0; r < rows; ++r) {
                 const T* base = x.data() + (r / inner) * classes * inner + r % inner;
                 L max = -std::numeric_limits<L>::infinity();
+#pragma omp simd reduction(max : max)
                 for (int64_t c = 0; c < classes; ++c) max = std::max(max, L(base[c * stride]));
                 // exp in the compute type (exp_of vectorises in float), sums in double
                 double sum_exp = 0, total = 0;
