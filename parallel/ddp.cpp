@@ -226,6 +226,7 @@ void DistributedDataParallel::publish_updates(const std::vector<OwnedPiece>& min
       at += p.numel();
     }
   }
+  for (Reducer::Bucket& b : reducer_->buckets) b.gradient_part = Tensor();  // consumed
 }
 
 }  // namespace dlf::parallel

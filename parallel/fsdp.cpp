@@ -311,8 +311,12 @@ Tensor FullyShardedDataParallel::piece_gradient(const OwnedPiece& piece) const {
 void FullyShardedDataParallel::offload_gradients(Device host) { state_->gradients_to = host; }
 
 void FullyShardedDataParallel::publish_updates(const std::vector<OwnedPiece>&) {
-  // The shards were updated in place: whole values are stale, gathered again when next used.
-  for (State::Unit& u : state_->units) state_->release(u);
+  // The shards were updated in place: whole values are stale, gathered again when next used;
+  // the gradient parts are consumed.
+  for (State::Unit& u : state_->units) {
+    state_->release(u);
+    u.gradient_part = Tensor();
+  }
 }
 
 }  // namespace dlf::parallel

@@ -43,7 +43,9 @@ class ShardedParameters {
   virtual Tensor piece_gradient(const OwnedPiece& piece) const = 0;
   /// Whether every rank also holds the whole averaged gradients (ZeRO-1).
   virtual bool whole_gradients() const = 0;
-  /// After this rank's pieces were updated: every rank gets the updated parameters (collective).
+  /// After this rank's pieces were updated: every rank gets the updated parameters (collective),
+  /// and this rank's parts of the averaged gradients, consumed, are released (ZeRO-2 and -3:
+  /// kept, they would live through the next step's forward, at its peak).
   virtual void publish_updates(const std::vector<OwnedPiece>& mine) = 0;
   /// ZeRO-Offload's gradients: with sharded gradients (ZeRO-2 and -3), each bucket's part of
   /// the averaged gradients goes down to `host` as soon as it is reduced, so the copies overlap
