@@ -8,24 +8,33 @@
 
 #include <dlf/dlf.h>
 #include <dlf/nn/atomic_file.h>
+#include <dlf/parallel/planning_communicator.h>
 
 #include "devices.h"
 
 namespace dlf::app {
 namespace {
 
-// A zoo model's training step under graph::Compiled, as `dlf train --compile` runs it.
+// A zoo model's training step under graph::Compiled, as `dlf train --compile` runs it (over
+// data-parallel replicas: DDP and ZeRO over a planning group).
 struct CapturedStep {
   models::ExampleStep step = {};
   std::vector<Tensor> params = {};
+  std::unique_ptr<parallel::PlanningCommunicator> dp = {};
+  std::unique_ptr<parallel::DistributedDataParallel> ddp = {};
   std::unique_ptr<nn::optim::AdamW> opt = {};
+  std::unique_ptr<parallel::ZeroOptimizer> zero = {};
   std::unique_ptr<graph::Compiled> compiled = {};
   DType precision = DType::f32;
 
   void run() {
     for (const Tensor& p : params) p.set_grad({});  // frees the last run's arena
     AutocastGuard autocast(autocast_for(precision));
-    opt->begin_step();
+    if (zero) {
+      zero->begin_step();
+    } else {
+      opt->begin_step();
+    }
     (void)(*compiled)(step.batch);
   }
 };
@@ -33,18 +42,38 @@ struct CapturedStep {
 // The step of `model` on the default device, run once: captured, optimised and planned.
 CapturedStep capture_step(const std::string& model, int64_t batch, int64_t seq,
                           const std::string& precision,
-                          const std::vector<std::string>& skip_passes = {}) {
+                          const std::vector<std::string>& skip_passes = {},
+                          const Replicas& replicas = {}) {
+  DLF_CHECK(replicas.zero >= 0 && replicas.zero <= 2 && (replicas.dp > 1 || replicas.zero == 0),
+            "a captured step runs plain data parallelism or ZeRO-1 or -2 over replicas (got dp ",
+            replicas.dp, ", zero ", replicas.zero, ")");
   manual_seed(1234);
   Generator data(1234);
   CapturedStep c{.step = models::example_step(model, batch, seq, data)};
   c.params = c.step.model->parameters();
   c.opt = std::make_unique<nn::optim::AdamW>(c.params);
-  c.opt->init_state();
+  if (replicas.dp > 1) {
+    c.dp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, replicas.dp, "dp");
+    c.ddp = std::make_unique<parallel::DistributedDataParallel>(
+        *c.step.model, *c.dp, parallel::DDPOptions{.shard_gradients = replicas.zero == 2});
+  }
+  if (replicas.zero > 0) {
+    c.zero = std::make_unique<parallel::ZeroOptimizer>(*c.opt, *c.dp, *c.ddp);
+    c.zero->init_state();
+  } else {
+    c.opt->init_state();
+  }
   c.compiled = std::make_unique<graph::Compiled>(
-      graph::backward_step(c.step.loss,
-                           [opt = c.opt.get(), params = c.params] {
-                             nn::optim::clip_and_update(*opt, params, 1.0);
-                           }),
+      graph::backward_step(
+          c.step.loss,
+          [opt = c.opt.get(), ddp = c.ddp.get(), zero = c.zero.get(), params = c.params] {
+            if (ddp) ddp->synchronize();
+            if (zero) {
+              zero->clip_and_update(params, 1.0);
+            } else {
+              nn::optim::clip_and_update(*opt, params, 1.0);
+            }
+          }),
       skip_passes);
   c.precision = precision == "bf16" ? DType::bf16 : DType::f32;
   c.run();
@@ -78,8 +107,8 @@ CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
 }  // namespace
 
 CompiledStepMemory compiled_step_memory(const std::string& model, int64_t batch, int64_t seq,
-                                        const std::string& precision) {
-  CapturedStep c = capture_step(model, batch, seq, precision);
+                                        const std::string& precision, const Replicas& replicas) {
+  CapturedStep c = capture_step(model, batch, seq, precision, {}, replicas);
   return memory_of(c, model);
 }
 

@@ -35,9 +35,17 @@ struct CompiledStepMemory {
   int64_t measured_peak = 0;  ///< the allocator's high-water over the second run
   int64_t planned_peak() const { return parameters + optimizer_state + batch_bytes + arena; }
 };
-/// The step of `model` (batch, seq 0: the benchmarks') at `precision` (fp32, bf16) on the
-/// default device.
+/// The data-parallel group a captured step runs in, as `dlf train --compile --dp N [--zero Z]`
+/// runs it: DDP's gradient buckets averaged inside the step (ZeRO-2: reduce-scattered), the
+/// optimizer state and update sharded under ZeRO-1 and -2.
+struct Replicas {
+  int dp = 1;    ///< ranks; above 1 the default device must be a meta device (rank 0 is planned)
+  int zero = 0;  ///< 0, 1 or 2
+};
+/// The step of `model` (batch, seq 0: the benchmarks'; batch is one rank's) at `precision`
+/// (fp32, bf16) on the default device, as rank 0 of `replicas`.
 CompiledStepMemory compiled_step_memory(const std::string& model, int64_t batch, int64_t seq,
-                                        const std::string& precision);
+                                        const std::string& precision,
+                                        const Replicas& replicas = {});
 
 }  // namespace dlf::app

@@ -345,10 +345,11 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
       ->check(CLI::IsMember({"none", "optimizer", "params"}))
       ->capture_default_str();
   cmd->add_flag("--compile", o.compile,
-                "graph mode, one device: capture the training step (forward, backward, clipping, "
-                "AdamW) on a meta device as dlf train --compile runs it, and report its memory "
-                "plan (parameters, optimizer state, batch and the planned arena); the step's "
-                "batch is --batch, else --micro-batch");
+                "graph mode: capture the training step (forward, backward, clipping, AdamW) on "
+                "a meta device as dlf train --compile runs it, on one device or as one of --dp "
+                "replicas (DDP, or --zero 1 or 2), and report its memory plan per device "
+                "(parameters, optimizer state, batch and the planned arena); a device's batch is "
+                "--batch split over the replicas, else --micro-batch");
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }
 

@@ -61,18 +61,22 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
                            .dim = c.hidden};
 }
 
-// One device, --compile: the step captured on a meta device as `dlf train --compile` runs it,
-// its memory planned as graph mode does.
+// --compile: the step captured on a meta device as `dlf train --compile` runs it on one device
+// or on rank 0 of data-parallel replicas (DDP, ZeRO-1 or -2), its memory planned as graph
+// mode does.
 void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
-  DLF_CHECK(dp == 1 && c.tp == 1 && c.pp == 1,
-            "dlf plan --compile: plans one device (a layout's ranks are not planned from a "
-            "capture yet; got dp ",
-            dp, " x tp ", c.tp, " x pp ", c.pp, ")");
+  DLF_CHECK(c.tp == 1 && c.pp == 1,
+            "dlf plan --compile: plans one device or data-parallel replicas (a tensor-parallel "
+            "or pipeline layout's ranks are not planned from a capture yet; got tp ",
+            c.tp, " x pp ", c.pp, ")");
   DLF_CHECK(c.layers == 0,
             "dlf plan --compile: plans a named model (--model), not one by its dimensions");
-  DLF_CHECK(c.recompute == "none" && c.zero <= 1 && c.offload == "none",
-            "dlf plan --compile: graph mode rematerialises on its own and runs without ZeRO or "
-            "offload; leave out --recompute, --zero (or give 1) and --offload");
+  DLF_CHECK(c.recompute == "none" && c.zero <= 2 && c.offload == "none",
+            "dlf plan --compile: graph mode rematerialises on its own and captures ZeRO-1 and -2 "
+            "without offload; leave out --recompute and --offload, and give --zero 1 or 2 at "
+            "most");
+  DLF_CHECK(c.batch == 0 || c.batch % dp == 0, "dlf plan --compile: --batch ", c.batch,
+            " does not split over ", dp, " replicas");
   DeviceArg unbounded{.type = DeviceType::meta, .spec = device.spec};
   unbounded.spec.memory_bytes = 0;  // planned whatever it needs, then held against the capacity
   const std::vector<Device> meta = setup_devices(1, unbounded);
@@ -83,8 +87,10 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
                       : family == models::ModelFamily::gpt  ? models::gpt_config(c.model).context
                       : family == models::ModelFamily::bert ? kBertSequence
                                                             : 0;
+  const int zero = dp > 1 ? c.zero : 0;  // ZeRO over one rank is the plain optimizer
   const CompiledStepMemory m =
-      compiled_step_memory(c.model, c.batch > 0 ? c.batch : c.micro_batch, seq, c.precision);
+      compiled_step_memory(c.model, c.batch > 0 ? c.batch / dp : c.micro_batch, seq, c.precision,
+                           {.dp = int(dp), .zero = zero});
   const int64_t capacity = device.spec.memory_bytes;
   const bool fits = capacity == 0 || m.planned_peak() <= capacity;
   if (c.json) {
@@ -92,6 +98,8 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
                             .add("model", c.model)
                             .add("device", device.spec.name)
                             .add("compiled", true)
+                            .add("dp", dp)
+                            .add("zero", zero)
                             .add("batch", m.batch)
                             .add("seq", m.seq)
                             .add("nodes", int64_t(m.nodes))
@@ -107,10 +115,14 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
     return;
   }
   std::printf(
-      "%s on 1 x %s, compiled: one training step (forward, backward, clipping, AdamW) "
+      "%s on %lld x %s, compiled: one training step (forward, backward, %sclipping, %sAdamW) "
       "captured on a meta device, %zu nodes after the passes, %s\n",
-      c.model.c_str(), device.spec.name.c_str(), m.nodes, c.precision.c_str());
-  std::printf("  batch %lld x %lld\n", (long long)m.batch, (long long)m.seq);
+      c.model.c_str(), (long long)dp, device.spec.name.c_str(),
+      dp == 1     ? ""
+      : zero == 2 ? "gradients reduce-scattered, "
+                  : "gradients allreduced, ",
+      zero > 0 ? ("ZeRO-" + std::to_string(zero) + " ").c_str() : "", m.nodes, c.precision.c_str());
+  std::printf("  batch %lld x %lld per device\n", (long long)m.batch, (long long)m.seq);
   std::printf("  per device: peak %s%s%s — %s\n", format_bytes(double(m.planned_peak())).c_str(),
               capacity > 0 ? " of " : "",
               capacity > 0 ? format_bytes(double(capacity)).c_str() : "",

@@ -22,7 +22,8 @@ struct PlanCommand {
   int zero = 0;
   std::string offload = "none";  ///< none, optimizer or params (models::Offload)
   bool json = false;
-  bool compile = false;  ///< one device: the memory plan of the step captured as a graph
+  /// the memory plan of the step captured as a graph, on one device or data-parallel replicas
+  bool compile = false;
 };
 
 void run_plan(const PlanCommand& command);

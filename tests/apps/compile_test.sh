@@ -159,6 +159,30 @@ assert p["parameters_bytes"] * 2 <= p["optimizer_state_bytes"], p  # AdamW: two 
   fail "dlf plan --compile gpt3-175b: $(cat "$tmp/log")"
 grep -q "per device: peak .* TiB of 40.00 GiB — does not fit" "$tmp/out" ||
   fail "gpt3-175b's compiled step on one A100: $(cat "$tmp/out")"
-expect_error 1 plan --model gpt-nano --devices 2 --compile
+# over data-parallel replicas: rank 0's step captured with DDP (and ZeRO-1 or -2) over a planning
+# group, planned before anything runs; a run of that layout on two simulated devices (compiled,
+# the allocator's high-water of its second step) within 5 % of it, ZeRO sharding the optimizer
+# state (and ZeRO-2 the gradients) away
+declare -A planned_peak
+for zero in 0 1 2; do
+  flag=$([ $zero -gt 0 ] && echo "--zero $zero")
+  json=$("$dlf" plan --model gpt-nano --devices 2 --compile $flag --batch 4 --seq 32 --json 2>"$tmp/log") ||
+    fail "dlf plan --compile --devices 2 $flag: $(cat "$tmp/log")"
+  train --steps 2 --devices 2 --device sim:a100-40gb --compile $flag \
+    --metrics "$tmp/z.jsonl" 2>"$tmp/log" || fail "train --devices 2 --compile $flag: $(cat "$tmp/log")"
+  measured=$(grep '"step":2,.*"sim_peak_bytes"' "$tmp/z.jsonl" | sed 's/.*"sim_peak_bytes":\([0-9.e+]*\).*/\1/')
+  python3 -c '
+import json, sys
+p, measured = json.loads(sys.argv[1]), float(sys.argv[2])
+assert p["dp"] == 2 and p["zero"] == int(sys.argv[3]) and p["batch"] == 2, p
+assert abs(p["peak_bytes"] - measured) <= 0.05 * measured, (p["peak_bytes"], measured)
+' "$json" "$measured" $zero || fail "--devices 2 $flag: planned $json, measured peak $measured"
+  planned_peak[$zero]=$(sed 's/.*"peak_bytes":\([0-9]*\).*/\1/' <<<"$json")
+done
+[ "${planned_peak[1]}" -lt "${planned_peak[0]}" ] && [ "${planned_peak[2]}" -lt "${planned_peak[1]}" ] ||
+  fail "ZeRO-1 and -2 do not lower the planned peak: ${planned_peak[*]}"
+expect_error 1 plan --model gpt-nano --devices 2 --compile --zero 3
+expect_error 1 plan --model gpt-nano --devices 2 --tp 2 --compile
+expect_error 1 plan --model gpt-nano --devices 2 --compile --batch 3
 expect_error 1 plan --model gpt-nano --devices 1 --compile --recompute full
 exit 0
