@@ -71,12 +71,20 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, d
           rows_of<A>(k_base + lk.batch_offset[b], keys, d, lk.row_stride, lk.col_stride, buf.k);
       auto vm =
           rows_of<A>(v_base + lv.batch_offset[b], keys, dv, lv.row_stride, lv.col_stride, buf.v);
-      // Rows padded to whole chunks: the softmax reads and writes whole chunks only, setting
-      // the lanes past a row's last seen key itself.
+      // Rows padded to whole chunks: the softmax reads and writes whole chunks only. The scale
+      // is the product's alpha.
       const int64_t ld = chunk_padded(keys);
       buf.scores.resize(static_cast<size_t>(m * ld));
       Rows<A> scores(buf.scores.data(), m, keys, Eigen::OuterStride<>(ld));
-      scores.noalias() = qm * km.transpose();
+      scores.noalias() = s * (qm * km.transpose());
+      // The lanes of each row's last chunk past its last seen key to -inf (their exp is 0), all
+      // rows first: a chunk loaded right after scalar stores into it would wait for them.
+      constexpr A kLowest = -std::numeric_limits<A>::infinity();
+      for (int64_t r = 0; r < m; ++r) {
+        A* row = buf.scores.data() + r * ld;
+        const int64_t seen = visible(i0 + r);
+        std::fill(row + seen, row + chunk_padded(seen), kLowest);
+      }
 
       // Softmax numerators in place (masked keys become 0); the sums divide the output later.
       buf.inv_sum.resize(static_cast<size_t>(m));
@@ -86,25 +94,18 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, d
       for (int64_t r = 0; r < m; ++r) {
         A* row = buf.scores.data() + r * ld;
         const int64_t seen = visible(i0 + r);
-        const int64_t chunks_end = chunk_padded(seen);
-        constexpr A kLowest = -std::numeric_limits<A>::infinity();
         Chunk<A> maxes = Chunk<A>::Constant(kLowest);
-        for (int64_t j = 0; j < seen; j += kChunk) {
-          Eigen::Map<Chunk<A>> chunk(row + j);
-          chunk *= s;
-          if (j + kChunk > seen) std::fill(row + seen, row + chunks_end, kLowest);
-          maxes = maxes.max(chunk);
-        }
+        for (int64_t j = 0; j < seen; j += kChunk) maxes = maxes.max(Eigen::Map<Chunk<A>>(row + j));
         const A max = maxes.maxCoeff();
         Chunk<A> sums = Chunk<A>::Zero();
         for (int64_t j = 0; j < seen; j += kChunk) {
           Eigen::Map<Chunk<A>> chunk(row + j);
-          chunk = (chunk - max).exp();
-          if (j + kChunk > seen) std::fill(row + seen, row + chunks_end, A(0));
-          sums += chunk;
+          const Chunk<A> e = (chunk - max).exp();
+          chunk = e;
+          sums += e;
         }
         const double sum = sums.sum();
-        std::fill(row + std::min(chunks_end, keys), row + keys, A(0));
+        std::fill(row + std::min(chunk_padded(seen), keys), row + keys, A(0));
         buf.inv_sum[r] = seen > 0 ? 1.0 / sum : 0.0;
         buf.sum[r] = sum;
         buf.max[r] = max;
