@@ -8,9 +8,9 @@
 # - ZeRO stages 1, 2 and 3: `dlf train` on DEVICES simulated devices, one step; a rank's
 #   parameters, gradients and optimizer state after the step (the most over the ranks) against
 #   the ZeRO paper's closed form in fp32 — parameters 4Ψ, gradients 4Ψ, AdamW's moments 8Ψ,
-#   stage 1 dividing the optimizer state by N, stage 2 the gradients too, stage 3 the
-#   parameters too: value = measured bytes, baseline = the closed form, ratio (target within
-#   1 +- 0.05). The ranks are threads of this process and hold real data, so a stage whose N
+#   stage 1 dividing the optimizer state by N, stage 3 the parameters too; stages 2 and 3 leave
+#   no gradients (their 4Ψ/N part, consumed by the update, is released): value = measured
+#   bytes, baseline = the closed form, ratio (target within 1 +- 0.05). The ranks are threads of this process and hold real data, so a stage whose N
 #   replicas do not fit this host's memory is skipped with a message (gpt-medium's ZeRO-1 on 8
 #   needs about 25 GiB); run it with a smaller model.
 #
@@ -53,7 +53,7 @@ import json, sys
 model, n, zero = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 psi, params, grads, state = map(float, sys.argv[4:])
 want = {"parameters": 4 * psi / (n if zero >= 3 else 1),
-        "gradients": 4 * psi / (n if zero >= 2 else 1),
+        "gradients": 0 if zero >= 2 else 4 * psi,
         "optimizer_state": 8 * psi / n}
 got = {"parameters": params, "gradients": grads, "optimizer_state": state}
 line = {"bench": "memory", "case": f"{model} zero {zero} on {n} sim devices, model states",
@@ -62,7 +62,10 @@ line = {"bench": "memory", "case": f"{model} zero {zero} on {n} sim devices, mod
         "baseline": sum(want.values()), "ratio": sum(got.values()) / sum(want.values()),
         "parameters": int(psi)}
 for k in want:
-    line[k + "_ratio"] = got[k] / want[k]
+    if want[k] > 0:
+        line[k + "_ratio"] = got[k] / want[k]
+    else:
+        line[k + "_bytes"] = got[k]
 print(json.dumps(line))
 EOF
 done
