@@ -198,8 +198,10 @@ std::vector<OwnedPiece> DistributedDataParallel::owned_pieces() const {
 
 Tensor DistributedDataParallel::piece_gradient(const OwnedPiece& piece) const {
   const int64_t n = piece.end - piece.begin;
-  if (reducer_->shard_gradients)
-    return reducer_->buckets.at(size_t(piece.bucket)).gradient_part.narrow(0, piece.offset, n);
+  if (reducer_->shard_gradients) {
+    const Tensor& part = reducer_->buckets.at(size_t(piece.bucket)).gradient_part;
+    return part.defined() ? part.narrow(0, piece.offset, n) : Tensor();  // none since the update
+  }
   const Tensor g = piece.param.grad();
   return g.defined() ? g.reshape({-1}).narrow(0, piece.begin, n) : Tensor();
 }

@@ -72,13 +72,16 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, d
       auto vm =
           rows_of<A>(v_base + lv.batch_offset[b], keys, dv, lv.row_stride, lv.col_stride, buf.v);
       // Rows padded to whole chunks: the softmax reads and writes whole chunks only. The scale
-      // is the product's alpha.
+      // multiplies the finished product, as backward's recomputed scores do (as the product's
+      // alpha, Eigen folds it into q for a one-row block, which rounds otherwise).
       const int64_t ld = chunk_padded(keys);
       buf.scores.resize(static_cast<size_t>(m * ld));
       Rows<A> scores(buf.scores.data(), m, keys, Eigen::OuterStride<>(ld));
-      scores.noalias() = s * (qm * km.transpose());
-      // The lanes of each row's last chunk past its last seen key to -inf (their exp is 0), all
-      // rows first: a chunk loaded right after scalar stores into it would wait for them.
+      scores.noalias() = qm * km.transpose();
+      scores *= s;
+      // The lanes of each row's last chunk past its last seen key to -inf, so that they neither
+      // raise the maximum nor add to the sum (exp(-inf) is 0, or a denormal far below the sum's
+      // last bit); all rows first: a chunk loaded right after scalar stores into it would wait.
       constexpr A kLowest = -std::numeric_limits<A>::infinity();
       for (int64_t r = 0; r < m; ++r) {
         A* row = buf.scores.data() + r * ld;
@@ -105,7 +108,7 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, d
           sums += e;
         }
         const double sum = sums.sum();
-        std::fill(row + std::min(chunk_padded(seen), keys), row + keys, A(0));
+        std::fill(row + seen, row + std::max(seen, keys), A(0));  // the masked keys' weights
         buf.inv_sum[r] = seen > 0 ? 1.0 / sum : 0.0;
         buf.sum[r] = sum;
         buf.max[r] = max;

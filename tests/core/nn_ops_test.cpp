@@ -278,6 +278,21 @@ TEST_CASE("attention matches a hand-computed case") {
   check_close(scaled_dot_product_attention(q2, k, v, true, 1.0), {4, 7}, {2, 1}, 1e-12);
 }
 
+TEST_CASE("attention gives masked keys no weight at all") {
+  // Query 0 sees key 0 only: its output is v[0] = 1 exactly, however large the masked values
+  // (a masked key's weight of even a denormal, times 1e300, would show).
+  for (DType dtype : {DType::f64, DType::f32}) {
+    INFO("dtype ", dtype_name(dtype));
+    const double big = dtype == DType::f64 ? 1e300 : 1e37;
+    std::vector<double> v(20, big);
+    v[0] = 1;
+    auto in = random_inputs({{20, 4}, {20, 4}}, 9);
+    const Tensor out = scaled_dot_product_attention(
+        in[0].to(dtype), in[1].to(dtype), from_vector<double>(v, {20, 1}).to(dtype), true);
+    CHECK(out.to_vector<double>()[0] == 1.0);
+  }
+}
+
 TEST_CASE("attention agrees with a naive f64 loop, with and without the causal mask") {
   SUBCASE("Tq != Tk, several heads") {
     auto in = random_inputs({{2, 3, 5, 4}, {2, 3, 7, 4}, {2, 3, 7, 6}}, 5);

@@ -39,7 +39,8 @@ class ShardedParameters {
   virtual int64_t part_size(int b) const = 0;
   /// This rank's pieces, bucket by bucket, in flattened order.
   virtual std::vector<OwnedPiece> owned_pieces() const = 0;
-  /// A piece's averaged gradient once the gradients are reduced (undefined if it has none).
+  /// A piece's averaged gradient once the gradients are reduced (undefined if it has none, and
+  /// with sharded gradients once publish_updates has released them).
   virtual Tensor piece_gradient(const OwnedPiece& piece) const = 0;
   /// Whether every rank also holds the whole averaged gradients (ZeRO-1).
   virtual bool whole_gradients() const = 0;
