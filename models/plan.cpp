@@ -208,14 +208,15 @@ Plan plan_gpt(const PlanOptions& options) {
                 .optimizer_s = o.zero > 0 ? run.optimizer_s / l.dp : run.optimizer_s};
     // Peak: forward + backward with the optimizer state and the gradients accumulated over the
     // micro-batches resident and `in_flight` micro-batches' activations held, or the AdamW
-    // step — whichever is higher.
+    // step — whichever is higher. With one micro-batch a step nothing has accumulated: the
+    // step starts without gradients (zero_grad sets them to none), as the stage's run did.
     const int64_t grads_at_peak = run.at_peak_step[static_cast<int>(MemoryCategory::gradients)];
-    const int64_t step_peak =
-        run.peak_step + run.optimizer_bytes + (run.grad_bytes - grads_at_peak) + more_activations;
+    const int64_t accumulated = m > 1 ? run.grad_bytes - grads_at_peak : 0;
+    const int64_t step_peak = run.peak_step + run.optimizer_bytes + accumulated + more_activations;
     if (step_peak >= run.peak_update) {
       s.peak_bytes = step_peak;
       s.memory = run.at_peak_step;
-      s.memory[static_cast<int>(MemoryCategory::gradients)] = run.grad_bytes;
+      s.memory[static_cast<int>(MemoryCategory::gradients)] = grads_at_peak + accumulated;
       s.memory[static_cast<int>(MemoryCategory::optimizer_state)] += run.optimizer_bytes;
       s.memory[static_cast<int>(MemoryCategory::activations)] += more_activations;
     } else {

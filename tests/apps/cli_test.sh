@@ -65,6 +65,15 @@ expect_error 1 generate --checkpoint "$tmp/straight"
 expect_error 1 train --model gpt-nano --checkpoint "$tmp/straight" --resume
 "$dlf" train --help | grep -q -- "--resume" || fail "train --help"
 
+# plan: one micro-batch a step peaks as the run does (a step starts without gradients, so none
+# are counted at the forward's peak): gpt-nano's second step on a sim device within 1 %
+planned=$("$dlf" plan --model gpt-nano --devices 1 --batch 4 --micro-batch 4 --seq 32 --json |
+  sed -n 's/.*"peak_bytes":\([0-9.e+]*\).*/\1/p')
+train --steps 2 --device sim:a100-40gb --metrics "$tmp/plan-run.jsonl" 2>/dev/null || fail "train on sim"
+measured=$(grep '"step":2,.*"sim_peak_bytes"' "$tmp/plan-run.jsonl" |
+  sed 's/.*"sim_peak_bytes":\([0-9.e+]*\).*/\1/')
+[ -n "$planned" ] && close "$planned" "$measured" 0.01 ||
+  fail "planned peak $planned against the run's $measured"
 # plan: GPT-3 175B over 1024 devices on meta devices
 out=$("$dlf" plan --model gpt3-175b --devices 1024 --tp 8 --pp 8 --device sim:h100-80gb --batch 1536 --precision bf16 --recompute full) ||
   fail "plan: $out"

@@ -43,7 +43,13 @@ TEST_CASE("plan: one device holds the model, its gradients and Adam's two moment
   CHECK(p.parameters == n);
   CHECK(p.worst.parameters == n);
   CHECK(bytes(p.worst, MemoryCategory::parameters) == 4 * n);
-  CHECK(bytes(p.worst, MemoryCategory::gradients) == 4 * n);
+  // One micro-batch a step: the peak is at the forward's end, before any gradient exists (a
+  // step starts without them); with two, the second's peak holds the first's.
+  CHECK(bytes(p.worst, MemoryCategory::gradients) == 0);
+  const models::Plan accumulating = models::plan_gpt(options("gpt-nano", {}, 4));
+  CHECK(accumulating.micro_batches == 2);
+  CHECK(bytes(accumulating.worst, MemoryCategory::gradients) == 4 * n);
+  CHECK(accumulating.worst.peak_bytes == p.worst.peak_bytes + 4 * n);
   CHECK(bytes(p.worst, MemoryCategory::optimizer_state) == 8 * n);
   CHECK(bytes(p.worst, MemoryCategory::activations) > 0);
   CHECK(p.micro_batches == 1);
@@ -299,7 +305,7 @@ TEST_CASE("plan: every stage is planned; the slowest is the bottleneck, the full
 }
 
 TEST_CASE("plan: ZeRO-1 and -2 shard the optimizer state and the gradients over dp") {
-  PlanOptions o = options("gpt-nano", {.dp = 4}, 8);
+  PlanOptions o = options("gpt-nano", {.dp = 4}, 16);  // two micro-batches: gradients at the peak
   const models::Plan plain = models::plan_gpt(o);
   o.zero = 1;
   const models::Plan one = models::plan_gpt(o);
