@@ -4,6 +4,7 @@
 #include <dlf/core/op_class_times.h>
 #include <dlf/core/ops/conv.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/join.h>
 #include <dlf/core/ops/linalg.h>
 #include <dlf/core/ops/nn_ops.h>
 #include <dlf/core/ops/normalization.h>
@@ -100,9 +101,9 @@ using Step = std::function<std::vector<Tensor>()>;
 // bound by compute at `peaks`, whose time the cache hardly moves.
 class Sized {
  public:
-  Sized(const SimSpec& peaks, OpClass c, const std::function<Step(int64_t)>& make, int64_t scale)
+  Sized(const SimSpec& peaks, OpClass c, const std::function<Step(int64_t)>& make, int64_t size)
       : class_(c) {
-    steps_.push_back(make(scale));
+    steps_.push_back(make(size));
     kept_.emplace_back();
     (void)pass(1);  // warm-up
     double bytes = 0, compute_seconds = 0;
@@ -117,7 +118,7 @@ class Sized {
         std::clamp(int64_t(std::ceil(2.0 * double(last_level_cache_bytes()) / bytes)), int64_t(1),
                    int64_t(16));
     while (int64_t(steps_.size()) < copies) {
-      steps_.push_back(make(scale));
+      steps_.push_back(make(size));
       kept_.emplace_back();
     }
   }
@@ -170,7 +171,7 @@ std::vector<Run> median_passes(const std::vector<Sized>& sizes) {
 double priced(const SimSpec& spec, const Run& run) {
   double seconds = 0;
   for (const auto& op : run.ops)
-    seconds += sim::op_seconds(spec, op.flops, op.bytes, op.precision, op.op_class);
+    seconds += sim::op_seconds(spec, op.flops, op.bytes, op.precision, op.op_class, op.rows);
   return seconds;
 }
 
@@ -206,20 +207,31 @@ double fit_share(SimSpec spec, OpClass c, const std::vector<Run>& runs, Set set,
   return std::exp((low + high) / 2);
 }
 
-// The curve of class c (the share `set` fits, and the overhead each kernel adds) that prices
-// the runs, smallest size to largest, closest to their times: the share fitted for each overhead
-// of a grid (none, and 0.1 us to 1 ms at ten steps a decade), the pair with the least misfit.
+// The curve of class c (the share `set` fits, the overhead each kernel adds and, for row-wise
+// kernels, each row's) that prices the runs, smallest size to largest, closest to their times:
+// the share fitted for each overhead of a grid (none, and 0.1 us to 1 ms at ten steps a decade)
+// and each row overhead of another (none, and 1 ns to 10 us, where the runs' ops have rows),
+// the set of least misfit.
 template <typename Set>
 KernelEfficiency fit_curve(SimSpec spec, OpClass c, const std::vector<Run>& runs, Set set) {
   KernelEfficiency& e = spec.efficiency[static_cast<size_t>(c)];
+  const bool row_wise = std::any_of(runs.begin(), runs.end(), [](const Run& run) {
+    return std::any_of(run.ops.begin(), run.ops.end(), [](const auto& op) { return op.rows > 0; });
+  });
+  const auto grid = [](int step, double first) {
+    return step < 0 ? 0 : first * std::pow(10.0, step / 10.0);
+  };
   KernelEfficiency best;
   double least = std::numeric_limits<double>::infinity();
-  for (int step = -1; step <= 40; ++step) {
-    e.overhead = step < 0 ? 0 : 1e-7 * std::pow(10.0, step / 10.0);
-    set(e, fit_share(spec, c, runs, set));
-    if (const double m = misfit(spec, runs); m < least) {
-      least = m;
-      best = e;
+  for (int row_step = -1; row_step <= (row_wise ? 40 : -1); ++row_step) {
+    e.row_overhead = grid(row_step, 1e-9);
+    for (int step = -1; step <= 40; ++step) {
+      e.overhead = grid(step, 1e-7);
+      set(e, fit_share(spec, c, runs, set));
+      if (const double m = misfit(spec, runs); m < least) {
+        least = m;
+        best = e;
+      }
     }
   }
   return best;
@@ -248,32 +260,36 @@ std::array<KernelEfficiency, kOpClasses> kernel_efficiency(const SimSpec& peaks)
   // parameters of 8 thousand to half a million elements), forward and backward, at a ladder of
   // sizes from a small kernel to a large one: the curve fitted through them gives small kernels
   // their overhead and large ones their share of the peaks. A case makes one copy of its tensors
-  // (scale -> the step to time) and says which of its class's shares it fits: both alike, or
-  // (element-wise, whose streaming kernels and transcendental ones sit far apart from one share)
-  // the memory share and the overhead from streaming kernels, then the compute share from
-  // transcendental ones.
+  // (size -> the step to time: a scale, or an index into the attention case's shapes) and says
+  // which of its class's shares it fits: both alike, or (element-wise, whose streaming kernels and
+  // transcendental ones sit far apart from one share) the memory share and the overhead from
+  // streaming kernels, then the compute share from transcendental ones.
   enum class Fits { both, memory, compute };
   struct Case {
     OpClass op_class;
     Fits fits;
-    std::vector<int64_t> scales;
+    std::vector<int64_t> sizes;
     std::function<Step(int64_t)> at;
   };
   const std::vector<int64_t> rows = {1, 4, 16, 64};  // of 32 rows each: 32 to 2048
-  // The two attention classes time the same step, each its own kernels.
-  const auto attention = [](int64_t s) {
-    // s causal sequences of 256 tokens (a head each: gpt-mini's batch has 48) and 4 s
-    // bidirectional ones of 64 (ViT's and UNet's are short)
-    const Tensor q = leaf({s, 256, 64}), k = leaf({s, 256, 64}), v = leaf({s, 256, 64}),
-                 g = randn({s, 256, 64}), qs = leaf({4 * s, 64, 64}), ks = leaf({4 * s, 64, 64}),
-                 vs = leaf({4 * s, 64, 64}), gs = randn({4 * s, 64, 64});
-    return [q, k, v, g, qs, ks, vs, gs] {
-      std::vector<Tensor> made =
-          backward_into(scaled_dot_product_attention(q, k, v, true), g, {q, k, v});
-      for (Tensor& t :
-           backward_into(scaled_dot_product_attention(qs, ks, vs, false), gs, {qs, ks, vs}))
-        made.push_back(std::move(t));
-      return made;
+  // The two attention classes time the same step, each its own kernels: n sequences of t tokens
+  // as the zoo's models run them, from a small kernel to gpt-mini's 48 causal heads of 256 tokens
+  // through ViT's 192 of 50, their rows' lengths differing (the row overhead is fitted from
+  // that). q, k and v are strided views of one linear projection, as GPT's and ViT's are, its
+  // weight's gradient computed after theirs: read from a fresh projection's output, attention
+  // runs 15-20 % slower than from a tensor it read the pass before.
+  struct Sequences {
+    int64_t n, t;
+    bool causal;
+  };
+  static constexpr std::array<Sequences, 5> kAttention = {
+      {{8, 64, false}, {64, 64, false}, {192, 50, false}, {12, 256, true}, {48, 256, true}}};
+  const auto attention = [](int64_t size) {
+    const auto [n, t, causal] = kAttention[size_t(size)];
+    const Tensor x = randn({n, t, 192}), w = leaf({3 * 64, 192}), g = randn({n, t, 64});
+    return [x, w, g, causal] {
+      const std::vector<Tensor> qkv = unbind(linear(x, w).view({x.size(0), x.size(1), 3, 64}), 2);
+      return backward_into(scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], causal), g, {w});
     };
   };
   const std::vector<Case> cases = {
@@ -282,8 +298,8 @@ std::array<KernelEfficiency, kOpClasses> kernel_efficiency(const SimSpec& peaks)
          const Tensor x = randn({32 * s, 384}), w = randn({24 * s, 384});
          return [x, w] { return std::vector<Tensor>{linear(x, w)}; };
        }},
-      {OpClass::attention, Fits::both, {1, 4, 16, 48}, attention},
-      {OpClass::attention_backward, Fits::both, {1, 4, 16, 48}, attention},
+      {OpClass::attention, Fits::both, {0, 1, 2, 3, 4}, attention},
+      {OpClass::attention_backward, Fits::both, {0, 1, 2, 3, 4}, attention},
       {OpClass::conv,
        Fits::both,
        {1, 4, 16},
@@ -341,7 +357,7 @@ std::array<KernelEfficiency, kOpClasses> kernel_efficiency(const SimSpec& peaks)
   spec.efficiency = {};
   for (const Case& c : cases) {
     std::vector<Sized> sizes;
-    for (const int64_t scale : c.scales) sizes.emplace_back(peaks, c.op_class, c.at, scale);
+    for (const int64_t size : c.sizes) sizes.emplace_back(peaks, c.op_class, c.at, size);
     const std::vector<Run> runs = median_passes(sizes);
     KernelEfficiency& e = spec.efficiency[static_cast<size_t>(c.op_class)];
     if (c.fits == Fits::compute) {

@@ -164,7 +164,7 @@ double simulated_seconds(const SimSpec& spec, const OpDef& op, const Cost& cost,
                          std::span<const Tensor> outputs) {
   const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
   return sim::op_seconds(spec, cost.flops, cost.bytes_read + cost.bytes_written,
-                         math_precision(dtype), op_class(op.name));
+                         math_precision(dtype), op_class(op.name), cost.rows);
 }
 
 namespace {

@@ -27,6 +27,7 @@ void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                     .precision = math_precision(dtype),
                     .flops = cost.flops,
                     .bytes = cost.bytes_read + cost.bytes_written,
+                    .rows = cost.rows,
                     .measured = measured});
   }
 }

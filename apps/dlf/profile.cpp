@@ -105,8 +105,13 @@ void run_calibrate(const std::string& out) {
   for (int c = 0; c < kOpClasses; ++c) {
     const KernelEfficiency& e = spec.efficiency[size_t(c)];
     std::fprintf(
-        stderr, "  %-18s kernels reach %.2f of the FLOP/s, %.2f of the bandwidth, +%.2f us each\n",
-        std::string(op_class_name(OpClass(c))).c_str(), e.compute, e.memory, e.overhead * 1e6);
+        stderr,
+        "  %-18s kernels reach %.2f of the FLOP/s, %.2f of the bandwidth, +%.2f us each%s\n",
+        std::string(op_class_name(OpClass(c))).c_str(), e.compute, e.memory, e.overhead * 1e6,
+        e.row_overhead > 0
+            ? detail::concat(", +", static_cast<int64_t>(e.row_overhead * 1e9 + 0.5), " ns a row")
+                  .c_str()
+            : "");
   }
   if (out.empty()) {
     std::cout << to_json(spec);

@@ -66,7 +66,7 @@ const OpDef& attention_op = register_op({
         },
     // 2·d FLOPs per visible (query, key) pair for q kᵀ, 2·dv for the product with v, and about
     // 5 for the softmax; q, k and v are read once and the output written once (the traffic of
-    // a fused kernel: the scores never reach memory).
+    // a fused kernel: the scores never reach memory). Its rows are the query rows.
     .cost = [](Inputs in, const Attrs& a, std::span<const Tensor> out) -> Cost {
       const Tensor &q = in[0], &v = in[2];
       const int64_t tq = q.shape().end()[-2], tk = v.shape().end()[-2];
@@ -76,7 +76,8 @@ const OpDef& attention_op = register_op({
           pairs * static_cast<double>(2 * q.shape().back() + 2 * v.shape().back() + 5);
       double read = 0;
       for (const Tensor& t : in) read += static_cast<double>(t.nbytes());
-      return {flops, read, static_cast<double>(out[0].nbytes() + out[1].nbytes())};
+      return {flops, read, static_cast<double>(out[0].nbytes() + out[1].nbytes()),
+              batches * static_cast<double>(tq)};
     },
 });
 

@@ -135,7 +135,7 @@ const OpDef& attention_backward_op = register_op({
         },
     // Per visible (query, key) pair: q kᵀ and dO vᵀ in both passes (4·d + 4·dv), dS K and
     // dSᵀ Q (4·d), Pᵀ dO (2·dv) and about 6 for exp and dS. Operands are read once and the
-    // gradients written once (the scores never reach memory).
+    // gradients written once (the scores never reach memory). Its rows are the query rows.
     .cost = [](Inputs in, const Attrs& a, std::span<const Tensor> out) -> Cost {
       const Tensor &q = in[1], &v = in[3];
       const int64_t tq = q.shape().end()[-2], tk = v.shape().end()[-2];
@@ -146,7 +146,7 @@ const OpDef& attention_backward_op = register_op({
       double read = 0, written = 0;
       for (const Tensor& t : in) read += static_cast<double>(t.nbytes());
       for (const Tensor& t : out) written += static_cast<double>(t.nbytes());
-      return {flops, read, written};
+      return {flops, read, written, batches * static_cast<double>(tq)};
     },
 });
 

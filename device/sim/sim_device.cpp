@@ -127,9 +127,9 @@ void reset(Device device) {
 }
 
 double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision,
-                  OpClass op_class) {
+                  OpClass op_class, double rows) {
   const KernelEfficiency& e = spec.efficiency[static_cast<size_t>(op_class)];
-  return std::max(flops / (e.compute * spec.peak_flops(precision)),
+  return std::max(flops / (e.compute * spec.peak_flops(precision)) + rows * e.row_overhead,
                   bytes / (e.memory * spec.memory_bandwidth)) +
          e.overhead + spec.launch_overhead;
 }

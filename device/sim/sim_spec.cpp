@@ -59,12 +59,13 @@ void optional_field(Archive& ar, const char* name, T& value) {
 
 }  // namespace
 
-// Each figure may be left out: it keeps the peaks' (1, 1, 0).
+// Each figure may be left out: it keeps the peaks' (1, 1, 0, 0).
 template <class Archive>
 void serialize(Archive& ar, KernelEfficiency& e) {
   optional_field(ar, "compute", e.compute);
   optional_field(ar, "memory", e.memory);
   optional_field(ar, "overhead", e.overhead);
+  optional_field(ar, "row_overhead", e.row_overhead);
 }
 
 namespace {
@@ -132,9 +133,9 @@ void SimSpec::validate() const {
   }
   for (int c = 0; c < kOpClasses; ++c) {
     const KernelEfficiency& e = efficiency[size_t(c)];
-    DLF_CHECK(e.compute > 0 && e.memory > 0 && e.overhead >= 0, "device spec '", name,
-              "': efficiency of ", op_class_name(OpClass(c)),
-              ": compute and memory must be positive, overhead >= 0");
+    DLF_CHECK(e.compute > 0 && e.memory > 0 && e.overhead >= 0 && e.row_overhead >= 0,
+              "device spec '", name, "': efficiency of ", op_class_name(OpClass(c)),
+              ": compute and memory must be positive, overhead and row_overhead >= 0");
   }
 }
 
@@ -278,10 +279,12 @@ SimSpec sim_spec_from_json(const std::string& json) {
     cereal::JSONInputArchive archive(is);
     archive(cereal::make_nvp("device", spec));
     if (backward.compute == -1) {  // absent: attention's; an entry without compute: the peak
-      const bool absent = backward.memory == 1 && backward.overhead == 0;
-      backward = absent
-                     ? spec.efficiency[size_t(OpClass::attention)]
-                     : KernelEfficiency{.memory = backward.memory, .overhead = backward.overhead};
+      const bool absent =
+          backward.memory == 1 && backward.overhead == 0 && backward.row_overhead == 0;
+      backward = absent ? spec.efficiency[size_t(OpClass::attention)]
+                        : KernelEfficiency{.memory = backward.memory,
+                                           .overhead = backward.overhead,
+                                           .row_overhead = backward.row_overhead};
     }
   } catch (const Error&) {
     throw;

@@ -80,6 +80,14 @@ TEST_CASE("sim spec: presets are valid, JSON round-trips, bad specs are refused"
   CHECK(older.efficiency[size_t(OpClass::attention_backward)].compute == 0.5);
   CHECK(older.efficiency[size_t(OpClass::attention_backward)].memory == 1);
   CHECK(read.efficiency[size_t(OpClass::attention_backward)].compute == 0.10);
+  // A row overhead round-trips, and survives as the backward's own when the entry has one.
+  SimSpec rowed = a100;
+  rowed.efficiency[size_t(OpClass::attention_backward)].row_overhead = 7e-8;
+  CHECK(sim_spec_from_json(to_json(rowed))
+            .efficiency[size_t(OpClass::attention_backward)]
+            .row_overhead == 7e-8);
+  CHECK(sim_spec_from_json(to_json(rowed)).efficiency[size_t(OpClass::attention)].row_overhead ==
+        0);
   // A host with a figure missing, or a figure of the wrong type, is an error, not the peaks.
   std::string half_host = to_json(a100);
   const size_t host = half_host.find("\"host\"");
@@ -91,6 +99,9 @@ TEST_CASE("sim spec: presets are valid, JSON round-trips, bad specs are refused"
   SimSpec bad = a100;
   bad.efficiency[size_t(OpClass::conv)].compute = 0;
   test::check_error([&] { bad.validate(); }, {"efficiency of conv"});
+  bad = a100;
+  bad.efficiency[size_t(OpClass::attention)].row_overhead = -1e-9;
+  test::check_error([&] { bad.validate(); }, {"efficiency of attention", "row_overhead"});
   test::check_error([] { sim_preset("tpu-v9"); }, {"unknown device preset 'tpu-v9'", "a100-40gb"});
   test::check_error([] { sim_spec_from_json("{\"device\": 3}"); }, {"device spec"});
   json = to_json(sim_preset("l4-24gb"));
@@ -191,6 +202,19 @@ TEST_CASE("sim device: an op's class sets how near its kernel comes to the peaks
   Tensor d = c + c;  // a quarter of the bandwidth
   CHECK(sim::timeline(dev).now() ==
         doctest::Approx(expected + 4.0 * 3 * 64 * 32 / 0.25e11 + 1e-6).epsilon(1e-12));
+  // Attention is row-wise: each query row of each (batch, head) adds the class's row overhead.
+  spec.efficiency[size_t(OpClass::attention)] = {
+      .compute = 0.25, .memory = 1, .overhead = 3e-6, .row_overhead = 5e-9};
+  sim::configure(dev, spec);
+  const Tensor q = ones({2, 3, 10, 8}, {.device = dev}), kv = ones({2, 3, 12, 8}, {.device = dev});
+  sim::reset(dev);
+  (void)scaled_dot_product_attention(q, kv, kv);
+  const double pairs = 2.0 * 3 * 10 * 12, rows = 2.0 * 3 * 10;
+  const double read = 4.0 * (2 * 3 * 10 * 8 + 2 * 2 * 3 * 12 * 8);
+  const double written = 4.0 * (2 * 3 * 10 * 8 + 2 * 3 * 10);  // the output and its logsumexp
+  CHECK((read + written) / 1e11 < pairs * (4 * 8 + 5) / 0.25e12);  // bound by compute
+  CHECK(sim::timeline(dev).now() ==
+        doctest::Approx(pairs * (4 * 8 + 5) / 0.25e12 + rows * 5e-9 + 3e-6 + 1e-6).epsilon(1e-12));
 }
 
 TEST_CASE("meta device: same shapes, memory and time as sim, no data") {

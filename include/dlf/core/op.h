@@ -67,6 +67,9 @@ struct Cost {
   double flops = 0;          ///< floating-point operations
   double bytes_read = 0;     ///< bytes read from memory
   double bytes_written = 0;  ///< bytes written to memory
+  /// The rows a row-wise kernel works through one by one (attention: a query row of each batch
+  /// entry and head), each priced KernelEfficiency::row_overhead beyond its FLOPs; 0 for others.
+  double rows = 0;
 };
 
 /// The arithmetic an op on `dtype` runs in: which peak rate of a sim device it is timed at.

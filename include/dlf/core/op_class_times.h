@@ -46,6 +46,7 @@ class OpClassTimes : public DispatchObserver {
     MathPrecision precision = MathPrecision::f32;  ///< the precision of its arithmetic
     double flops = 0;                              ///< its cost's FLOPs
     double bytes = 0;                              ///< bytes it reads and writes
+    double rows = 0;                               ///< its cost's rows (Cost::rows)
     double measured = 0;                           ///< seconds on the wall clock
   };
   /// Every op so far, in order, when constructed with keep_ops (else empty).

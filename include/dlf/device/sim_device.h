@@ -51,9 +51,10 @@ Timeline& timeline(Device device);      ///< `device`'s clock
 void reset(Device device);
 
 /// Kernel time by the roofline model at the efficiency of its class (KernelEfficiency):
-/// max(flops / (compute · peak), bytes / (memory · bandwidth)) + overhead + launch overhead.
+/// max(flops / (compute · peak) + rows · row_overhead, bytes / (memory · bandwidth)) + overhead
+/// + launch overhead.
 double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision,
-                  OpClass op_class);
+                  OpClass op_class, double rows = 0);
 /// A copy of `bytes` between `device` and host memory over its host link: latency +
 /// bytes / bandwidth on the device's host stream, after what its compute stream has queued
 /// (which makes or last used the data) and, for a download, its comm stream too (a reduced

@@ -54,14 +54,16 @@ std::string_view op_class_name(OpClass c);
 /// (copies, softmax, reductions, fused element-wise kernels).
 OpClass op_class(std::string_view name);
 
-/// How near one class of kernels comes to the device's peaks: a kernel of W FLOPs moving B
-/// bytes takes overhead + max(W / (compute · peak), B / (memory · bandwidth)), plus the
-/// device's launch overhead — so the share of the peak it achieves grows with its size
-/// towards `compute` (or `memory`), the curve a class's kernels follow.
+/// How near one class of kernels comes to the device's peaks: a kernel of W FLOPs over R rows
+/// (Cost::rows) moving B bytes takes overhead + max(W / (compute · peak) + R · row_overhead,
+/// B / (memory · bandwidth)), plus the device's launch overhead — so the share of the peak it
+/// achieves grows with its size towards `compute` (or `memory`), the curve a class's kernels
+/// follow, and with the length of its rows (attention over short sequences reaches less).
 struct KernelEfficiency {
-  double compute = 1;   ///< the share of the peak FLOP/s a large kernel reaches
-  double memory = 1;    ///< the share of the memory bandwidth a large kernel reaches
-  double overhead = 0;  ///< seconds each kernel takes beyond that (and launch_overhead)
+  double compute = 1;       ///< the share of the peak FLOP/s a large kernel reaches
+  double memory = 1;        ///< the share of the memory bandwidth a large kernel reaches
+  double overhead = 0;      ///< seconds each kernel takes beyond that (and launch_overhead)
+  double row_overhead = 0;  ///< seconds each row of a row-wise kernel adds to its FLOPs' time
 };
 
 /// An accelerator as the simulator sees it: memory, peaks, links and overheads.
