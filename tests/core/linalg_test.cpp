@@ -186,6 +186,34 @@ TEST_CASE("matmul reads transposed, permuted, expanded and stepped operands") {
   CHECK(allocator_for(kCPU).stats().allocations == before + 1);
 }
 
+TEST_CASE("matmul copies weights whose rows lie a multiple of 4 KiB apart, with padded rows") {
+  // [256, 24] @ [24, 1024] in f32: the right operand's rows are 4096 bytes apart, which oneDNN
+  // runs at half speed; it is copied with its rows 64 bytes further apart (one allocation more
+  // than the output), in f32 and bf16, dense or a column slice of a wider tensor.
+  const std::vector<Tensor> in = random_inputs({{256, 24}, {24, 1024}, {24, 2048}});
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const Tensor a = in[0].to(dtype), b = in[1].to(dtype), wide = in[2].to(dtype);
+    const double tol = dtype == DType::bf16 ? kBf16Tol : 1e-5;
+    const auto reference = [&](const Tensor& x) {
+      return dtype == DType::bf16 ? bf16_rounded(x) : x;
+    };
+    INFO("dtype ", dtype_name(dtype));
+    check_close(matmul(a, b), reference_matmul(reference(in[0]), reference(in[1])), tol, tol);
+    check_close(matmul(a, wide.narrow(1, 0, 1000)),
+                reference_matmul(reference(in[0]), reference(in[2]).narrow(1, 0, 1000)), tol, tol);
+  }
+  const Tensor a = in[0].to(DType::f32), b = in[1].to(DType::f32);
+  const int64_t before = allocator_for(kCPU).stats().allocations;
+  matmul(a, b);
+  CHECK(allocator_for(kCPU).stats().allocations == before + 2);
+  // A product of fewer rows reads the weights in place.
+  const Tensor few = a.narrow(0, 0, 64);
+  check_close(matmul(few, b), reference_matmul(in[0].narrow(0, 0, 64), in[1]), 1e-5, 1e-5);
+  const int64_t after = allocator_for(kCPU).stats().allocations;
+  matmul(few, b);
+  CHECK(allocator_for(kCPU).stats().allocations == after + 1);
+}
+
 TEST_CASE("linear against a naive f64 loop, with and without bias, each activation") {
   std::vector<Tensor> in = random_inputs({{2, 3, 5}, {4, 5}, {4}});
   for (Activation act : kActivations) {
