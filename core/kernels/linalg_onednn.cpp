@@ -19,9 +19,10 @@ namespace {
 
 using dnnl::memory;
 
-// One matmul argument: the strided layout it arrives in, and whether it is first packed into a
-// dense buffer. Packing happens for layouts oneDNN misreads (zero strides) or would only
-// take through its slow reference kernel (no unit stride in the matrix).
+// One matmul argument: the strided layout it arrives in, and whether it is first copied into a
+// packed buffer: dense, for layouts oneDNN misreads (zero strides) or would only take through
+// its slow reference kernel (no unit stride in the matrix); with padded rows, for weights whose
+// rows lie a multiple of 4 KiB apart (padded_rows).
 struct MatmulArg {
   Shape dims, strides;  // empty when the argument is absent
   bool packed = false;
@@ -49,13 +50,15 @@ memory::desc used_desc(const MatmulArg& arg, DType dtype) {
   return strided_desc(arg.dims, arg.packed ? arg.packed_strides : arg.strides, dtype);
 }
 
-// Packs `arg` densely, or, with `pad` elements, with each row that much further apart.
-void pack(MatmulArg& arg, int64_t pad = 0) {
+// Packs `arg` densely, or, with `pad` elements, with each row that much further apart (twice
+// that when once would put the rows a multiple of 4 KiB apart again).
+void pack(MatmulArg& arg, int64_t pad = 0, int64_t element_size = 4) {
   arg.packed = true;
   arg.packed_strides = contiguous_strides(arg.dims);
   if (pad == 0) return;
   const size_t rows = arg.dims.size() - 2;
   arg.packed_strides[rows] += pad;
+  if (arg.packed_strides[rows] * element_size % 4096 == 0) arg.packed_strides[rows] += pad;
   for (size_t d = rows; d-- > 0;)
     arg.packed_strides[d] = arg.packed_strides[d + 1] * arg.dims[d + 1];
 }
@@ -64,14 +67,15 @@ void pack(MatmulArg& arg, int64_t pad = 0) {
 // (0 otherwise): oneDNN's kernels walk the matrix down its columns, all of its rows then map to
 // the same cache sets, and a product with N = 3072 (GPT-2's MLP) ran at half the rate of one
 // with N = 2304 (1024 x 768 @ 768 x 3072 f32, 2 threads: 125 GFLOP/s, and 227 with the rows 64
-// bytes further apart). Only for products of 256 rows and more, which the copy costs little.
+// bytes further apart). Only for rows of 1 KiB and more, in products of 256 rows and more,
+// which the copy costs little.
 int64_t padded_rows(const MatmulArg& arg, const GemmProblem& p) {
   const size_t r = arg.dims.size();
   const int64_t size = static_cast<int64_t>(dtype_size(p.dtype));
   for (size_t d = 0; d + 2 < r; ++d)
     if (arg.dims[d] != 1) return 0;  // batched weights: left as they are
-  const bool aliasing =
-      arg.strides[r - 1] == 1 && arg.dims[r - 2] > 1 && arg.strides[r - 2] * size % 4096 == 0;
+  const bool aliasing = arg.strides[r - 1] == 1 && arg.dims[r - 2] > 1 &&
+                        arg.dims[r - 1] * size >= 1024 && arg.strides[r - 2] * size % 4096 == 0;
   return aliasing && p.rows() * p.batch() >= 256 ? 64 / size : 0;
 }
 
@@ -154,7 +158,8 @@ MatmulPlan make_plan(const GemmProblem& p) {
   for (MatmulArg& arg : plan.args)
     if (arg.present() && !reads_in_place(arg)) pack(arg);
   if (MatmulArg& w = plan.args[1]; !w.packed) {
-    if (const int64_t pad = padded_rows(w, p); pad > 0) pack(w, pad);
+    if (const int64_t pad = padded_rows(w, p); pad > 0)
+      pack(w, pad, static_cast<int64_t>(dtype_size(p.dtype)));
   }
   auto pd = matmul_desc(p, plan);
   if (!pd || is_reference_impl(*pd)) {
@@ -171,7 +176,7 @@ MatmulPlan make_plan(const GemmProblem& p) {
 }
 
 // Copies a strided argument into `out`, a buffer in its packed layout.
-void pack_dense(const void* src, const MatmulArg& arg, const Tensor& out) {
+void copy_packed(const void* src, const MatmulArg& arg, const Tensor& out) {
   const int64_t size = static_cast<int64_t>(dtype_size(out.dtype()));
   StridedOperands<2> ops{
       {static_cast<char*>(out.raw_data()), static_cast<char*>(const_cast<void*>(src))},
@@ -222,7 +227,7 @@ void onednn_gemm(const GemmProblem& p) {
   dnnl::stream& stream = cpu::stream();
   const std::array<const void*, 3> data = {p.a.data, p.b.data, p.bias};
   std::unordered_map<int, memory> args;
-  std::array<Tensor, 3> packed;  // dense copies, alive until the primitive has run
+  std::array<Tensor, 3> packed;  // packed copies, alive until the primitive has run
   for (size_t i = 0; i < plan.args.size(); ++i) {
     const MatmulArg& arg = plan.args[i];
     if (!arg.present()) continue;
@@ -232,7 +237,7 @@ void onednn_gemm(const GemmProblem& p) {
       for (size_t d = 0; d < arg.dims.size(); ++d)
         elements += (arg.dims[d] - 1) * arg.packed_strides[d];
       packed[i] = Tensor::empty({elements}, p.dtype, kCPU);
-      pack_dense(data[i], arg, packed[i]);
+      copy_packed(data[i], arg, packed[i]);
       ptr = packed[i].raw_data();
     }
     args.emplace(kArgIds[i], memory(arg.used, cpu::engine(), ptr));
