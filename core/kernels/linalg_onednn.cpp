@@ -22,12 +22,13 @@ using dnnl::memory;
 // One matmul argument: the strided layout it arrives in, and whether it is first copied into a
 // packed buffer: dense, for layouts oneDNN misreads (zero strides) or would only take through
 // its slow reference kernel (no unit stride in the matrix); with padded rows, for weights whose
-// rows lie a multiple of 4 KiB apart (padded_rows).
+// rows lie a multiple of 4 KiB apart (padded_row_stride).
 struct MatmulArg {
   Shape dims, strides;  // empty when the argument is absent
   bool packed = false;
-  Shape packed_strides = {};  // the copy's layout: dense, or with padded rows (padded_rows)
-  memory::desc used = {};     // the layout the primitive reads
+  Shape packed_strides = {};    // the copy's layout: dense, or with padded rows (padded_row_stride)
+  int64_t packed_elements = 0;  // the copy's buffer: up to the last element its layout reaches
+  memory::desc used = {};       // the layout the primitive reads
 
   bool present() const { return !dims.empty(); }
 };
@@ -50,33 +51,38 @@ memory::desc used_desc(const MatmulArg& arg, DType dtype) {
   return strided_desc(arg.dims, arg.packed ? arg.packed_strides : arg.strides, dtype);
 }
 
-// Packs `arg` densely, or, with `pad` elements, with each row that much further apart (twice
-// that when once would put the rows a multiple of 4 KiB apart again).
-void pack(MatmulArg& arg, int64_t pad = 0, int64_t element_size = 4) {
+// Packs `arg` densely, or with its rows `row_stride` elements apart.
+void pack(MatmulArg& arg, int64_t row_stride = 0) {
   arg.packed = true;
   arg.packed_strides = contiguous_strides(arg.dims);
-  if (pad == 0) return;
   const size_t rows = arg.dims.size() - 2;
-  arg.packed_strides[rows] += pad;
-  if (arg.packed_strides[rows] * element_size % 4096 == 0) arg.packed_strides[rows] += pad;
-  for (size_t d = rows; d-- > 0;)
-    arg.packed_strides[d] = arg.packed_strides[d + 1] * arg.dims[d + 1];
+  if (row_stride > 0) {
+    arg.packed_strides[rows] = row_stride;
+    for (size_t d = rows; d-- > 0;)
+      arg.packed_strides[d] = arg.packed_strides[d + 1] * arg.dims[d + 1];
+  }
+  arg.packed_elements = 1;
+  for (size_t d = 0; d < arg.dims.size(); ++d)
+    arg.packed_elements += (arg.dims[d] - 1) * arg.packed_strides[d];
 }
 
-// Elements to pad the rows of the weights argument by, when they lie a multiple of 4 KiB apart
+// The row stride to copy the weights argument with, 64 bytes (twice that when once would land on
+// a multiple of 4 KiB again) more than its row, when its rows lie a multiple of 4 KiB apart
 // (0 otherwise): oneDNN's kernels walk the matrix down its columns, all of its rows then map to
 // the same cache sets, and a product with N = 3072 (GPT-2's MLP) ran at half the rate of one
 // with N = 2304 (1024 x 768 @ 768 x 3072 f32, 2 threads: 125 GFLOP/s, and 227 with the rows 64
 // bytes further apart). Only for rows of 1 KiB and more, in products of 256 rows and more,
 // which the copy costs little.
-int64_t padded_rows(const MatmulArg& arg, const GemmProblem& p) {
+int64_t padded_row_stride(const MatmulArg& arg, const GemmProblem& p) {
   const size_t r = arg.dims.size();
   const int64_t size = static_cast<int64_t>(dtype_size(p.dtype));
   for (size_t d = 0; d + 2 < r; ++d)
     if (arg.dims[d] != 1) return 0;  // batched weights: left as they are
   const bool aliasing = arg.strides[r - 1] == 1 && arg.dims[r - 2] > 1 &&
                         arg.dims[r - 1] * size >= 1024 && arg.strides[r - 2] * size % 4096 == 0;
-  return aliasing && p.rows() * p.batch() >= 256 ? 64 / size : 0;
+  if (!aliasing || p.rows() * p.batch() < 256) return 0;
+  const int64_t pad = 64 / size, stride = arg.dims[r - 1] + pad;
+  return stride * size % 4096 == 0 ? stride + pad : stride;
 }
 
 bool is_dense(const MatmulArg& arg) { return arg.strides == contiguous_strides(arg.dims); }
@@ -158,8 +164,7 @@ MatmulPlan make_plan(const GemmProblem& p) {
   for (MatmulArg& arg : plan.args)
     if (arg.present() && !reads_in_place(arg)) pack(arg);
   if (MatmulArg& w = plan.args[1]; !w.packed) {
-    if (const int64_t pad = padded_rows(w, p); pad > 0)
-      pack(w, pad, static_cast<int64_t>(dtype_size(p.dtype)));
+    if (const int64_t stride = padded_row_stride(w, p); stride > 0) pack(w, stride);
   }
   auto pd = matmul_desc(p, plan);
   if (!pd || is_reference_impl(*pd)) {
@@ -233,10 +238,7 @@ void onednn_gemm(const GemmProblem& p) {
     if (!arg.present()) continue;
     void* ptr = const_cast<void*>(data[i]);
     if (arg.packed) {
-      int64_t elements = 1;  // up to the last one the packed layout reaches
-      for (size_t d = 0; d < arg.dims.size(); ++d)
-        elements += (arg.dims[d] - 1) * arg.packed_strides[d];
-      packed[i] = Tensor::empty({elements}, p.dtype, kCPU);
+      packed[i] = Tensor::empty({arg.packed_elements}, p.dtype, kCPU);
       copy_packed(data[i], arg, packed[i]);
       ptr = packed[i].raw_data();
     }
