@@ -8,10 +8,14 @@
 //
 //   compile_bench [MODEL...] [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K]
 //                 [--skip-pass NAME]...   (a pass of graph::optimize left out: what it brings)
+//                 [--by-op]   (also, on stderr: each op's median time a step in both, by shape)
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include <dlf/dlf.h>
 
@@ -27,6 +31,7 @@ struct Options {
   int steps = 5, warmup = 2, threads = 2;
   int64_t batch = 0, seq = 0;
   std::vector<std::string> skip_passes;
+  bool by_op = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -40,8 +45,57 @@ Options parse(int argc, char** argv) {
   app.add_option("--seq", o.seq, "tokens per sequence (default: the peer's)");
   app.add_option("--skip-pass", o.skip_passes,
                  "a pass of graph::optimize to leave out (\"element-wise fusion\"); repeatable");
+  app.add_flag("--by-op", o.by_op,
+               "print each op's median self time a step, compiled and eager, on stderr");
   bench::parse_or_exit(app, argc, argv);
   return o;
+}
+
+// Each op's self time in every timed step of one kind (compiled or eager), by op and shapes.
+class StepsByOp {
+ public:
+  void add(const OpProfile& step) {
+    for (const auto& [op, row] : step.rows()) {
+      std::vector<double>& ms = ms_[op];
+      ms.resize(steps_, 0.0);  // steps where the op did not run
+      ms.push_back(row.self_seconds * 1e3);
+    }
+    ++steps_;
+  }
+  double median_ms(const std::string& op) const {
+    auto it = ms_.find(op);
+    if (it == ms_.end()) return 0;
+    std::vector<double> ms = it->second;
+    ms.resize(steps_, 0.0);
+    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+    return ms[ms.size() / 2];
+  }
+  const std::map<std::string, std::vector<double>>& ops() const { return ms_; }
+
+ private:
+  std::map<std::string, std::vector<double>> ms_;
+  size_t steps_ = 0;
+};
+
+// Ops by the larger of their two medians, then both medians and their difference.
+void print_by_op(const std::string& model, const StepsByOp& compiled, const StepsByOp& eager) {
+  struct Row {
+    std::string op;
+    double compiled_ms, eager_ms;
+  };
+  std::vector<Row> rows;
+  for (const auto* side : {&compiled, &eager})
+    for (const auto& [op, ms] : side->ops())
+      if (std::none_of(rows.begin(), rows.end(), [&](const Row& r) { return r.op == op; }))
+        rows.push_back({op, compiled.median_ms(op), eager.median_ms(op)});
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return std::max(a.compiled_ms, a.eager_ms) > std::max(b.compiled_ms, b.eager_ms);
+  });
+  std::fprintf(stderr, "%s: median self ms a step   compiled   eager   compiled-eager   op\n",
+               model.c_str());
+  for (const Row& r : rows)
+    std::fprintf(stderr, "%*s%9.3f %7.3f %+16.3f   %s\n", int(model.size()) + 26, "", r.compiled_ms,
+                 r.eager_ms, r.compiled_ms - r.eager_ms, r.op.c_str());
 }
 
 void run(const std::string& name, const Options& o) {
@@ -58,10 +112,13 @@ void run(const std::string& name, const Options& o) {
   Allocator& memory = allocator_for(kCPU);
   int64_t peak[2] = {0, 0};  // [compiled, eager], over the timed steps
   bool timed = false;        // the first compiled step captures, eagerly: not counted
+  StepsByOp by_op[2];        // [compiled, eager], with --by-op
   auto step = [&](bool eager) {
     opt.zero_grad();
     const int64_t before = memory.stats().live_bytes;
     memory.reset_peak();
+    std::optional<OpProfile> profile;
+    if (o.by_op && timed) profile.emplace(OpProfileOptions{.by_shape = true});
     if (eager) {
       eager_step(w.batch);
       nn::optim::clip_grad_norm(params, 1.0);
@@ -71,6 +128,7 @@ void run(const std::string& name, const Options& o) {
       compiled(w.batch);
     }
     if (timed) peak[eager] = std::max(peak[eager], memory.stats().peak_bytes - before);
+    if (profile) by_op[eager].add(*profile);
   };
   for (int i = 0; i < o.warmup; ++i) step(false), step(true);
   timed = true;
@@ -101,6 +159,7 @@ void run(const std::string& name, const Options& o) {
   getrusage(RUSAGE_SELF, &usage);
   line.add("peak_rss_mib", double(usage.ru_maxrss) / 1024);
   line.print();
+  if (o.by_op) print_by_op(name, by_op[0], by_op[1]);
 }
 
 }  // namespace

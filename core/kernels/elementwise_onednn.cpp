@@ -100,32 +100,6 @@ bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& 
   return true;
 }
 
-bool onednn_eltwise_backward(dnnl::algorithm alg, const Tensor& grad, const Tensor& x,
-                             const Tensor& out, float alpha) {
-  if (!onednn_supports(x.dtype()) || !fits(x) || !same_dense_layout(x, grad, out) ||
-      grad.dtype() != x.dtype() || !worth_onednn(out)) {
-    return false;
-  }
-  using Eltwise = MaybePrepared<dnnl::eltwise_backward, 3>;
-  const std::string key = "eltwise_backward " + std::to_string(static_cast<int>(alg)) + " " +
-                          std::to_string(alpha) + " " + layout_key(x);
-  const Eltwise& prepared = cpu::cached<Eltwise>(key, [&]() -> Eltwise {
-    const memory::desc md = onednn_desc(x);  // every operand: one dense layout, x's shape
-    try {
-      dnnl::eltwise_forward::primitive_desc hint(
-          {dnnl::prop_kind::forward_training, alg, md, alpha, 0.f}, cpu::engine());
-      dnnl::eltwise_backward::primitive_desc pd({alg, md, md, alpha, 0.f}, cpu::engine(), hint);
-      if (is_reference_kernel(pd)) return std::nullopt;
-      return Prepared<dnnl::eltwise_backward, 3>{dnnl::eltwise_backward(pd), {md, md, md}};
-    } catch (const dnnl::error&) {
-      return std::nullopt;
-    }
-  });
-  if (!prepared) return false;
-  execute(*prepared, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC}, {&x, &grad, &out});
-  return true;
-}
-
 bool onednn_binary(dnnl::algorithm alg, const Tensor& src0, const Tensor& src1, const Tensor& dst) {
   if (!onednn_supports(src0.dtype()) || !fits(src1) || !fits(dst) || !worth_onednn(dst)) {
     return false;

@@ -14,11 +14,6 @@ namespace dlf::kernels {
 bool onednn_eltwise(dnnl::algorithm alg, float alpha, float beta, const Tensor& x,
                     const Tensor& out);
 
-/// out = grad · alg'(x) for an eltwise algorithm with oneDNN's alpha (the GELUs take none,
-/// swish 1); all three contiguous and of one dtype.
-bool onednn_eltwise_backward(dnnl::algorithm alg, const Tensor& grad, const Tensor& x,
-                             const Tensor& out, float alpha = 0);
-
 /// dst = alg(src0, src1): src0 must have dst's shape without broadcast dims (oneDNN 2.6
 /// broadcasts only src1); both may be strided. dst may be bool for the comparisons.
 bool onednn_binary(dnnl::algorithm alg, const Tensor& src0, const Tensor& src1, const Tensor& dst);

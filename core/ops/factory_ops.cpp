@@ -6,9 +6,12 @@
 #include <numbers>
 
 #include "core/kernels/convert.h"
+#include "core/ops/elementwise_common.h"
 
 namespace dlf {
 namespace {
+
+using elementwise::kTranscendental;
 
 std::vector<TensorMeta> meta_from_attrs(Inputs, const Attrs& a) {
   return {{a.ints("shape"), a.dtype("dtype")}};
@@ -83,7 +86,18 @@ const OpDef& rand_op = register_op({
             });
           }
         },
-    .cost = write_only,
+    .cost =
+        [](Inputs in, const Attrs& a, std::span<const Tensor> out) {
+          // Each element runs Philox-4x32-10 (ten rounds of two 32-bit products and four xors
+          // or adds), a normal one a log, a square root and a cosine more: work a sim device
+          // prices as operations (kTranscendental each for the three).
+          constexpr double philox_ops = 10 * 6;
+          const double per_element =
+              philox_ops + (a.s("distribution") == "normal" ? 3 * kTranscendental : 0);
+          Cost c = write_only(in, a, out);
+          c.flops = per_element * double(out[0].numel());
+          return c;
+        },
     .redraw =
         [](Inputs, Attrs& a) {
           draw_random_attrs(default_generator(), static_cast<uint64_t>(numel(a.ints("shape"))), a);

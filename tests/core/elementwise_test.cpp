@@ -286,6 +286,21 @@ TEST_CASE("costs: bytes at the operands' own sizes, FLOPs per element") {
   CHECK(rec.costs[1].flops == 60);  // a transcendental function counts 10
 }
 
+TEST_CASE("costs of random draws and of GELU's backward count the work per element") {
+  const Tensor x = zeros({2, 3});
+  const std::vector<Tensor> in{x, x}, out{x};
+  const OpDef& backward = find_op("gelu_backward");
+  // tanh's derivative reuses its tanh (10 + 10), erf's computes an erfc and an exp (2 x 10 + 8)
+  CHECK(op_cost(backward, in, {{"approximation", std::string("tanh")}}, out).flops == 6 * 20);
+  CHECK(op_cost(backward, in, {{"approximation", std::string("erf")}}, out).flops == 6 * 28);
+  const OpDef& draw = find_op("rand");
+  const Cost uniform = op_cost(draw, {}, {{"distribution", std::string("uniform")}}, out);
+  CHECK(uniform.flops == 6 * 60);  // Philox-4x32-10: ten rounds of six operations
+  CHECK(uniform.bytes_written == 24);
+  CHECK(op_cost(draw, {}, {{"distribution", std::string("normal")}}, out).flops ==
+        6 * (60 + 30));  // and a log, a square root and a cosine
+}
+
 TEST_CASE("meta tensors get shapes and dtypes without numerics") {
   const Tensor a = ones({4, 1}, {.device = kMeta}), b = ones({5}, {.device = kMeta});
   CHECK((a * b).shape() == Shape{4, 5});
