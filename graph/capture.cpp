@@ -41,6 +41,9 @@ class Recorder final : public DispatchObserver {
   void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
              std::span<const Tensor> outputs) override {
     if (--depth_ > 0) return;  // inside a composite op: its kernel runs it again on replay
+    if (op.inplace >= 0)
+      DLF_CHECK(!aliases_.contains(outputs[0].storage().get()), "graph capture: '", op.name,
+                "' writes in place a parameter whose reads a gathered value stands for (ZeRO-3)");
     Node node{.op = &op, .attrs = attrs, .inputs = {}, .outputs = {}};
     for (const Tensor& t : inputs) node.inputs.push_back(t.defined() ? value_of(t) : -1);
     const int n = int(g_.nodes.size());
@@ -89,6 +92,20 @@ class Recorder final : public DispatchObserver {
     return std::move(g_);
   }
 
+  void alias(const Tensor& param, const Tensor& value) {
+    DLF_CHECK(param.is_contiguous() && param.offset() == 0 &&
+                  param.nbytes() == param.storage()->nbytes() && value.shape() == param.shape() &&
+                  value.dtype() == param.dtype(),
+              "graph capture: a parameter ", shape_str(param.shape()),
+              " must own its whole storage, and the value read for it must have its shape and "
+              "dtype (got ",
+              dtype_name(value.dtype()), shape_str(value.shape()), ")");
+    DLF_CHECK(made_in_step(value), "graph capture: the value read for a parameter ",
+              shape_str(param.shape()), " must be made by the step's ops");
+    aliases_[param.storage().get()] = value_of(value);
+  }
+  void unalias(const Tensor& param) { aliases_.erase(param.storage().get()); }
+
  private:
   struct Seen {
     int value;
@@ -131,6 +148,14 @@ class Recorder final : public DispatchObserver {
   }
 
   int value_of(const Tensor& t) {
+    if (auto a = aliases_.find(t.storage().get()); a != aliases_.end()) {
+      const Value& v = g_.values[a->second];
+      DLF_CHECK(t.shape() == v.shape && t.is_contiguous() && t.offset() == 0,
+                "graph capture: a view ", shape_str(t.shape()), " of a parameter ",
+                shape_str(v.shape),
+                " read while a gathered value stands for it (ZeRO-3): read the parameter itself");
+      return a->second;
+    }
     auto it = values_.find(t.impl());
     if (it != values_.end() && it->second.storage.lock() == t.storage() &&
         same_view(g_.values[it->second.value], t))
@@ -168,9 +193,12 @@ class Recorder final : public DispatchObserver {
   std::unordered_map<const Storage*, std::pair<int, std::weak_ptr<Storage>>> buffers_;
   std::vector<std::vector<int>> buffer_values_;    // by buffer: its values, in order
   std::vector<std::pair<int, Tensor>> externals_;  // reads from outside, for their gradients
+  // Parameters' storages whose reads read a value of the step instead (alias_in_capture)
+  std::unordered_map<const Storage*, int> aliases_;
 };
 
-thread_local const Recorder* recording = nullptr;
+thread_local Recorder* recording = nullptr;
+thread_local std::optional<CaptureMode> recording_mode;
 
 void refuse_host_read(const Tensor& t) {
   throw Error(
@@ -183,15 +211,17 @@ void refuse_host_read(const Tensor& t) {
 
 // Observes and refuses host reads while alive, even when the step throws.
 struct Recording {
-  explicit Recording(Recorder& r) : recorder(r) {
+  Recording(Recorder& r, CaptureMode mode) : recorder(r) {
     DLF_CHECK(recording == nullptr, "graph capture: already capturing on this thread");
     add_observer(&recorder);
     recording = &recorder;
+    recording_mode = mode;
     detail::set_host_read_hook(refuse_host_read);
   }
   ~Recording() {
     detail::set_host_read_hook(nullptr);
     recording = nullptr;
+    recording_mode.reset();
     remove_observer(&recorder);
   }
   Recording(const Recording&) = delete;
@@ -217,7 +247,7 @@ Capture capture(const StepFn& step, const std::vector<Tensor>& inputs, CaptureMo
   Generator& random = default_generator();
   const uint64_t drawn = random.offset();
   {
-    Recording on(recorder);
+    Recording on(recorder, mode);
     std::optional<detail::AbstractRun> abstract;
     if (mode == CaptureMode::abstract) abstract.emplace(recorder);
     results = step(inputs);
@@ -228,6 +258,16 @@ Capture capture(const StepFn& step, const std::vector<Tensor>& inputs, CaptureMo
     random.set_offset(drawn);
   }
   return {.graph = std::move(g), .results = std::move(results)};
+}
+
+std::optional<CaptureMode> capturing() { return recording_mode; }
+
+void alias_in_capture(const Tensor& param, const Tensor& value) {
+  if (recording) recording->alias(param, value);
+}
+
+void unalias_in_capture(const Tensor& param) {
+  if (recording) recording->unalias(param);
 }
 
 }  // namespace dlf::graph

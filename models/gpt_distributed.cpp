@@ -27,9 +27,6 @@ DistributedGPT::DistributedGPT(const GPTConfig& config, parallel::Mesh& mesh,
   model_->to(mesh.tp().device());
   model_->load_shard(whole);
   if (options.compile) {
-    DLF_CHECK(options.zero < 3 || mesh.layout().dp == 1,
-              "a compiled GPT step runs without ZeRO-3: FSDP gathers and releases its shards "
-              "outside a graph");
     // The whole step, its collectives as ops: tensor parallelism's in forward and backward,
     // the pipeline's sends and receives, DDP's reductions as backward finishes each bucket.
     compiled_.emplace([this](const std::vector<Tensor>& batch) {

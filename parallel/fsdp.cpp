@@ -2,6 +2,7 @@
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/join.h>
 #include <dlf/device/sim_device.h>
+#include <dlf/graph/capture.h>
 #include <dlf/parallel/fsdp.h>
 
 #include <cstring>
@@ -15,13 +16,13 @@ struct FullyShardedDataParallel::State {
   struct Unit {
     std::vector<Tensor> params;
     int64_t numel = 0, part = 0;
-    bool whole = true;             // its parameters hold their values now
-    int pending = 0;               // gradients not final yet (parameters x backward passes)
-    Tensor shard;                  // this rank's part of the flattened parameters, [part]
-    Tensor gradient_part;          // this rank's part of the averaged gradients, [part]
-    std::optional<Work> arriving;  // its allgather, started ahead of its use (prefetch)
-    int position = -1;             // a block's place in the forward's order, once seen
-    bool own = false;              // a parameter of FSDPOptions::own_units, alone
+    bool whole = true;     // its parameters hold their values now
+    int pending = 0;       // gradients not final yet (parameters x backward passes)
+    Tensor shard;          // this rank's part of the flattened parameters, [part]
+    Tensor gradient_part;  // this rank's part of the averaged gradients, [part]
+    Tensor arriving;       // its allgather's output, started ahead of its use (prefetch)
+    int position = -1;     // a block's place in the forward's order, once seen
+    bool own = false;      // a parameter of FSDPOptions::own_units, alone
   };
   Communicator* comm = nullptr;
   FSDPOptions options;
@@ -29,7 +30,7 @@ struct FullyShardedDataParallel::State {
   std::vector<size_t> forward_order;   // the blocks' units as the forward first ran them
   std::vector<size_t> roots;           // units of what no block holds: gathered by unshard()
   std::optional<Device> gradients_to;  // offload_gradients()
-  std::vector<Work> reducing;          // this backward's reduce-scatters
+  std::vector<Tensor> reducing;        // this backward's reduce-scatters' outputs
 
   // The unit's parameters flattened, padded to a multiple of the ranks.
   Tensor flatten(const Unit& u, bool gradients) const {
@@ -47,10 +48,21 @@ struct FullyShardedDataParallel::State {
   }
 
   // Starts gathering the unit's whole parameters: the bytes are in place at once, the
-  // simulated clock has them arrive when u.arriving is done.
+  // simulated clock has them arrive when u.arriving is waited for. In a captured step the
+  // allgather's output stands for them instead (graph::alias_in_capture): the graph reads it
+  // with no copy, and its memory plan holds it as long as it is read, as an activation.
   void start_gather(Unit& u) {
-    if (u.whole) return;
+    const std::optional<graph::CaptureMode> capture = graph::capturing();
+    if (u.whole) {
+      DLF_CHECK(!capture || u.params.front().storage()->released(),
+                "FSDP: a unit's parameters are whole (gather_whole(), or unshard() with no "
+                "step after it) when a step is captured; release them first");
+      return;
+    }
     autograd::NoGradGuard no_grad;
+    DLF_CHECK(capture != graph::CaptureMode::eager,
+              "FSDP: a ZeRO-3 step is captured without running it (graph::CaptureMode::abstract, "
+              "as graph::Compiled does): its parameters' storage is released between uses");
     Work work;
     Tensor shard = u.shard;
     if (shard.device() != comm->device()) {  // offloaded: up first, for the allgather
@@ -58,15 +70,20 @@ struct FullyShardedDataParallel::State {
       shard = shard.to(comm->device());
     }
     const Tensor all = comm->allgather(shard, &work);
-    u.arriving = work;
+    u.arriving = all;
     int64_t at = 0;
     for (const Tensor& p : u.params) {
-      // The values autograd saved, put back without a new version.
-      p.storage()->materialize();
-      if (p.device().has_data())
-        std::memcpy(p.raw_data(),
-                    static_cast<const char*>(all.raw_data()) + at * int64_t(dtype_size(p.dtype())),
-                    p.nbytes());
+      if (capture) {
+        graph::alias_in_capture(p, all.narrow(0, at, p.numel()).view(p.shape()));
+      } else {
+        // The values autograd saved, put back without a new version.
+        p.storage()->materialize();
+        if (p.device().has_data())
+          std::memcpy(
+              p.raw_data(),
+              static_cast<const char*>(all.raw_data()) + at * int64_t(dtype_size(p.dtype())),
+              p.nbytes());
+      }
       at += p.numel();
     }
     u.whole = true;
@@ -75,8 +92,8 @@ struct FullyShardedDataParallel::State {
   // The unit's whole parameters, now: gathered, or waited for if a prefetch started them.
   void use(Unit& u) {
     start_gather(u);
-    if (u.arriving) comm->wait(*u.arriving);
-    u.arriving.reset();
+    if (u.arriving.defined()) comm->wait_for(u.arriving);
+    u.arriving = Tensor();
   }
 
   void prefetch(Unit& u) {
@@ -105,9 +122,16 @@ struct FullyShardedDataParallel::State {
 
   void release(Unit& u) {
     if (!u.whole) return;
-    for (const Tensor& p : u.params) p.storage()->release();
+    const bool captured = graph::capturing().has_value();
+    for (const Tensor& p : u.params) {
+      if (captured) {
+        graph::unalias_in_capture(p);
+      } else {
+        p.storage()->release();
+      }
+    }
     u.whole = false;
-    u.arriving.reset();
+    u.arriving = Tensor();
   }
 
   void reduce(Unit& u) {
@@ -122,8 +146,8 @@ struct FullyShardedDataParallel::State {
     if (options.reduce_in_bf16) flat = flat.to(DType::bf16);
     Work work;  // overlaps the rest of backward; synchronize() waits for it
     u.gradient_part = comm->reduce_scatter(flat, ReduceOp::avg, &work);
+    reducing.push_back(u.gradient_part);
     if (gradients_to && !u.own) u.gradient_part = u.gradient_part.to(*gradients_to);
-    reducing.push_back(work);
     u.pending = -1;  // reduced in this step
   }
 
@@ -240,7 +264,7 @@ void FullyShardedDataParallel::synchronize() {
     }
     u.pending = int(u.params.size()) * s.options.backward_passes;
   }
-  for (const Work& w : s.reducing) s.comm->wait(w);
+  for (const Tensor& part : s.reducing) s.comm->wait_for(part);
   s.reducing.clear();
   for (State::Unit& u : s.units) {
     const DType dtype = u.params.front().dtype();

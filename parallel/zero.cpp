@@ -126,15 +126,13 @@ Tensor ZeroOptimizer::clip_and_update(const std::vector<Tensor>& params, double 
     attach_gradients();
   } else {
     // The pieces' squares over this rank, then over the data-parallel group and scope's groups:
-    // clip_grad_norm's sums in its order. A piece counts as its parameter does.
-    std::map<const Storage*, Tensor> param_of;
-    for (const Piece& piece : pieces_)
-      param_of[piece.owned.value.storage().get()] = piece.owned.param;
+    // clip_grad_norm's sums in its order. A piece counts as its parameter does (told apart by
+    // tensor, not storage: ZeRO-3's pieces of a unit all view its one shard).
+    std::map<const TensorImpl*, Tensor> param_of;
+    for (const Piece& piece : pieces_) param_of[piece.owned.value.impl()] = piece.owned.param;
     NormScope pieces_scope{.counts = {}, .groups = {&comm_}};
     if (scope.counts)
-      pieces_scope.counts = [&](const Tensor& v) {
-        return scope.counts(param_of.at(v.storage().get()));
-      };
+      pieces_scope.counts = [&](const Tensor& v) { return scope.counts(param_of.at(v.impl())); };
     pieces_scope.groups.insert(pieces_scope.groups.end(), scope.groups.begin(), scope.groups.end());
     norm = nn::optim::clip_grad_norm_on_device(piece_values(), max_norm, [&](const auto& ps) {
       return global_norm_on_device(ps, pieces_scope);

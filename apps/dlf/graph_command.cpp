@@ -16,12 +16,13 @@ namespace dlf::app {
 namespace {
 
 // A zoo model's training step under graph::Compiled, as `dlf train --compile` runs it (over
-// data-parallel replicas: DDP and ZeRO over a planning group).
+// data-parallel replicas: DDP or FSDP, and ZeRO, over a planning group).
 struct CapturedStep {
   models::ExampleStep step = {};
   std::vector<Tensor> params = {};
   std::unique_ptr<parallel::PlanningCommunicator> dp = {};
   std::unique_ptr<parallel::DistributedDataParallel> ddp = {};
+  std::unique_ptr<parallel::FullyShardedDataParallel> fsdp = {};  // ZeRO-3, instead of ddp
   std::unique_ptr<nn::optim::AdamW> opt = {};
   std::unique_ptr<parallel::ZeroOptimizer> zero = {};
   std::unique_ptr<graph::Compiled> compiled = {};
@@ -44,8 +45,9 @@ CapturedStep capture_step(const std::string& model, int64_t batch, int64_t seq,
                           const std::string& precision,
                           const std::vector<std::string>& skip_passes = {},
                           const Replicas& replicas = {}) {
-  DLF_CHECK(replicas.zero >= 0 && replicas.zero <= 2 && (replicas.dp > 1 || replicas.zero == 0),
-            "a captured step runs plain data parallelism or ZeRO-1 or -2 over replicas (got dp ",
+  DLF_CHECK(replicas.zero >= 0 && replicas.zero <= 3 && (replicas.dp > 1 || replicas.zero == 0),
+            "a captured step runs plain data parallelism or ZeRO-1, -2 or -3 over replicas (got "
+            "dp ",
             replicas.dp, ", zero ", replicas.zero, ")");
   manual_seed(1234);
   Generator data(1234);
@@ -54,20 +56,31 @@ CapturedStep capture_step(const std::string& model, int64_t batch, int64_t seq,
   c.opt = std::make_unique<nn::optim::AdamW>(c.params);
   if (replicas.dp > 1) {
     c.dp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, replicas.dp, "dp");
-    c.ddp = std::make_unique<parallel::DistributedDataParallel>(
-        *c.step.model, *c.dp, parallel::DDPOptions{.shard_gradients = replicas.zero == 2});
+    if (replicas.zero == 3) {
+      c.fsdp = std::make_unique<parallel::FullyShardedDataParallel>(*c.step.model, *c.dp);
+    } else {
+      c.ddp = std::make_unique<parallel::DistributedDataParallel>(
+          *c.step.model, *c.dp, parallel::DDPOptions{.shard_gradients = replicas.zero == 2});
+    }
   }
   if (replicas.zero > 0) {
-    c.zero = std::make_unique<parallel::ZeroOptimizer>(*c.opt, *c.dp, *c.ddp);
+    parallel::ShardedParameters& shards =
+        c.fsdp ? static_cast<parallel::ShardedParameters&>(*c.fsdp) : *c.ddp;
+    c.zero = std::make_unique<parallel::ZeroOptimizer>(*c.opt, *c.dp, shards);
     c.zero->init_state();
   } else {
     c.opt->init_state();
   }
   c.compiled = std::make_unique<graph::Compiled>(
       graph::backward_step(
-          c.step.loss,
-          [opt = c.opt.get(), ddp = c.ddp.get(), zero = c.zero.get(), params = c.params] {
+          [loss = c.step.loss, fsdp = c.fsdp.get()](const std::vector<Tensor>& batch) {
+            if (fsdp) fsdp->unshard();
+            return loss(batch);
+          },
+          [opt = c.opt.get(), ddp = c.ddp.get(), fsdp = c.fsdp.get(), zero = c.zero.get(),
+           params = c.params] {
             if (ddp) ddp->synchronize();
+            if (fsdp) fsdp->synchronize();
             if (zero) {
               zero->clip_and_update(params, 1.0);
             } else {
@@ -89,8 +102,13 @@ CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
                        .nodes = g.nodes.size(),
                        .arena = int64_t(g.arena_bytes)};
   std::set<const Storage*> counted;  // the parameters', then each external one once
-  for (const Tensor& p : c.params)
-    if (counted.insert(p.storage().get()).second) m.parameters += int64_t(p.storage()->nbytes());
+  for (const Tensor& p : c.params)   // ZeRO-3's released between uses: their shards instead
+    if (!p.storage()->released() && counted.insert(p.storage().get()).second)
+      m.parameters += int64_t(p.storage()->nbytes());
+  if (c.fsdp)
+    for (const parallel::OwnedPiece& piece : c.fsdp->owned_pieces())
+      if (counted.insert(piece.value.storage().get()).second)
+        m.parameters += int64_t(piece.value.storage()->nbytes());
   for (const graph::Buffer& b : g.buffers) {
     if (b.kind == graph::BufferKind::argument) m.batch_bytes += int64_t(b.nbytes);
     if (b.kind == graph::BufferKind::external && counted.insert(b.storage.get()).second)

@@ -37,10 +37,11 @@ struct CompiledStepMemory {
 };
 /// The data-parallel group a captured step runs in, as `dlf train --compile --dp N [--zero Z]`
 /// runs it: DDP's gradient buckets averaged inside the step (ZeRO-2: reduce-scattered), the
-/// optimizer state and update sharded under ZeRO-1 and -2.
+/// optimizer state and update sharded under ZeRO-1 and -2; under ZeRO-3 (FSDP) the parameters
+/// too, each block's gathered in the step's arena while it runs.
 struct Replicas {
   int dp = 1;    ///< ranks; above 1 the default device must be a meta device (rank 0 is planned)
-  int zero = 0;  ///< 0, 1 or 2
+  int zero = 0;  ///< 0, 1, 2 or 3
 };
 /// The step of `model` (batch, seq 0: the benchmarks'; batch is one rank's) at `precision`
 /// (fp32, bf16) on the default device, as rank 0 of `replicas`.

@@ -149,8 +149,9 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
   cmd->add_flag("--compile", o.compile,
                 "graph mode: capture the step (forward, backward, clipping, AdamW) at the first "
                 "step, optimise the graph, plan its memory in one arena and replay it at every "
-                "later step; any layout (its collectives are ops of the graph), ZeRO-1 and -2 "
-                "with the sharded update in the graph, but not ZeRO-3 nor --zero 2 --offload");
+                "later step; any layout (its collectives are ops of the graph), ZeRO-1, -2 and "
+                "-3 with the sharded update in the graph (ZeRO-3's gathered parameters planned "
+                "in its arena), but not --zero 2 or 3 with --offload");
   cmd->add_option("--recompute", o.recompute,
                   "activation recompute: none; full (each block keeps only its input for "
                   "backward and runs again there: least memory, a third more compute); or "
@@ -347,7 +348,7 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd->add_flag("--compile", o.compile,
                 "graph mode: capture the training step (forward, backward, clipping, AdamW) on "
                 "a meta device as dlf train --compile runs it, on one device or as one of --dp "
-                "replicas (DDP, or --zero 1 or 2), and report its memory plan per device "
+                "replicas (DDP, or --zero 1, 2 or 3), and report its memory plan per device "
                 "(parameters, optimizer state, batch and the planned arena); a device's batch is "
                 "--batch split over the replicas, else --micro-batch");
   cmd->add_flag("--json", o.json, "print one JSON line instead");

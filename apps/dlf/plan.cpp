@@ -62,7 +62,7 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
 }
 
 // --compile: the step captured on a meta device as `dlf train --compile` runs it on one device
-// or on rank 0 of data-parallel replicas (DDP, ZeRO-1 or -2), its memory planned as graph
+// or on rank 0 of data-parallel replicas (DDP, ZeRO-1, -2 or -3), its memory planned as graph
 // mode does.
 void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   DLF_CHECK(c.tp == 1 && c.pp == 1,
@@ -71,10 +71,9 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
             c.tp, " x pp ", c.pp, ")");
   DLF_CHECK(c.layers == 0,
             "dlf plan --compile: plans a named model (--model), not one by its dimensions");
-  DLF_CHECK(c.recompute == "none" && c.zero <= 2 && c.offload == "none",
-            "dlf plan --compile: graph mode rematerialises on its own and captures ZeRO-1 and -2 "
-            "without offload; leave out --recompute and --offload, and give --zero 1 or 2 at "
-            "most");
+  DLF_CHECK(c.recompute == "none" && c.offload == "none",
+            "dlf plan --compile: graph mode rematerialises on its own and captures ZeRO without "
+            "offload; leave out --recompute and --offload");
   DLF_CHECK(c.batch == 0 || c.batch % dp == 0, "dlf plan --compile: --batch ", c.batch,
             " does not split over ", dp, " replicas");
   DeviceArg unbounded{.type = DeviceType::meta, .spec = device.spec};
@@ -119,6 +118,7 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
       "captured on a meta device, %zu nodes after the passes, %s\n",
       c.model.c_str(), (long long)dp, device.spec.name.c_str(),
       dp == 1     ? ""
+      : zero == 3 ? "each block's parameters gathered, gradients reduce-scattered, "
       : zero == 2 ? "gradients reduce-scattered, "
                   : "gradients allreduced, ",
       zero > 0 ? ("ZeRO-" + std::to_string(zero) + " ").c_str() : "", m.nodes, c.precision.c_str());

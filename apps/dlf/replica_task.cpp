@@ -22,7 +22,7 @@ ReplicaTask::ReplicaTask(const TaskSetup& s, std::unique_ptr<nn::Module> model,
   }
   model_->to(device());
   model_->recompute(s.recompute);
-  if (s.compile) compiled_.emplace(step_);  // DDP's reductions are ops of the step
+  if (s.compile) compiled_.emplace(step_);  // DDP's and FSDP's collectives are ops of the step
   if (l.dp > 1 && s.zero == 3) {
     fsdp_.emplace(
         *model_, s.mesh.dp(),
@@ -77,7 +77,6 @@ nn::NamedTensors ReplicaTask::shard_optimizer_state(const nn::NamedTensors& whol
 }
 
 double ReplicaTask::train_on(const std::vector<Tensor>& batch) {
-  if (fsdp_) fsdp_->unshard();
   const Tensor loss = (compiled_ ? (*compiled_)(batch) : step_(batch))[0];
   return average(loss.item<double>());
 }

@@ -67,15 +67,19 @@ class ReplicaTask : public RankTask {
     MemoryScope activations(MemoryCategory::activations);
     return batch_loss(batch);
   }
-  /// scoped_loss, its backward, the gradients' reduction and after_backward_: run eagerly, or
-  /// (--compile) captured as one graph in compiled_
-  graph::StepFn step_ =
-      graph::backward_step([this](const std::vector<Tensor>& batch) { return scoped_loss(batch); },
-                           [this] {
-                             if (ddp_) ddp_->synchronize();
-                             if (fsdp_) fsdp_->synchronize();
-                             if (after_backward_) after_backward_();
-                           });
+  /// ZeRO-3's gather of what no block holds, scoped_loss, its backward, the gradients'
+  /// reduction and after_backward_: run eagerly, or (--compile) captured as one graph in
+  /// compiled_
+  graph::StepFn step_ = graph::backward_step(
+      [this](const std::vector<Tensor>& batch) {
+        if (fsdp_) fsdp_->unshard();
+        return scoped_loss(batch);
+      },
+      [this] {
+        if (ddp_) ddp_->synchronize();
+        if (fsdp_) fsdp_->synchronize();
+        if (after_backward_) after_backward_();
+      });
   std::optional<graph::Compiled> compiled_;
   std::function<void()> after_backward_;
   std::optional<parallel::DistributedDataParallel> ddp_;

@@ -674,14 +674,11 @@ double run_train(TrainOptions o) {
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
   const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
   offload_flag(o.offload, o.zero);  // a valid combination
-  DLF_CHECK(!o.compile || o.zero < 3 || layout.dp == 1,
-            "--compile captures ZeRO-1 and -2, not ZeRO-3: its parameter shards are gathered and "
-            "released outside a graph (got --zero 3)");
-  DLF_CHECK(!o.compile || o.zero < 2 || layout.dp == 1 || o.offload == "none",
-            "--compile --zero 2 --offload ", o.offload,
-            ": the gradients' copies to the host as each bucket is reduced are not captured, "
-            "and ZeRO-2's update must run inside the graph, which holds its gradient parts "
-            "(compile without --offload, or with --zero 1)");
+  DLF_CHECK(!o.compile || o.zero < 2 || layout.dp == 1 || o.offload == "none", "--compile --zero ",
+            o.zero, " --offload ", o.offload, ": ZeRO-", o.zero,
+            "'s update must run inside the graph, which holds its gradient parts, and an "
+            "offloaded update runs on the host after it (compile without --offload, or with "
+            "--zero 1)");
   if (o.profile && !o.profile->compare.empty()) {  // refused before the run, not after it
     DLF_CHECK(device.type == DeviceType::cpu, "--compare puts a sim device's predictions beside ",
               "a measured run: profile on --device cpu");

@@ -59,9 +59,10 @@ train --steps 3 --pp 2 --micro-batch 2 --device cpu --metrics "$tmp/pp.e.jsonl" 
 train --steps 3 --pp 2 --micro-batch 2 --device cpu --compile --metrics "$tmp/pp.c.jsonl" \
   2>"$tmp/log" || fail "train --pp 2 --compile: $(cat "$tmp/log")"
 same_losses "$tmp/pp.e.jsonl" "$tmp/pp.c.jsonl" || fail "--pp 2: compiled losses differ"
-# ZeRO-1 and -2 over two ranks: the sharded update (and ZeRO-2's reduce-scattered gradients
-# and norm over the pieces) in the graph; eager's losses and norms
-for stage in 1 2; do
+# ZeRO-1, -2 and -3 over two ranks: the sharded update (and ZeRO-2's and -3's reduce-scattered
+# gradients and norm over the pieces, ZeRO-3's gathers of each block's parameters) in the
+# graph; eager's losses and norms
+for stage in 1 2 3; do
   train --steps 3 --dp 2 --zero $stage --device cpu --metrics "$tmp/z.e.jsonl" 2>/dev/null ||
     fail "train --zero $stage"
   train --steps 3 --dp 2 --zero $stage --device cpu --compile --metrics "$tmp/z.c.jsonl" \
@@ -71,7 +72,25 @@ for stage in 1 2; do
     while read -r a b; do close "$a" "$b" || exit 1; done ||
     fail "--zero $stage: compiled gradient norms differ"
 done
-expect_error 1 train --compile --dp 2 --zero 3 --device cpu --steps 2
+# ZeRO-3 beside tensor parallelism: the norm counts each piece of a shard as its own parameter
+# (a replicated one on tp rank 0 only), as eager's clipping does
+train --steps 3 --dp 2 --tp 2 --zero 3 --device cpu --metrics "$tmp/z3tp.e.jsonl" 2>/dev/null ||
+  fail "train --tp 2 --zero 3"
+train --steps 3 --dp 2 --tp 2 --zero 3 --device cpu --compile --metrics "$tmp/z3tp.c.jsonl" \
+  2>"$tmp/log" || fail "train --tp 2 --zero 3 --compile: $(cat "$tmp/log")"
+same_losses "$tmp/z3tp.e.jsonl" "$tmp/z3tp.c.jsonl" || fail "--tp 2 --zero 3: compiled losses differ"
+paste <(norms "$tmp/z3tp.e.jsonl") <(norms "$tmp/z3tp.c.jsonl") |
+  while read -r a b; do close "$a" "$b" || exit 1; done ||
+  fail "--tp 2 --zero 3: compiled gradient norms differ"
+# ZeRO-3 in a replica task (unet-tiny's resnet blocks are its units)
+for mode in eager compile; do
+  flag=$([ $mode = compile ] && echo --compile)
+  "$dlf" --threads 2 train --model unet-tiny --batch 4 --steps 3 --dp 2 --zero 3 --device cpu \
+    $flag --metrics "$tmp/z3.$mode.jsonl" 2>"$tmp/log" || fail "unet-tiny --zero 3 $mode: $(cat "$tmp/log")"
+done
+same_losses "$tmp/z3.eager.jsonl" "$tmp/z3.compile.jsonl" ||
+  fail "unet-tiny --zero 3: compiled losses $(losses "$tmp/z3.compile.jsonl" | tr '\n' ' ') differ from eager's $(losses "$tmp/z3.eager.jsonl" | tr '\n' ' ')"
+expect_error 1 train --compile --dp 2 --zero 3 --offload params --device sim --steps 2
 expect_error 1 train --compile --dp 2 --zero 2 --offload optimizer --device sim --steps 2
 # two sim devices: the same losses, and the simulated step waits for its reductions as eager's
 # does (their reductions overlap backward in both)
@@ -159,12 +178,13 @@ assert p["parameters_bytes"] * 2 <= p["optimizer_state_bytes"], p  # AdamW: two 
   fail "dlf plan --compile gpt3-175b: $(cat "$tmp/log")"
 grep -q "per device: peak .* TiB of 40.00 GiB — does not fit" "$tmp/out" ||
   fail "gpt3-175b's compiled step on one A100: $(cat "$tmp/out")"
-# over data-parallel replicas: rank 0's step captured with DDP (and ZeRO-1 or -2) over a planning
-# group, planned before anything runs; a run of that layout on two simulated devices (compiled,
-# the allocator's high-water of its second step) within 5 % of it, ZeRO sharding the optimizer
-# state (and ZeRO-2 the gradients) away
-declare -A planned_peak
-for zero in 0 1 2; do
+# over data-parallel replicas: rank 0's step captured with DDP (and ZeRO-1 or -2) or FSDP
+# (ZeRO-3) over a planning group, planned before anything runs; a run of that layout on two
+# simulated devices (compiled, the allocator's high-water of its second step) within 5 % of it,
+# ZeRO sharding the optimizer state (ZeRO-2 the gradients too, ZeRO-3 the parameters: its
+# gathered blocks live in the arena) away
+declare -A planned_peak planned_params
+for zero in 0 1 2 3; do
   flag=$([ $zero -gt 0 ] && echo "--zero $zero")
   json=$("$dlf" plan --model gpt-nano --devices 2 --compile $flag --batch 4 --seq 32 --json 2>"$tmp/log") ||
     fail "dlf plan --compile --devices 2 $flag: $(cat "$tmp/log")"
@@ -178,10 +198,16 @@ assert p["dp"] == 2 and p["zero"] == int(sys.argv[3]) and p["batch"] == 2, p
 assert abs(p["peak_bytes"] - measured) <= 0.05 * measured, (p["peak_bytes"], measured)
 ' "$json" "$measured" $zero || fail "--devices 2 $flag: planned $json, measured peak $measured"
   planned_peak[$zero]=$(sed 's/.*"peak_bytes":\([0-9]*\).*/\1/' <<<"$json")
+  planned_params[$zero]=$(sed 's/.*"parameters_bytes":\([0-9]*\).*/\1/' <<<"$json")
 done
-[ "${planned_peak[1]}" -lt "${planned_peak[0]}" ] && [ "${planned_peak[2]}" -lt "${planned_peak[1]}" ] ||
-  fail "ZeRO-1 and -2 do not lower the planned peak: ${planned_peak[*]}"
-expect_error 1 plan --model gpt-nano --devices 2 --compile --zero 3
+[ "${planned_peak[1]}" -lt "${planned_peak[0]}" ] && [ "${planned_peak[2]}" -lt "${planned_peak[1]}" ] &&
+  [ "${planned_peak[3]}" -lt "${planned_peak[2]}" ] ||
+  fail "ZeRO-1, -2 and -3 do not lower the planned peak: ${planned_peak[*]}"
+# ZeRO-3 holds half the parameters on each of two ranks (each unit padded to an even count)
+[ $((planned_params[3] * 2 - planned_params[2])) -ge 0 ] &&
+  [ $((planned_params[3] * 2 - planned_params[2])) -le 64 ] ||
+  fail "ZeRO-3 over two ranks plans ${planned_params[3]} bytes of parameters, of ${planned_params[2]}"
+expect_error 1 plan --model gpt-nano --devices 2 --compile --zero 3 --offload params
 expect_error 1 plan --model gpt-nano --devices 2 --tp 2 --compile
 expect_error 1 plan --model gpt-nano --devices 2 --compile --batch 3
 expect_error 1 plan --model gpt-nano --devices 1 --compile --recompute full

@@ -1,7 +1,7 @@
 // A data-parallel training step captured as a graph: DDP's bucket reductions are ops of the
 // step, captured in the order backward launched them (between backward's other ops, not after
 // them) and replayed there; two ranks train compiled as they train eagerly, ZeRO-1 and -2's
-// sharded updates and gathers included.
+// sharded updates and gathers included, and ZeRO-3's gathered parameters.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,6 +21,12 @@ using namespace dlf;
 namespace {
 
 using Batch = std::vector<Tensor>;
+
+// Two sequences of 16 tokens and their targets, on `device`.
+Batch rank_batch(Generator& data, int64_t vocab, Device device) {
+  return {randint(0, vocab, {2, 16}, {.dtype = DType::i64}, &data).to(device),
+          randint(0, vocab, {2, 16}, {.dtype = DType::i64}, &data).to(device)};
+}
 
 struct RankRun {
   std::vector<float> losses;       // each step's loss on this rank
@@ -63,9 +69,7 @@ RankRun train_rank(parallel::Communicator& world, bool compiled, int steps, int 
   Generator data(uint64_t(7 + world.rank()));  // each rank its own share of the batch
   RankRun run;
   for (int i = 0; i < steps; ++i) {
-    const Batch b = {
-        randint(0, config.vocab, {2, 16}, {.dtype = DType::i64}, &data).to(world.device()),
-        randint(0, config.vocab, {2, 16}, {.dtype = DType::i64}, &data).to(world.device())};
+    const Batch b = rank_batch(data, config.vocab, world.device());
     opt.set_lr(1e-3 / double(i + 1));
     opt.zero_grad();
     if (compiled) {
@@ -168,6 +172,109 @@ TEST_CASE("graph: ZeRO-1 and -2 compile with their sharded update; two ranks tra
       CHECK(last_update.base() <= first_gather);
       CHECK(std::count(c.nodes.begin(), c.nodes.end(), "allgather") > 2);
     }
+  }
+}
+
+namespace {
+
+struct ShardedRun {
+  RankRun run;
+  size_t parameter_buffers = 0;  // external buffers of the graph over a parameter's storage
+  size_t gathered_bytes = 0;     // the arena buffers the allgathers write
+};
+
+// Rank `rank` of `world` trains gpt-nano five clipped AdamW steps under ZeRO-3 (FSDP: each block
+// a unit, gathered before its forward and again before its backward), eagerly or as one captured
+// graph per step.
+ShardedRun train_fsdp_rank(parallel::Communicator& world, bool compiled) {
+  constexpr double kClip = 0.5;
+  const models::GPTConfig config = models::gpt_config("gpt-nano");
+  manual_seed(42);
+  models::GPT model(config);
+  model.to(world.device());
+  const std::vector<Tensor> params = model.parameters();
+  parallel::FullyShardedDataParallel fsdp(model, world);
+  nn::optim::AdamW opt(params, {.lr = 1e-3});
+  parallel::ZeroOptimizer sharded(opt, world, fsdp);
+  sharded.init_state();
+  const auto loss = [&](const Batch& b) {
+    fsdp.unshard();
+    return model.loss(b[0], b[1]);
+  };
+  graph::Compiled step(graph::backward_step(loss, [&] {
+    fsdp.synchronize();
+    (void)sharded.clip_and_update(params, kClip);
+  }));
+  const graph::StepFn eager_step = graph::backward_step(loss);
+  Generator data(uint64_t(7 + world.rank()));
+  ShardedRun out;
+  for (int i = 0; i < 5; ++i) {
+    const Batch b = rank_batch(data, config.vocab, world.device());
+    opt.set_lr(1e-3 / double(i + 1));
+    opt.zero_grad();
+    if (compiled) {
+      sharded.begin_step();
+      out.run.losses.push_back(step(b)[0].item<float>());
+    } else {
+      out.run.losses.push_back(eager_step(b)[0].item<float>());
+      fsdp.synchronize();
+      sharded.clip_grad_norm(params, kClip);
+      sharded.step();
+    }
+  }
+  fsdp.gather_whole();
+  for (const Tensor& p : params)
+    for (float x : p.to_vector<float>()) out.run.weights.push_back(x);
+  fsdp.release_whole();
+  if (!compiled) return out;
+  out.run.captures = step.captures();
+  const graph::Graph& g = step.last_executable().graph();
+  for (const graph::Node& n : g.nodes) {
+    out.run.nodes.push_back(n.op->name);
+    if (n.op->name == "allgather")
+      out.gathered_bytes += g.buffers[size_t(g.values[size_t(n.outputs[0])].buffer)].nbytes;
+  }
+  for (const graph::Buffer& b : g.buffers)
+    for (const Tensor& p : params)
+      out.parameter_buffers += b.kind == graph::BufferKind::external && b.storage == p.storage();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("graph: ZeRO-3 compiles; its gathered parameters are arena values; two ranks as eager") {
+  std::vector<ShardedRun> eager(2), compiled(2);
+  for (const bool c : {false, true}) {
+    parallel::run_ranks({kCPU, kCPU}, [&](parallel::Communicator& world) {
+      (c ? compiled : eager)[size_t(world.rank())] = train_fsdp_rank(world, c);
+    });
+  }
+  std::vector<RankRun> e, k;
+  for (int r = 0; r < 2; ++r) {
+    e.push_back(eager[size_t(r)].run);
+    k.push_back(compiled[size_t(r)].run);
+  }
+  check_trains_as_eager(e, k);
+  const int64_t parameter_bytes = [] {
+    manual_seed(42);
+    int64_t n = 0;
+    for (const Tensor& p : models::GPT(models::gpt_config("gpt-nano")).parameters())
+      n += int64_t(p.nbytes());
+    return n;
+  }();
+  for (const ShardedRun& c : compiled) {
+    // The graph reads no parameter's own (released) bytes: every read is of a gather.
+    CHECK(c.parameter_buffers == 0);
+    // Each block gathered twice (forward, backward), the rest once; each gather the whole unit
+    // (padded to the ranks), so between one and two times the parameters' bytes, more than once.
+    CHECK(int64_t(c.gathered_bytes) > parameter_bytes);
+    CHECK(int64_t(c.gathered_bytes) < 2 * parameter_bytes + 4096);
+    const auto count = [&](const char* op) {
+      return std::count(c.run.nodes.begin(), c.run.nodes.end(), op);
+    };
+    const int64_t blocks = models::gpt_config("gpt-nano").layers;
+    CHECK(count("allgather") == 2 * blocks + 1);  // and the root's once
+    CHECK(count("reduce_scatter") == blocks + 1);
   }
 }
 

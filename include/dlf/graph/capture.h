@@ -1,6 +1,7 @@
 // Capture: run a step once, eagerly, and record every op it dispatches into a Graph.
 #pragma once
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <dlf/graph/graph.h>
@@ -44,5 +45,18 @@ struct Capture {
 /// does next could depend on data, which a graph cannot replay.
 Capture capture(const StepFn& step, const std::vector<Tensor>& inputs,
                 CaptureMode mode = CaptureMode::eager);
+
+/// How this thread is capturing a step now; nullopt when it is not.
+std::optional<CaptureMode> capturing();
+
+/// While this thread captures a step: the step's reads of `param`'s bytes read `value` instead,
+/// an op's output of param's shape and dtype, until unalias_in_capture(param) — ZeRO-3's
+/// gathered parameters (parallel::FullyShardedDataParallel), which outside a graph are copied
+/// into the parameters' storage and released after each use, and in a graph are the allgathers'
+/// outputs themselves: planned in the arena like any activation, and no copy. `param` must own
+/// its whole storage; a read of another view of it is a dlf::Error. Nothing when not capturing.
+void alias_in_capture(const Tensor& param, const Tensor& value);
+/// Ends alias_in_capture(param): reads see param's own bytes again.
+void unalias_in_capture(const Tensor& param);
 
 }  // namespace dlf::graph

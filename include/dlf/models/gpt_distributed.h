@@ -33,8 +33,9 @@ struct DistributedGPTOptions {
   bool reduce_in_bf16 = false;  ///< the data-parallel gradient average crosses the wire in bf16
   /// The training step (forward and backward through the pipeline schedule, the gradients'
   /// reduction and what set_after_backward() gives) captured as a graph at the first step and
-  /// replayed after (graph::Compiled); with ZeRO-1 and -2 (a ZeroOptimizer's clip_and_update
-  /// given to set_after_backward: ZeRO-2's gradient parts live in the graph), not ZeRO-3.
+  /// replayed after (graph::Compiled); under ZeRO a ZeroOptimizer's clip_and_update given to
+  /// set_after_backward (ZeRO-2's and -3's gradient parts live in the graph, and ZeRO-3's
+  /// gathered parameters).
   bool compile = false;
 };
 
