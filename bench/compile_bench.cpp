@@ -46,7 +46,8 @@ Options parse(int argc, char** argv) {
   app.add_option("--skip-pass", o.skip_passes,
                  "a pass of graph::optimize to leave out (\"element-wise fusion\"); repeatable");
   app.add_flag("--by-op", o.by_op,
-               "print each op's median self time a step, compiled and eager, on stderr");
+               "print each op's median self time a step, compiled and eager, on stderr (the "
+               "timed steps then include the profiler's own cost)");
   bench::parse_or_exit(app, argc, argv);
   return o;
 }

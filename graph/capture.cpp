@@ -13,8 +13,9 @@
 namespace dlf::graph {
 namespace {
 
-bool same_view(const Value& v, const Tensor& t) {
-  return v.shape == t.shape() && v.strides == t.strides() && v.offset == t.offset() &&
+// `shift`: where t's storage starts in v's buffer (a parameter aliased to a slice of one).
+bool same_view(const Value& v, const Tensor& t, int64_t shift = 0) {
+  return v.shape == t.shape() && v.strides == t.strides() && v.offset == t.offset() + shift &&
          v.dtype == t.dtype();
 }
 
@@ -41,22 +42,29 @@ class Recorder final : public DispatchObserver {
   void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
              std::span<const Tensor> outputs) override {
     if (--depth_ > 0) return;  // inside a composite op: its kernel runs it again on replay
-    if (op.inplace >= 0)
-      DLF_CHECK(!aliases_.contains(outputs[0].storage().get()), "graph capture: '", op.name,
+    std::vector<int> written = op.also_writes;
+    if (op.inplace >= 0) written.push_back(op.inplace);
+    for (int i : written)
+      DLF_CHECK(!aliases_.contains(inputs[size_t(i)].storage().get()), "graph capture: '", op.name,
                 "' writes in place a parameter whose reads a gathered value stands for (ZeRO-3)");
     Node node{.op = &op, .attrs = attrs, .inputs = {}, .outputs = {}};
     for (const Tensor& t : inputs) node.inputs.push_back(t.defined() ? value_of(t) : -1);
     const int n = int(g_.nodes.size());
     for (const Tensor& t : outputs) {
       int b;
+      int64_t shift = 0;
       if (op.view || op.inplace >= 0) {
-        b = buffer_of(t);  // the input's bytes
+        // The input's bytes, which an aliased parameter's value has elsewhere.
+        const size_t k = op.view ? 0 : size_t(op.inplace);
+        const Value& in = g_.values[size_t(node.inputs[k])];
+        b = in.buffer;
+        shift = in.offset - inputs[k].offset();
       } else {
         b = add_buffer(
             {.kind = BufferKind::arena, .nbytes = t.storage()->nbytes(), .device = t.device()},
             t.storage());
       }
-      node.outputs.push_back(add_value(t, b, n));
+      node.outputs.push_back(add_value(t, b, n, shift));
     }
     g_.nodes.push_back(std::move(node));
   }
@@ -95,21 +103,23 @@ class Recorder final : public DispatchObserver {
   void alias(const Tensor& param, const Tensor& value) {
     DLF_CHECK(param.is_contiguous() && param.offset() == 0 &&
                   param.nbytes() == param.storage()->nbytes() && value.shape() == param.shape() &&
-                  value.dtype() == param.dtype(),
+                  value.dtype() == param.dtype() && value.is_contiguous(),
               "graph capture: a parameter ", shape_str(param.shape()),
-              " must own its whole storage, and the value read for it must have its shape and "
-              "dtype (got ",
+              " must own its whole storage, and the value read for it must have its shape, "
+              "dtype and layout (got ",
               dtype_name(value.dtype()), shape_str(value.shape()), ")");
     DLF_CHECK(made_in_step(value), "graph capture: the value read for a parameter ",
               shape_str(param.shape()), " must be made by the step's ops");
     aliases_[param.storage().get()] = value_of(value);
   }
   void unalias(const Tensor& param) { aliases_.erase(param.storage().get()); }
+  bool aliased(const Tensor& param) const { return aliases_.contains(param.storage().get()); }
 
  private:
   struct Seen {
     int value;
     std::weak_ptr<Storage> storage;
+    int64_t shift;  // where its storage starts in its value's buffer (see same_view)
   };
 
   int add_buffer(Buffer b, const std::shared_ptr<Storage>& storage) {
@@ -121,16 +131,16 @@ class Recorder final : public DispatchObserver {
     return id;
   }
 
-  int add_value(const Tensor& t, int buffer, int producer) {
+  int add_value(const Tensor& t, int buffer, int producer, int64_t shift = 0) {
     const int id = int(g_.values.size());
     g_.values.push_back({.shape = t.shape(),
                          .strides = t.strides(),
-                         .offset = t.offset(),
+                         .offset = t.offset() + shift,
                          .dtype = t.dtype(),
                          .buffer = buffer,
                          .producer = producer});
     buffer_values_[size_t(buffer)].push_back(id);
-    values_[t.impl()] = {id, t.storage()};
+    values_[t.impl()] = {id, t.storage(), shift};
     return id;
   }
 
@@ -149,16 +159,26 @@ class Recorder final : public DispatchObserver {
 
   int value_of(const Tensor& t) {
     if (auto a = aliases_.find(t.storage().get()); a != aliases_.end()) {
-      const Value& v = g_.values[a->second];
-      DLF_CHECK(t.shape() == v.shape && t.is_contiguous() && t.offset() == 0,
-                "graph capture: a view ", shape_str(t.shape()), " of a parameter ",
-                shape_str(v.shape),
-                " read while a gathered value stands for it (ZeRO-3): read the parameter itself");
-      return a->second;
+      const Value& whole = g_.values[size_t(a->second)];
+      DLF_CHECK(t.dtype() == whole.dtype, "graph capture: a ", dtype_name(t.dtype()), " view of a ",
+                dtype_name(whole.dtype), " parameter a gathered value stands for");
+      if (t.shape() == whole.shape && t.strides() == whole.strides && t.offset() == 0)
+        return a->second;
+      // Another view of the parameter's bytes (a transpose autograd saved): that view of the
+      // value standing for them, whose bytes are laid out as the parameter's.
+      Value view = whole;
+      view.shape = t.shape();
+      view.strides = t.strides();
+      view.offset = whole.offset + t.offset();
+      view.producer = -1;
+      const int id = int(g_.values.size());
+      g_.values.push_back(std::move(view));
+      buffer_values_[size_t(whole.buffer)].push_back(id);
+      return id;
     }
     auto it = values_.find(t.impl());
     if (it != values_.end() && it->second.storage.lock() == t.storage() &&
-        same_view(g_.values[it->second.value], t))
+        same_view(g_.values[it->second.value], t, it->second.shift))
       return it->second.value;
     const int b = buffer_of(t);
     // A tensor made outside dispatch over a buffer the step wrote (a detach(), an autograd
@@ -269,5 +289,7 @@ void alias_in_capture(const Tensor& param, const Tensor& value) {
 void unalias_in_capture(const Tensor& param) {
   if (recording) recording->unalias(param);
 }
+
+bool aliased_in_capture(const Tensor& param) { return recording && recording->aliased(param); }
 
 }  // namespace dlf::graph

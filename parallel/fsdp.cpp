@@ -54,10 +54,12 @@ struct FullyShardedDataParallel::State {
   void start_gather(Unit& u) {
     const std::optional<graph::CaptureMode> capture = graph::capturing();
     if (u.whole) {
-      DLF_CHECK(!capture || u.params.front().storage()->released(),
+      const Tensor& p = u.params.front();
+      if (capture ? graph::aliased_in_capture(p) : !p.storage()->released()) return;
+      // Whole with no bytes nor alias: a capture that threw left it so. Gathered again.
+      DLF_CHECK(p.storage()->released(),
                 "FSDP: a unit's parameters are whole (gather_whole(), or unshard() with no "
                 "step after it) when a step is captured; release them first");
-      return;
     }
     autograd::NoGradGuard no_grad;
     DLF_CHECK(capture != graph::CaptureMode::eager,

@@ -14,6 +14,9 @@ enum class DTypeSet { floating, numeric, all };
 /// (exp, log, tanh, erf, pow) counts kTranscendental, about the polynomial it evaluates.
 constexpr double kArithmetic = 1;
 constexpr double kTranscendental = 10;
+/// A Philox-4x32-10 draw (ten rounds of two 32-bit products and four xors or adds): what each
+/// element of rand costs besides its own arithmetic.
+constexpr double kPhiloxDraw = 10 * 6;
 
 /// Throws dlf::Error naming the op, the dtype and the shape when `set` lacks t's dtype.
 void check_dtype(const std::string& op, DTypeSet set, const Tensor& t);

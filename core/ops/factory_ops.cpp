@@ -11,6 +11,7 @@
 namespace dlf {
 namespace {
 
+using elementwise::kPhiloxDraw;
 using elementwise::kTranscendental;
 
 std::vector<TensorMeta> meta_from_attrs(Inputs, const Attrs& a) {
@@ -88,12 +89,9 @@ const OpDef& rand_op = register_op({
         },
     .cost =
         [](Inputs in, const Attrs& a, std::span<const Tensor> out) {
-          // Each element runs Philox-4x32-10 (ten rounds of two 32-bit products and four xors
-          // or adds), a normal one a log, a square root and a cosine more: work a sim device
-          // prices as operations (kTranscendental each for the three).
-          constexpr double philox_ops = 10 * 6;
+          // A Philox draw an element, and a normal one a log, a square root and a cosine more.
           const double per_element =
-              philox_ops + (a.s("distribution") == "normal" ? 3 * kTranscendental : 0);
+              kPhiloxDraw + (a.s("distribution") == "normal" ? 3 * kTranscendental : 0);
           Cost c = write_only(in, a, out);
           c.flops = per_element * double(out[0].numel());
           return c;

@@ -92,7 +92,9 @@ const OpDef& dropout_op = register_op({
             }
           });
         },
-    // One multiply per element; the Philox draw is not counted as FLOPs.
+    // One multiply per element. The Philox draw (elementwise::kPhiloxDraw) is left out: recompute
+    // and rematerialisation take dropout for a cheap element-wise op to run again
+    // (costly_to_recompute), as Megatron-LM's selective recompute does.
     .cost = [](Inputs in, const Attrs&, std::span<const Tensor> out) -> Cost {
       return {static_cast<double>(in[0].numel()), static_cast<double>(in[0].nbytes()),
               static_cast<double>(out[0].nbytes() + out[1].nbytes())};

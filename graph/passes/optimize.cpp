@@ -18,6 +18,7 @@ const std::vector<Pass>& pipeline() {
       {"rematerialisation", rematerialize},
       {"epilogue fusion", fuse_epilogues},
       {"element-wise fusion", fuse_elementwise},
+      {"gather prefetch", prefetch_gathers},
   };
   return passes;
 }

@@ -286,7 +286,7 @@ TEST_CASE("costs: bytes at the operands' own sizes, FLOPs per element") {
   CHECK(rec.costs[1].flops == 60);  // a transcendental function counts 10
 }
 
-TEST_CASE("costs of random draws and of GELU's backward count the work per element") {
+TEST_CASE("costs of random draws and GELU's backward count the work per element") {
   const Tensor x = zeros({2, 3});
   const std::vector<Tensor> in{x, x}, out{x};
   const OpDef& backward = find_op("gelu_backward");
@@ -299,6 +299,12 @@ TEST_CASE("costs of random draws and of GELU's backward count the work per eleme
   CHECK(uniform.bytes_written == 24);
   CHECK(op_cost(draw, {}, {{"distribution", std::string("normal")}}, out).flops ==
         6 * (60 + 30));  // and a log, a square root and a cosine
+  // Dropout's draw is not counted: it stays cheap to recompute (costly_to_recompute)
+  const Tensor mask = zeros({2, 3}, {.dtype = DType::b8});
+  const std::vector<Tensor> dropped{x, mask};
+  const std::vector<Tensor> kept{x};
+  CHECK(op_cost(find_op("dropout"), kept, {}, dropped).flops == 6);
+  CHECK(!costly_to_recompute(find_op("dropout"), kept, {}, dropped));
 }
 
 TEST_CASE("meta tensors get shapes and dtypes without numerics") {

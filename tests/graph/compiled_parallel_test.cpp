@@ -185,8 +185,9 @@ struct ShardedRun {
 
 // Rank `rank` of `world` trains gpt-nano five clipped AdamW steps under ZeRO-3 (FSDP: each block
 // a unit, gathered before its forward and again before its backward), eagerly or as one captured
-// graph per step.
-ShardedRun train_fsdp_rank(parallel::Communicator& world, bool compiled) {
+// graph per step, leaving out the passes `skip` names.
+ShardedRun train_fsdp_rank(parallel::Communicator& world, bool compiled,
+                           const std::vector<std::string>& skip = {}) {
   constexpr double kClip = 0.5;
   const models::GPTConfig config = models::gpt_config("gpt-nano");
   manual_seed(42);
@@ -201,10 +202,12 @@ ShardedRun train_fsdp_rank(parallel::Communicator& world, bool compiled) {
     fsdp.unshard();
     return model.loss(b[0], b[1]);
   };
-  graph::Compiled step(graph::backward_step(loss, [&] {
-    fsdp.synchronize();
-    (void)sharded.clip_and_update(params, kClip);
-  }));
+  graph::Compiled step(graph::backward_step(loss,
+                                            [&] {
+                                              fsdp.synchronize();
+                                              (void)sharded.clip_and_update(params, kClip);
+                                            }),
+                       skip);
   const graph::StepFn eager_step = graph::backward_step(loss);
   Generator data(uint64_t(7 + world.rank()));
   ShardedRun out;
@@ -226,6 +229,10 @@ ShardedRun train_fsdp_rank(parallel::Communicator& world, bool compiled) {
   for (const Tensor& p : params)
     for (float x : p.to_vector<float>()) out.run.weights.push_back(x);
   fsdp.release_whole();
+  if (world.device().type == DeviceType::sim) {
+    out.run.compute = sim::timeline(world.device()).now(sim::Stream::compute);
+    out.run.seconds = world.seconds();
+  }
   if (!compiled) return out;
   out.run.captures = step.captures();
   const graph::Graph& g = step.last_executable().graph();
@@ -276,6 +283,92 @@ TEST_CASE("graph: ZeRO-3 compiles; its gathered parameters are arena values; two
     CHECK(count("allgather") == 2 * blocks + 1);  // and the root's once
     CHECK(count("reduce_scatter") == blocks + 1);
   }
+}
+
+TEST_CASE("graph: a ZeRO-3 capture that throws leaves FSDP to gather again, eagerly or captured") {
+  parallel::run_ranks({kCPU, kCPU}, [&](parallel::Communicator& world) {
+    manual_seed(42);
+    models::GPT model(models::gpt_config("gpt-nano"));
+    parallel::FullyShardedDataParallel fsdp(model, world);
+    Generator data(uint64_t(7 + world.rank()));
+    const Batch b = rank_batch(data, model.config().vocab, world.device());
+    autograd::NoGradGuard no_grad;
+    bool fail = true;
+    graph::Compiled loss([&](const Batch& x) {
+      fsdp.unshard();  // the root unit whole, aliased in the capture
+      const Tensor l = model.loss(x[0], x[1]);
+      if (fail) throw Error("on purpose");  // before reshard(): the root stays "whole"
+      fsdp.reshard();
+      return std::vector<Tensor>{l};
+    });
+    CHECK_THROWS_WITH_AS(loss(b), doctest::Contains("on purpose"), Error);
+    fsdp.unshard();  // gathers the root again: its bytes were never there
+    const float eager = model.loss(b[0], b[1]).item<float>();
+    fsdp.reshard();
+    CHECK_THROWS_WITH_AS(loss(b), doctest::Contains("on purpose"), Error);
+    fail = false;
+    CHECK(loss(b)[0].item<float>() == doctest::Approx(eager).epsilon(1e-6));  // the root's gather
+  });
+}
+
+TEST_CASE("graph: on sim devices ZeRO-3's compiled gathers overlap compute as eager's prefetch") {
+  // The capture's forward could not prefetch (FSDP learns the blocks' order by running them):
+  // gather prefetch moves each block's gather up a block, and the replayed steps hide as much
+  // communication as eager's.
+  const std::vector<Device> devices = parallel::devices_of(DeviceType::sim, 2);
+  auto run = [&](bool compiled, std::vector<std::string> skip) {
+    for (Device d : devices) sim::reset(d);
+    std::vector<ShardedRun> runs(2);
+    parallel::run_ranks(devices, [&](parallel::Communicator& world) {
+      runs[size_t(world.rank())] = train_fsdp_rank(world, compiled, skip);
+    });
+    return runs[0].run;
+  };
+  const RankRun eager = run(false, {}), compiled = run(true, {}),
+                unmoved = run(true, {"gather prefetch"});
+  MESSAGE("sim: eager ", eager.compute * 1e3, " ms (", eager.seconds.exposed * 1e3,
+          " exposed), compiled ", compiled.compute * 1e3, " (", compiled.seconds.exposed * 1e3,
+          "), without gather prefetch ", unmoved.compute * 1e3, " (", unmoved.seconds.exposed * 1e3,
+          ")");
+  CHECK(compiled.losses == unmoved.losses);
+  CHECK(compiled.seconds.busy == doctest::Approx(eager.seconds.busy).epsilon(0.01));
+  CHECK(compiled.seconds.exposed <= 1.1 * eager.seconds.exposed);
+  CHECK(unmoved.seconds.exposed > 1.25 * compiled.seconds.exposed);
+  CHECK(compiled.compute < unmoved.compute);
+}
+
+TEST_CASE("graph: gather prefetch starts an async allgather where the one before it is used") {
+  parallel::run_ranks({kCPU}, [&](parallel::Communicator& world) {
+    const graph::StepFn step = [&](const std::vector<Tensor>& in) {
+      parallel::Work w;
+      const Tensor first = world.allgather(in[0], &w) * 2.0;
+      const Tensor second = world.allgather(in[1], &w) * 3.0;  // nothing between: moves up
+      const Tensor made = in[2] + 1.0;
+      Tensor third = made * 5.0;                             // computes between the two
+      third = third + world.allgather(made, &w) * 4.0;       // after its input's maker
+      const Tensor again = world.allgather(made, &w) * 7.0;  // the same bytes again: stays
+      const Tensor blocking = world.allgather(in[1]) * 6.0;  // not async: stays
+      return std::vector<Tensor>{first + second + third + again + blocking};
+    };
+    const std::vector<Tensor> inputs = {ones({4}), full({4}, 2.0), full({4}, 3.0)};
+    graph::Graph g = graph::capture(step, inputs).graph;
+    auto names = [&] {
+      std::vector<std::string> out;
+      for (const graph::Node& n : g.nodes) out.push_back(n.op->name);
+      return out;
+    };
+    using V = std::vector<std::string>;
+    REQUIRE(names() == V{"allgather", "mul_scalar", "allgather", "mul_scalar", "add_scalar",
+                         "mul_scalar", "allgather", "mul_scalar", "add", "allgather", "mul_scalar",
+                         "allgather", "mul_scalar", "add", "add", "add", "add"});
+    CHECK(graph::prefetch_gathers(g) == 2);
+    CHECK(names() == V{"allgather", "allgather", "mul_scalar", "mul_scalar", "add_scalar",
+                       "allgather", "mul_scalar", "mul_scalar", "add", "allgather", "mul_scalar",
+                       "allgather", "mul_scalar", "add", "add", "add", "add"});
+    const graph::Executable moved(g);
+    CHECK(moved.run(inputs)[0].to_vector<float>() ==
+          std::vector<float>(4, 2 + 6 + (4 * 5 + 4 * 4) + 4 * 7 + 12));
+  });
 }
 
 TEST_CASE("graph: on sim devices a compiled step waits for its reductions as the eager one does") {

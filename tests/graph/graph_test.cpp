@@ -63,6 +63,36 @@ TEST_CASE("graph: a tensor made outside dispatch over a step's bytes is the valu
   CHECK(values_of(graph::Executable(std::move(g)).run({x})[0]) == values_of(step({x})[0]));
 }
 
+TEST_CASE("graph: an aliased parameter's reads, and its views', read the value standing for it") {
+  // ZeRO-3's way (FullyShardedDataParallel): while aliased, the graph reads the gathered value —
+  // a slice of a larger one, as an allgather's — never the parameter's own bytes (zeros here).
+  const Tensor param = zeros({2, 3});
+  Tensor transposed;
+  const auto rows_2_3 = [](const Tensor& t) {
+    return t.reshape({-1}).narrow(0, 6, 6).view({2, 3});
+  };
+  const auto step = [&](const std::vector<Tensor>& in) {
+    graph::alias_in_capture(param, rows_2_3(in[0] * 2.0));
+    transposed = param.transpose(0, 1);  // a view op: a view of that slice
+    const Tensor a = param + 1.0;
+    graph::unalias_in_capture(param);
+    graph::alias_in_capture(param, rows_2_3(in[0] * 3.0));
+    // Made outside dispatch over param's bytes, as a tensor autograd saved: that view of 3 in[0].
+    const Tensor b = Tensor(param.storage(), {3, 2}, {1, 3}, 0, DType::f32) * 1.0;
+    graph::unalias_in_capture(param);
+    return std::vector<Tensor>{a, transposed * 1.0, b};
+  };
+  const Tensor x = arange(1, 13, 1, {}).view({4, 3});  // rows 2 and 3: 7 to 12
+  const std::vector<Tensor> out = graph::Executable(graph::capture(step, {x}).graph).run({x});
+  CHECK(out[0].to_vector<float>() == std::vector<float>{15, 17, 19, 21, 23, 25});
+  CHECK(out[1].to_vector<float>() == std::vector<float>{14, 20, 16, 22, 18, 24});
+  CHECK(out[2].to_vector<float>() == std::vector<float>{21, 30, 24, 33, 27, 36});
+  // Not capturing: nothing to alias.
+  graph::alias_in_capture(param, x);
+  CHECK(!graph::capturing());
+  CHECK(!graph::aliased_in_capture(param));
+}
+
 TEST_CASE("graph: constant folding computes once what depends on no input of the step") {
   const auto step = [](const std::vector<Tensor>& in) {
     const Tensor freqs = exp(arange(8.0) * -0.5);  // arange, mul_scalar, exp: no input

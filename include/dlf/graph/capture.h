@@ -54,9 +54,13 @@ std::optional<CaptureMode> capturing();
 /// gathered parameters (parallel::FullyShardedDataParallel), which outside a graph are copied
 /// into the parameters' storage and released after each use, and in a graph are the allgathers'
 /// outputs themselves: planned in the arena like any activation, and no copy. `param` must own
-/// its whole storage; a read of another view of it is a dlf::Error. Nothing when not capturing.
+/// its whole storage and `value` be contiguous; another view of param's bytes made outside
+/// dispatch (a transpose autograd saved) reads that view of `value`. Nothing when not
+/// capturing.
 void alias_in_capture(const Tensor& param, const Tensor& value);
 /// Ends alias_in_capture(param): reads see param's own bytes again.
 void unalias_in_capture(const Tensor& param);
+/// Whether this thread captures a step now and a value stands for `param`'s bytes in it.
+bool aliased_in_capture(const Tensor& param);
 
 }  // namespace dlf::graph

@@ -52,6 +52,14 @@ int fuse_elementwise(Graph& g);
 /// For a node fuse_elementwise made: its ops in order, comma-separated ("add,gelu"); else "".
 std::string fused_chain(const Node& node);
 
+/// Gather prefetch: an async allgather (ZeRO-3's gather of a block's parameters) that nothing
+/// computes between and its first use, after an earlier one of its group that gathers other
+/// bytes, moves up to just before that earlier one's first use — no earlier than what makes its
+/// input or writes it in place, nor than another collective of its group: each block's gather
+/// overlaps the block before it, as FSDP's forward prefetch does eagerly (the step's first run,
+/// which capture records, cannot prefetch). Returns the nodes moved.
+int prefetch_gathers(Graph& g);
+
 /// What one pass did.
 struct PassReport {
   std::string pass;         ///< its name
@@ -62,7 +70,7 @@ struct PassReport {
 
 /// The default pipeline's passes, in the order optimize() runs them: "constant folding",
 /// "common subexpressions", "dead code", "rematerialisation", "epilogue fusion", "element-wise
-/// fusion".
+/// fusion", "gather prefetch".
 const std::vector<std::string>& pass_names();
 /// A dlf::Error listing the passes when a name is none of pass_names().
 void check_pass_names(const std::vector<std::string>& names);
