@@ -18,6 +18,7 @@ namespace {
 // A zoo model's training step under graph::Compiled, as `dlf train --compile` runs it (over
 // data-parallel replicas: DDP or FSDP, and ZeRO, over a planning group).
 struct CapturedStep {
+  std::unique_ptr<parallel::PlanningCommunicator> tp = {};  // outlives the model sharded over it
   models::ExampleStep step = {};
   std::vector<Tensor> params = {};
   std::unique_ptr<parallel::PlanningCommunicator> dp = {};
@@ -52,6 +53,18 @@ CapturedStep capture_step(const std::string& model, int64_t batch, int64_t seq,
   manual_seed(1234);
   Generator data(1234);
   CapturedStep c{.step = models::example_step(model, batch, seq, data)};
+  parallel::NormScope norm_scope;  // the gradient norm's sums, over the tp group
+  if (replicas.tp > 1) {
+    // Rank 0's shard of the GPT (models::ParallelGPT), on the example's batch: every parameter
+    // counted on tp rank 0.
+    DLF_CHECK(models::model_family(model) == models::ModelFamily::gpt,
+              "a captured step shards GPT models over tensor-parallel ranks, not ", model);
+    c.tp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, replicas.tp, "tp");
+    auto sharded = std::make_shared<models::ParallelGPT>(models::gpt_config(model), *c.tp);
+    c.step.model = sharded;
+    c.step.loss = [sharded](const std::vector<Tensor>& b) { return sharded->loss(b[0], b[1]); };
+    norm_scope.groups.push_back(c.tp.get());
+  }
   c.params = c.step.model->parameters();
   c.opt = std::make_unique<nn::optim::AdamW>(c.params);
   if (replicas.dp > 1) {
@@ -78,13 +91,15 @@ CapturedStep capture_step(const std::string& model, int64_t batch, int64_t seq,
             return loss(batch);
           },
           [opt = c.opt.get(), ddp = c.ddp.get(), fsdp = c.fsdp.get(), zero = c.zero.get(),
-           params = c.params] {
+           params = c.params, norm_scope] {
             if (ddp) ddp->synchronize();
             if (fsdp) fsdp->synchronize();
             if (zero) {
-              zero->clip_and_update(params, 1.0);
+              zero->clip_and_update(params, 1.0, norm_scope);
             } else {
-              nn::optim::clip_and_update(*opt, params, 1.0);
+              nn::optim::clip_and_update(*opt, params, 1.0, [&](const auto& ps) {
+                return parallel::global_norm_on_device(ps, norm_scope);
+              });
             }
           }),
       skip_passes);

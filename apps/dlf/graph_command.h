@@ -42,6 +42,9 @@ struct CompiledStepMemory {
 struct Replicas {
   int dp = 1;    ///< ranks; above 1 the default device must be a meta device (rank 0 is planned)
   int zero = 0;  ///< 0, 1, 2 or 3
+  /// tensor-parallel ranks each replica's GPT is sharded over (models::ParallelGPT), their
+  /// collectives in the step; above 1 the default device must be a meta device
+  int tp = 1;
 };
 /// The step of `model` (batch, seq 0: the benchmarks'; batch is one rank's) at `precision`
 /// (fp32, bf16) on the default device, as rank 0 of `replicas`.

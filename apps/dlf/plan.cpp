@@ -62,13 +62,13 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
 }
 
 // --compile: the step captured on a meta device as `dlf train --compile` runs it on one device
-// or on rank 0 of data-parallel replicas (DDP, ZeRO-1, -2 or -3), its memory planned as graph
-// mode does.
+// or on rank 0 of data-parallel replicas (DDP, ZeRO-1, -2 or -3) of a GPT sharded over
+// tensor-parallel ranks or not, its memory planned as graph mode does.
 void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
-  DLF_CHECK(c.tp == 1 && c.pp == 1,
-            "dlf plan --compile: plans one device or data-parallel replicas (a tensor-parallel "
-            "or pipeline layout's ranks are not planned from a capture yet; got tp ",
-            c.tp, " x pp ", c.pp, ")");
+  DLF_CHECK(c.pp == 1,
+            "dlf plan --compile: plans one stage (a pipeline's ranks are not planned from a "
+            "capture yet; got pp ",
+            c.pp, ")");
   DLF_CHECK(c.layers == 0,
             "dlf plan --compile: plans a named model (--model), not one by its dimensions");
   DLF_CHECK(c.recompute == "none" && c.offload == "none",
@@ -89,7 +89,7 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   const int zero = dp > 1 ? c.zero : 0;  // ZeRO over one rank is the plain optimizer
   const CompiledStepMemory m =
       compiled_step_memory(c.model, c.batch > 0 ? c.batch / dp : c.micro_batch, seq, c.precision,
-                           {.dp = int(dp), .zero = zero});
+                           {.dp = int(dp), .zero = zero, .tp = c.tp});
   const int64_t capacity = device.spec.memory_bytes;
   const bool fits = capacity == 0 || m.planned_peak() <= capacity;
   if (c.json) {
@@ -98,6 +98,7 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
                             .add("device", device.spec.name)
                             .add("compiled", true)
                             .add("dp", dp)
+                            .add("tp", c.tp)
                             .add("zero", zero)
                             .add("batch", m.batch)
                             .add("seq", m.seq)
@@ -114,9 +115,10 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
     return;
   }
   std::printf(
-      "%s on %lld x %s, compiled: one training step (forward, backward, %sclipping, %sAdamW) "
+      "%s on %lld x %s, compiled: one training step (forward, backward, %s%sclipping, %sAdamW) "
       "captured on a meta device, %zu nodes after the passes, %s\n",
-      c.model.c_str(), (long long)dp, device.spec.name.c_str(),
+      c.model.c_str(), (long long)(dp * c.tp), device.spec.name.c_str(),
+      c.tp > 1 ? ("sharded over " + std::to_string(c.tp) + " tensor-parallel ranks, ").c_str() : "",
       dp == 1     ? ""
       : zero == 3 ? "each block's parameters gathered, gradients reduce-scattered, "
       : zero == 2 ? "gradients reduce-scattered, "

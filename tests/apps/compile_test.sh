@@ -207,8 +207,24 @@ done
 [ $((planned_params[3] * 2 - planned_params[2])) -ge 0 ] &&
   [ $((planned_params[3] * 2 - planned_params[2])) -le 64 ] ||
   fail "ZeRO-3 over two ranks plans ${planned_params[3]} bytes of parameters, of ${planned_params[2]}"
+# a GPT sharded over tensor-parallel ranks (and their replicas): rank 0's shard captured with
+# its tp collectives over a planning group, as the run's peak within 5 %
+for layout in "--devices 2 --tp 2" "--devices 4 --tp 2 --zero 1"; do
+  json=$("$dlf" plan --model gpt-nano $layout --compile --batch 4 --seq 32 --json 2>"$tmp/log") ||
+    fail "dlf plan --compile $layout: $(cat "$tmp/log")"
+  train --steps 2 $layout --device sim:a100-40gb --compile --metrics "$tmp/tp.jsonl" 2>"$tmp/log" ||
+    fail "train $layout --compile: $(cat "$tmp/log")"
+  measured=$(grep '"step":2,.*"sim_peak_bytes"' "$tmp/tp.jsonl" | sed 's/.*"sim_peak_bytes":\([0-9.e+]*\).*/\1/')
+  python3 -c '
+import json, sys
+p, measured = json.loads(sys.argv[1]), float(sys.argv[2])
+assert p["tp"] == 2 and p["nodes"] > 0, p
+assert abs(p["peak_bytes"] - measured) <= 0.05 * measured, (p["peak_bytes"], measured)
+' "$json" "$measured" || fail "$layout: planned $json, measured peak $measured"
+done
 expect_error 1 plan --model gpt-nano --devices 2 --compile --zero 3 --offload params
-expect_error 1 plan --model gpt-nano --devices 2 --tp 2 --compile
+expect_error 1 plan --model gpt-nano --devices 2 --pp 2 --compile
+expect_error 1 plan --model bert-mini --devices 2 --tp 2 --compile
 expect_error 1 plan --model gpt-nano --devices 2 --compile --batch 3
 expect_error 1 plan --model gpt-nano --devices 1 --compile --recompute full
 exit 0
