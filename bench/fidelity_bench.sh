@@ -9,11 +9,17 @@
 # step, baseline = measured ms, ratio = the median of the rounds' predicted / measured (goal:
 # within 1 +- 0.20 per op class, 1 +- 0.15 per step), min/max_ratio the rounds' extremes.
 # Calibration and every profile run under `flock /tmp/bench.lock`, one after the other.
+# With DRIFT set, a round whose host drifted — a calibration right after its profile finds the
+# matmul peak or the memory bandwidth moved by more than DRIFT (0.10: a tenth) — is left out
+# (and said so on stderr): the spec priced a machine other than the one the profile measured.
+# `rounds` counts those kept, `dropped_rounds` those left out. (On 2026-11-27's EPYC host,
+# DRIFT=0.10 left out 8 rounds of 9: its bandwidth moved 22.7 -> 30.0 GB/s and its matmul peak
+# 164 -> 204 GFLOP/s within a round's half minute.)
 #
 #   bash bench/fidelity_bench.sh [MODEL...]   (default gpt-mini vit-tiny unet-small)
 #
 # Env: DLF_BUILD (build/release), THREADS (2), STEPS (5; the first is skipped as warm-up),
-# ROUNDS (3).
+# ROUNDS (3), DRIFT (unset: every round kept, no second calibration).
 set -euo pipefail
 models=("$@")
 [ ${#models[@]} -eq 0 ] && models=(gpt-mini vit-tiny unet-small)
@@ -22,7 +28,20 @@ dlf=${DLF_BUILD:-$root/build/release}/apps/dlf
 threads=${THREADS:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-touch "$tmp/rows"
+touch "$tmp/rows" "$tmp/dropped"
+
+# Nothing when the two specs' matmul peak (f32) and memory bandwidth agree within DRIFT, else
+# what moved.
+drift() {
+  python3 - "$1" "$2" "$DRIFT" <<'EOF'
+import json, sys
+before, after = (json.load(open(f))["device"] for f in sys.argv[1:3])
+moved = [f"{key} {before[key] / 1e9:.1f} -> {after[key] / 1e9:.1f} {unit}"
+         for key, unit in (("peak_flops_f32", "GFLOP/s"), ("memory_bandwidth", "GB/s"))
+         if abs(after[key] / before[key] - 1) > float(sys.argv[3])]
+print("; ".join(moved))
+EOF
+}
 
 for round in $(seq "${ROUNDS:-3}"); do
   for model in "${models[@]}"; do
@@ -30,6 +49,18 @@ for round in $(seq "${ROUNDS:-3}"); do
     flock /tmp/bench.lock "$dlf" --threads "$threads" profile --model "$model" \
       --steps "${STEPS:-5}" --compare "sim:$tmp/cpu.json" >"$tmp/out" 2>"$tmp/log" ||
       { echo "fidelity_bench: $model failed: $(tail -1 "$tmp/log")" >&2; continue; }
+    if [ -n "${DRIFT:-}" ]; then
+      flock /tmp/bench.lock "$dlf" --threads "$threads" calibrate --out "$tmp/after.json" \
+        2>/dev/null
+      moved=$(drift "$tmp/cpu.json" "$tmp/after.json")
+    else
+      moved=""
+    fi
+    if [ -n "$moved" ]; then
+      echo "fidelity_bench: round $round of $model left out, the host drifted: $moved" >&2
+      echo "$model" >>"$tmp/dropped"
+      continue
+    fi
     # The comparison's rows "<class> [calls] <measured ms> <predicted ms> <error>%", each
     # class's ops (indented beneath it) left out; "in ops" and "step" have no calls.
     sed -n '/^predicted by sim:/,$p' "$tmp/out" | tail -n +3 | { grep -v '^  ' || true; } |
@@ -40,9 +71,10 @@ for round in $(seq "${ROUNDS:-3}"); do
   done
 done
 
-python3 - "$tmp/rows" "$threads" <<'EOF'
+python3 - "$tmp/rows" "$threads" "$tmp/dropped" <<'EOF'
 import json, statistics, sys
 rows, threads = sys.argv[1], int(sys.argv[2])
+dropped = [line.strip() for line in open(sys.argv[3])]
 cases = {}
 for line in open(rows):
     model, name, measured, predicted = line.rstrip("\n").split("\t")
@@ -58,5 +90,5 @@ for (model, name), runs in cases.items():
         "baseline": round(statistics.median(m for m, _ in runs), 3),
         "ratio": round(statistics.median(ratios), 4),
         "min_ratio": round(min(ratios), 4), "max_ratio": round(max(ratios), 4),
-        "rounds": len(runs)}))
+        "rounds": len(runs), "dropped_rounds": dropped.count(model)}))
 EOF
