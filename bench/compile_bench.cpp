@@ -16,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <dlf/dlf.h>
 
@@ -84,11 +85,12 @@ void print_by_op(const std::string& model, const StepsByOp& compiled, const Step
     std::string op;
     double compiled_ms, eager_ms;
   };
-  std::vector<Row> rows;
+  std::set<std::string> ops;
   for (const auto* side : {&compiled, &eager})
-    for (const auto& [op, ms] : side->ops())
-      if (std::none_of(rows.begin(), rows.end(), [&](const Row& r) { return r.op == op; }))
-        rows.push_back({op, compiled.median_ms(op), eager.median_ms(op)});
+    for (const auto& [op, ms] : side->ops()) ops.insert(op);
+  std::vector<Row> rows;
+  for (const std::string& op : ops)
+    rows.push_back({op, compiled.median_ms(op), eager.median_ms(op)});
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     return std::max(a.compiled_ms, a.eager_ms) > std::max(b.compiled_ms, b.eager_ms);
   });

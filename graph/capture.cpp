@@ -21,7 +21,7 @@ bool same_view(const Value& v, const Tensor& t, int64_t shift = 0) {
 
 class Recorder final : public DispatchObserver {
  public:
-  explicit Recorder(const std::vector<Tensor>& inputs) {
+  Recorder(const std::vector<Tensor>& inputs, CaptureMode mode) : mode(mode) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       DLF_CHECK(inputs[i].defined(), "graph capture: input ", i, " is undefined");
       auto known = buffers_.find(inputs[i].storage().get());
@@ -114,6 +114,8 @@ class Recorder final : public DispatchObserver {
   }
   void unalias(const Tensor& param) { aliases_.erase(param.storage().get()); }
   bool aliased(const Tensor& param) const { return aliases_.contains(param.storage().get()); }
+
+  const CaptureMode mode;  // how the step runs while recorded
 
  private:
   struct Seen {
@@ -218,7 +220,6 @@ class Recorder final : public DispatchObserver {
 };
 
 thread_local Recorder* recording = nullptr;
-thread_local std::optional<CaptureMode> recording_mode;
 
 void refuse_host_read(const Tensor& t) {
   throw Error(
@@ -231,17 +232,15 @@ void refuse_host_read(const Tensor& t) {
 
 // Observes and refuses host reads while alive, even when the step throws.
 struct Recording {
-  Recording(Recorder& r, CaptureMode mode) : recorder(r) {
+  explicit Recording(Recorder& r) : recorder(r) {
     DLF_CHECK(recording == nullptr, "graph capture: already capturing on this thread");
     add_observer(&recorder);
     recording = &recorder;
-    recording_mode = mode;
     detail::set_host_read_hook(refuse_host_read);
   }
   ~Recording() {
     detail::set_host_read_hook(nullptr);
     recording = nullptr;
-    recording_mode.reset();
     remove_observer(&recorder);
   }
   Recording(const Recording&) = delete;
@@ -262,12 +261,12 @@ StepFn backward_step(std::function<Tensor(const std::vector<Tensor>& batch)> los
 }
 
 Capture capture(const StepFn& step, const std::vector<Tensor>& inputs, CaptureMode mode) {
-  Recorder recorder(inputs);
+  Recorder recorder(inputs, mode);
   std::vector<Tensor> results;
   Generator& random = default_generator();
   const uint64_t drawn = random.offset();
   {
-    Recording on(recorder, mode);
+    Recording on(recorder);
     std::optional<detail::AbstractRun> abstract;
     if (mode == CaptureMode::abstract) abstract.emplace(recorder);
     results = step(inputs);
@@ -280,7 +279,9 @@ Capture capture(const StepFn& step, const std::vector<Tensor>& inputs, CaptureMo
   return {.graph = std::move(g), .results = std::move(results)};
 }
 
-std::optional<CaptureMode> capturing() { return recording_mode; }
+std::optional<CaptureMode> capturing() {
+  return recording ? std::optional(recording->mode) : std::nullopt;
+}
 
 void alias_in_capture(const Tensor& param, const Tensor& value) {
   if (recording) recording->alias(param, value);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -285,7 +286,12 @@ TEST_CASE("graph: ZeRO-3 compiles; its gathered parameters are arena values; two
   }
 }
 
-TEST_CASE("graph: a ZeRO-3 capture that throws leaves FSDP to gather again, eagerly or captured") {
+namespace {
+
+// `body` on each of two cpu ranks, without gradients: gpt-nano under ZeRO-3 and a batch of the
+// rank's own.
+void on_two_fsdp_ranks(const std::function<void(models::GPT&, parallel::FullyShardedDataParallel&,
+                                                const Batch&)>& body) {
   parallel::run_ranks({kCPU, kCPU}, [&](parallel::Communicator& world) {
     manual_seed(42);
     models::GPT model(models::gpt_config("gpt-nano"));
@@ -293,6 +299,15 @@ TEST_CASE("graph: a ZeRO-3 capture that throws leaves FSDP to gather again, eage
     Generator data(uint64_t(7 + world.rank()));
     const Batch b = rank_batch(data, model.config().vocab, world.device());
     autograd::NoGradGuard no_grad;
+    body(model, fsdp, b);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("graph: a ZeRO-3 capture that throws leaves FSDP to gather again, eagerly or captured") {
+  on_two_fsdp_ranks([](models::GPT& model, parallel::FullyShardedDataParallel& fsdp,
+                       const Batch& b) {
     bool fail = true;
     graph::Compiled loss([&](const Batch& x) {
       fsdp.unshard();  // the root unit whole, aliased in the capture
@@ -309,6 +324,26 @@ TEST_CASE("graph: a ZeRO-3 capture that throws leaves FSDP to gather again, eage
     fail = false;
     CHECK(loss(b)[0].item<float>() == doctest::Approx(eager).epsilon(1e-6));  // the root's gather
   });
+}
+
+TEST_CASE("graph: ZeRO-3 refuses a capture that runs the step, or finds parameters whole") {
+  on_two_fsdp_ranks(
+      [](models::GPT& model, parallel::FullyShardedDataParallel& fsdp, const Batch& b) {
+        const graph::StepFn forward = [&](const Batch& x) {
+          fsdp.unshard();
+          const Tensor l = model.loss(x[0], x[1]);
+          fsdp.reshard();
+          return std::vector<Tensor>{l};
+        };
+        // Both refusals come before any collective, on every rank alike.
+        test::check_error([&] { (void)graph::capture(forward, b, graph::CaptureMode::eager); },
+                          {"FSDP", "captured without running it"});
+        fsdp.gather_whole();
+        test::check_error([&] { (void)graph::Compiled(forward)(b); },
+                          {"FSDP", "whole", "release them first"});
+        fsdp.release_whole();
+        CHECK(graph::Compiled(forward)(b)[0].defined());
+      });
 }
 
 TEST_CASE("graph: on sim devices ZeRO-3's compiled gathers overlap compute as eager's prefetch") {

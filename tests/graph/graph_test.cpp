@@ -87,6 +87,20 @@ TEST_CASE("graph: an aliased parameter's reads, and its views', read the value s
   CHECK(out[0].to_vector<float>() == std::vector<float>{15, 17, 19, 21, 23, 25});
   CHECK(out[1].to_vector<float>() == std::vector<float>{14, 20, 16, 22, 18, 24});
   CHECK(out[2].to_vector<float>() == std::vector<float>{21, 30, 24, 33, 27, 36});
+  // Writing the parameter in place, or reading its bytes as another dtype, while a value stands
+  // for them: refused.
+  const auto writes = [&](const std::vector<Tensor>& in) {
+    graph::alias_in_capture(param, rows_2_3(in[0] * 1.0));
+    Tensor(param).copy_(in[0].narrow(0, 0, 2));
+    return std::vector<Tensor>{in[0]};
+  };
+  test::check_error([&] { (void)graph::capture(writes, {x}); }, {"writes in place a parameter"});
+  const auto reinterprets = [&](const std::vector<Tensor>& in) {
+    graph::alias_in_capture(param, in[0].narrow(0, 0, 2) * 1.0);
+    return std::vector<Tensor>{Tensor(param.storage(), {6}, {1}, 0, DType::i32) + 1};
+  };
+  test::check_error([&] { (void)graph::capture(reinterprets, {x}); },
+                    {"i32 view of a f32 parameter"});
   // Not capturing: nothing to alias.
   graph::alias_in_capture(param, x);
   CHECK(!graph::capturing());
