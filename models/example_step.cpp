@@ -17,9 +17,8 @@ std::shared_ptr<Model> build_on(Device device, const Config& config) {
   return std::make_shared<Model>(config);
 }
 
-ExampleStep gpt_step(const std::string& name, int64_t batch, int64_t seq, Generator& data,
+ExampleStep gpt_step(const GPTConfig& config, int64_t batch, int64_t seq, Generator& data,
                      Device device) {
-  const GPTConfig config = gpt_config(name);
   const bool small_batch = config.vocab > 256;  // the peer's gpt-small runs 4 x 256
   const int64_t B = batch ? batch : (small_batch ? 4 : 8);
   const int64_t T = seq ? seq : std::min<int64_t>(config.context, 256);
@@ -81,15 +80,26 @@ ExampleStep unet_step(const std::string& name, int64_t batch, Generator& data, D
       "img/s"};
 }
 
-}  // namespace
-
-ExampleStep example_step(const std::string& name, int64_t batch, int64_t seq, Generator& data) {
+// The step `build` makes for the default device: the model built there, the batch drawn on the
+// host and moved there.
+template <typename Build>
+ExampleStep on_default_device(Build build) {
   const Device device = default_device();
   ExampleStep step = [&] {
     DefaultDeviceGuard host(kCPU);
+    return build(device);
+  }();
+  for (Tensor& t : step.batch) t = t.to(device);
+  return step;
+}
+
+}  // namespace
+
+ExampleStep example_step(const std::string& name, int64_t batch, int64_t seq, Generator& data) {
+  return on_default_device([&](Device device) {
     switch (model_family(name)) {
       case ModelFamily::gpt:
-        return gpt_step(name, batch, seq, data, device);
+        return gpt_step(gpt_config(name), batch, seq, data, device);
       case ModelFamily::bert:
         return bert_step(name, batch, seq, data, device);
       case ModelFamily::vit:
@@ -98,9 +108,12 @@ ExampleStep example_step(const std::string& name, int64_t batch, int64_t seq, Ge
         return unet_step(name, batch, data, device);
     }
     throw Error("example_step: no step for " + name);
-  }();
-  for (Tensor& t : step.batch) t = t.to(device);
-  return step;
+  });
+}
+
+ExampleStep gpt_example_step(const GPTConfig& config, int64_t batch, int64_t seq, Generator& data) {
+  return on_default_device(
+      [&](Device device) { return gpt_step(config, batch, seq, data, device); });
 }
 
 }  // namespace dlf::models

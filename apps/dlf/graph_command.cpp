@@ -42,7 +42,7 @@ struct CapturedStep {
 };
 
 // The step of `model` on the default device, run once: captured, optimised and planned.
-CapturedStep capture_step(const std::string& model, int64_t batch, int64_t seq,
+CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
                           const std::string& precision,
                           const std::vector<std::string>& skip_passes = {},
                           const Replicas& replicas = {}) {
@@ -52,15 +52,16 @@ CapturedStep capture_step(const std::string& model, int64_t batch, int64_t seq,
             replicas.dp, ", zero ", replicas.zero, ")");
   manual_seed(1234);
   Generator data(1234);
-  CapturedStep c{.step = models::example_step(model, batch, seq, data)};
+  CapturedStep c{.step = model.gpt ? models::gpt_example_step(*model.gpt, batch, seq, data)
+                                   : models::example_step(model.name, batch, seq, data)};
   parallel::NormScope norm_scope;  // the gradient norm's sums, over the tp group
   if (replicas.tp > 1) {
     // Rank 0's shard of the GPT (models::ParallelGPT), on the example's batch: every parameter
     // counted on tp rank 0.
-    DLF_CHECK(models::model_family(model) == models::ModelFamily::gpt,
-              "a captured step shards GPT models over tensor-parallel ranks, not ", model);
+    DLF_CHECK(model.gpt, "a captured step shards GPT models over tensor-parallel ranks, not ",
+              model.name);
     c.tp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, replicas.tp, "tp");
-    auto sharded = std::make_shared<models::ParallelGPT>(models::gpt_config(model), *c.tp);
+    auto sharded = std::make_shared<models::ParallelGPT>(*model.gpt, *c.tp);
     c.step.model = sharded;
     c.step.loss = [sharded](const std::vector<Tensor>& b) { return sharded->loss(b[0], b[1]); };
     norm_scope.groups.push_back(c.tp.get());
@@ -139,10 +140,16 @@ CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
 
 }  // namespace
 
-CompiledStepMemory compiled_step_memory(const std::string& model, int64_t batch, int64_t seq,
+StepModel::StepModel(std::string zoo_name) : name(std::move(zoo_name)) {
+  if (models::model_family(name) == models::ModelFamily::gpt) gpt = models::gpt_config(name);
+}
+
+StepModel::StepModel(models::GPTConfig config) : name(config.name), gpt(std::move(config)) {}
+
+CompiledStepMemory compiled_step_memory(const StepModel& model, int64_t batch, int64_t seq,
                                         const std::string& precision, const Replicas& replicas) {
   CapturedStep c = capture_step(model, batch, seq, precision, {}, replicas);
-  return memory_of(c, model);
+  return memory_of(c, model.name);
 }
 
 void run_graph(const GraphCommand& o) {

@@ -2,8 +2,11 @@
 // made of it — node counts per pass, the ops, the memory plan — and write it as DOT or JSON.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <dlf/models/gpt.h>
 
 namespace dlf::app {
 
@@ -46,9 +49,19 @@ struct Replicas {
   /// collectives in the step; above 1 the default device must be a meta device
   int tp = 1;
 };
+/// The model a captured step trains: a zoo model, or a GPT by its dimensions.
+struct StepModel {
+  /// The zoo's model of that name (a dlf::Error when there is none).
+  StepModel(std::string zoo_name);  // NOLINT(google-explicit-constructor): a name is a model
+  /// The GPT `config` describes, named by its name.
+  explicit StepModel(models::GPTConfig config);
+  std::string name;                      ///< as reports name it
+  std::optional<models::GPTConfig> gpt;  ///< its configuration when it is a GPT
+};
+
 /// The step of `model` (batch, seq 0: the benchmarks'; batch is one rank's) at `precision`
 /// (fp32, bf16) on the default device, as rank 0 of `replicas`.
-CompiledStepMemory compiled_step_memory(const std::string& model, int64_t batch, int64_t seq,
+CompiledStepMemory compiled_step_memory(const StepModel& model, int64_t batch, int64_t seq,
                                         const std::string& precision,
                                         const Replicas& replicas = {});
 

@@ -63,14 +63,13 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
 
 // --compile: the step captured on a meta device as `dlf train --compile` runs it on one device
 // or on rank 0 of data-parallel replicas (DDP, ZeRO-1, -2 or -3) of a GPT sharded over
-// tensor-parallel ranks or not, its memory planned as graph mode does.
+// tensor-parallel ranks or not, its memory planned as graph mode does. The model is a zoo one or
+// a GPT by its dimensions.
 void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   DLF_CHECK(c.pp == 1,
             "dlf plan --compile: plans one stage (a pipeline's ranks are not planned from a "
             "capture yet; got pp ",
             c.pp, ")");
-  DLF_CHECK(c.layers == 0,
-            "dlf plan --compile: plans a named model (--model), not one by its dimensions");
   DLF_CHECK(c.recompute == "none" && c.offload == "none",
             "dlf plan --compile: graph mode rematerialises on its own and captures ZeRO without "
             "offload; leave out --recompute and --offload");
@@ -80,21 +79,22 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   unbounded.spec.memory_bytes = 0;  // planned whatever it needs, then held against the capacity
   const std::vector<Device> meta = setup_devices(1, unbounded);
   DefaultDeviceGuard on(meta[0]);
+  const std::optional<models::GPTConfig> custom = gpt_by_dimensions(c);
+  const StepModel model = custom ? StepModel(*custom) : StepModel(c.model);
   // --seq's default as the other plans': a GPT's context, BERT's benchmark length
-  const models::ModelFamily family = models::model_family(c.model);
-  const int64_t seq = c.seq > 0                             ? c.seq
-                      : family == models::ModelFamily::gpt  ? models::gpt_config(c.model).context
-                      : family == models::ModelFamily::bert ? kBertSequence
-                                                            : 0;
+  const int64_t seq = c.seq > 0   ? c.seq
+                      : model.gpt ? model.gpt->context
+                      : models::model_family(c.model) == models::ModelFamily::bert ? kBertSequence
+                                                                                   : 0;
   const int zero = dp > 1 ? c.zero : 0;  // ZeRO over one rank is the plain optimizer
   const CompiledStepMemory m =
-      compiled_step_memory(c.model, c.batch > 0 ? c.batch / dp : c.micro_batch, seq, c.precision,
+      compiled_step_memory(model, c.batch > 0 ? c.batch / dp : c.micro_batch, seq, c.precision,
                            {.dp = int(dp), .zero = zero, .tp = c.tp});
   const int64_t capacity = device.spec.memory_bytes;
   const bool fits = capacity == 0 || m.planned_peak() <= capacity;
   if (c.json) {
     std::printf("%s\n", JsonLine()
-                            .add("model", c.model)
+                            .add("model", model.name)
                             .add("device", device.spec.name)
                             .add("compiled", true)
                             .add("dp", dp)
@@ -117,7 +117,7 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   std::printf(
       "%s on %lld x %s, compiled: one training step (forward, backward, %s%sclipping, %sAdamW) "
       "captured on a meta device, %zu nodes after the passes, %s\n",
-      c.model.c_str(), (long long)(dp * c.tp), device.spec.name.c_str(),
+      model.name.c_str(), (long long)(dp * c.tp), device.spec.name.c_str(),
       c.tp > 1 ? ("sharded over " + std::to_string(c.tp) + " tensor-parallel ranks, ").c_str() : "",
       dp == 1     ? ""
       : zero == 3 ? "each block's parameters gathered, gradients reduce-scattered, "

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <dlf/models/gpt.h>
 #include <dlf/nn/module.h>
 
 namespace dlf::models {
@@ -29,5 +30,8 @@ struct ExampleStep {
 /// masked, ViT 64 images, UNet 32. The model is built on the default device with the current
 /// default generator; the batch is drawn from `data`.
 ExampleStep example_step(const std::string& name, int64_t batch, int64_t seq, Generator& data);
+/// The GPT `config` describes (a zoo one or one by its dimensions), as example_step() builds a
+/// zoo GPT: batch 8 (4 above a vocabulary of 256) x min(context, 256) tokens by default.
+ExampleStep gpt_example_step(const GPTConfig& config, int64_t batch, int64_t seq, Generator& data);
 
 }  // namespace dlf::models
