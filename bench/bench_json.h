@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,16 +50,25 @@ Timing time_ms(Fn&& fn, int warmup, int reps) {
   return summarize(std::move(ms));
 }
 
-/// Times a and b alternately (a, b, a, b, ...) so that drifting machine load hits both alike.
+/// Times each of `fns` in turn (fns[0], fns[1], ..., fns[0], ...) so that drifting machine load
+/// hits them alike: `warmup` untimed rounds, then `reps` timed ones; one Timing per function.
+inline std::vector<Timing> time_round_robin(const std::vector<std::function<void()>>& fns,
+                                            int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i)
+    for (const auto& fn : fns) fn();
+  std::vector<std::vector<double>> ms(fns.size());
+  for (int i = 0; i < reps; ++i)
+    for (size_t f = 0; f < fns.size(); ++f) ms[f].push_back(time_once_ms(fns[f]));
+  std::vector<Timing> out;
+  for (std::vector<double>& m : ms) out.push_back(summarize(std::move(m)));
+  return out;
+}
+
+/// Times a and b alternately (a, b, a, b, ...): time_round_robin of the two.
 template <typename A, typename B>
 std::pair<Timing, Timing> time_alternating(A&& a, B&& b, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) a(), b();
-  std::vector<double> ms_a, ms_b;
-  for (int i = 0; i < reps; ++i) {
-    ms_a.push_back(time_once_ms(a));
-    ms_b.push_back(time_once_ms(b));
-  }
-  return {summarize(std::move(ms_a)), summarize(std::move(ms_b))};
+  const std::vector<Timing> t = time_round_robin({a, b}, warmup, reps);
+  return {t[0], t[1]};
 }
 
 inline JsonLine& add_timing(JsonLine& line, const Timing& t) {

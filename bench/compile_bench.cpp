@@ -9,12 +9,17 @@
 //   compile_bench [MODEL...] [--steps N] [--warmup N] [--batch B] [--seq T] [--threads K]
 //                 [--skip-pass NAME]...   (a pass of graph::optimize left out: what it brings)
 //                 [--by-op]   (also, on stderr: each op's median time a step in both, by shape)
+//                 [--ablate]  (also, per pass: a compiled step without it, timed in the same
+//                              rounds; one `compile_pass` line each: ratio = speed with the
+//                              pass / without, time_saved_ms, nodes_removed, bytes_saved)
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -33,6 +38,7 @@ struct Options {
   int64_t batch = 0, seq = 0;
   std::vector<std::string> skip_passes;
   bool by_op = false;
+  bool ablate = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -49,6 +55,9 @@ Options parse(int argc, char** argv) {
   app.add_flag("--by-op", o.by_op,
                "print each op's median self time a step, compiled and eager, on stderr (the "
                "timed steps then include the profiler's own cost)");
+  app.add_flag("--ablate", o.ablate,
+               "also step a compiled copy without each pass, in the same rounds: one "
+               "compile_pass line per pass (time, nodes and peak memory it saves)");
   bench::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -101,6 +110,35 @@ void print_by_op(const std::string& model, const StepsByOp& compiled, const Step
                  r.eager_ms, r.compiled_ms - r.eager_ms, r.op.c_str());
 }
 
+// What leaving one pass out of graph::optimize changes, measured beside the full pipeline in the
+// same steps: one `compile_pass` line.
+void print_pass_line(const std::string& model, const std::string& pass, double items,
+                     const std::string& unit, const bench::Timing& with,
+                     const bench::Timing& without, const graph::Compiled& with_pass,
+                     const graph::Compiled& without_pass, int64_t peak_with, int64_t peak_without) {
+  const graph::CompileReport& report = with_pass.last_report();
+  double pass_ms = 0;
+  for (const graph::PassReport& r : report.passes)
+    if (r.pass == pass) pass_ms = r.ms;
+  const auto nodes = [](const graph::Compiled& c) {
+    return int64_t(c.last_executable().graph().nodes.size());
+  };
+  JsonLine line;
+  line.add("bench", "compile_pass").add("case", model + ": " + pass).add("impl", "dlf-compiled");
+  line.add("metric", "throughput").add("value", items / (with.median_ms / 1e3)).add("unit", unit);
+  bench::add_timing(line, with);
+  line.add("baseline_impl", "dlf-compiled-without-pass");
+  line.add("baseline", items / (without.median_ms / 1e3));
+  line.add("ratio", without.median_ms / with.median_ms);
+  line.add("baseline_median_ms", without.median_ms);
+  line.add("time_saved_ms", without.median_ms - with.median_ms);
+  line.add("nodes_removed", nodes(without_pass) - nodes(with_pass));
+  line.add("peak_bytes", peak_with).add("baseline_peak_bytes", peak_without);
+  line.add("bytes_saved", peak_without - peak_with);
+  line.add("pass_ms", pass_ms);
+  line.print();
+}
+
 void run(const std::string& name, const Options& o) {
   manual_seed(1234);
   Generator data(1234);
@@ -109,36 +147,53 @@ void run(const std::string& name, const Options& o) {
   nn::optim::AdamW opt(params, {.lr = 3e-4});
   opt.init_state();
   const graph::StepFn eager_step = graph::backward_step(w.loss);
-  graph::Compiled compiled(
-      graph::backward_step(w.loss, [&] { nn::optim::clip_and_update(opt, params, 1.0); }),
-      o.skip_passes);
+  const graph::StepFn captured_step =
+      graph::backward_step(w.loss, [&] { nn::optim::clip_and_update(opt, params, 1.0); });
+  // Kinds of step: [0] compiled by the pipeline less --skip-pass, [1] eager, and with --ablate
+  // [2...] compiled less one pass more each; timed in turn in that order.
+  std::vector<std::string> ablated;
+  if (o.ablate)
+    for (const std::string& pass : graph::pass_names())
+      if (std::find(o.skip_passes.begin(), o.skip_passes.end(), pass) == o.skip_passes.end())
+        ablated.push_back(pass);
+  std::vector<std::unique_ptr<graph::Compiled>> compiled(2 + ablated.size());
+  compiled[0] = std::make_unique<graph::Compiled>(captured_step, o.skip_passes);
+  for (size_t i = 0; i < ablated.size(); ++i) {
+    std::vector<std::string> skip = o.skip_passes;
+    skip.push_back(ablated[i]);
+    compiled[2 + i] = std::make_unique<graph::Compiled>(captured_step, skip);
+  }
   Allocator& memory = allocator_for(kCPU);
-  int64_t peak[2] = {0, 0};  // [compiled, eager], over the timed steps
-  bool timed = false;        // the first compiled step captures, eagerly: not counted
-  StepsByOp by_op[2];        // [compiled, eager], with --by-op
-  auto step = [&](bool eager) {
+  std::vector<int64_t> peak(compiled.size(), 0);  // over the timed steps
+  bool timed = false;  // the first compiled step captures, eagerly: not counted
+  StepsByOp by_op[2];  // [compiled, eager], with --by-op
+  auto step = [&](size_t kind) {
     opt.zero_grad();
     const int64_t before = memory.stats().live_bytes;
     memory.reset_peak();
     std::optional<OpProfile> profile;
-    if (o.by_op && timed) profile.emplace(OpProfileOptions{.by_shape = true});
-    if (eager) {
+    if (o.by_op && timed && kind < 2) profile.emplace(OpProfileOptions{.by_shape = true});
+    if (kind == 1) {
       eager_step(w.batch);
       nn::optim::clip_grad_norm(params, 1.0);
       opt.step();
     } else {
       opt.begin_step();
-      compiled(w.batch);
+      (*compiled[kind])(w.batch);
     }
-    if (timed) peak[eager] = std::max(peak[eager], memory.stats().peak_bytes - before);
-    if (profile) by_op[eager].add(*profile);
+    if (timed) peak[kind] = std::max(peak[kind], memory.stats().peak_bytes - before);
+    if (profile) by_op[kind].add(*profile);
   };
-  for (int i = 0; i < o.warmup; ++i) step(false), step(true);
+  std::vector<std::function<void()>> steps;
+  for (size_t kind = 0; kind < compiled.size(); ++kind) steps.push_back([&, kind] { step(kind); });
+  for (int i = 0; i < o.warmup; ++i)
+    for (const auto& s : steps) s();
   timed = true;
-  const auto [compiled_t, eager_t] =
-      bench::time_alternating([&] { step(false); }, [&] { step(true); }, 0, o.steps);
-  const graph::CompileReport& report = compiled.last_report();
-  const graph::Graph& g = compiled.last_executable().graph();
+  const std::vector<bench::Timing> t = bench::time_round_robin(steps, 0, o.steps);
+  const bench::Timing& compiled_t = t[0];
+  const bench::Timing& eager_t = t[1];
+  const graph::CompileReport& report = compiled[0]->last_report();
+  const graph::Graph& g = compiled[0]->last_executable().graph();
   JsonLine line;
   line.add("bench", "compile").add("case", name).add("impl", "dlf-compiled");
   line.add("threads", o.threads).add("batch", w.batch_size).add("seq", w.seq);
@@ -162,6 +217,9 @@ void run(const std::string& name, const Options& o) {
   getrusage(RUSAGE_SELF, &usage);
   line.add("peak_rss_mib", double(usage.ru_maxrss) / 1024);
   line.print();
+  for (size_t i = 0; i < ablated.size(); ++i)
+    print_pass_line(name, ablated[i], double(w.items), w.unit, compiled_t, t[2 + i], *compiled[0],
+                    *compiled[2 + i], peak[0], peak[2 + i]);
   if (o.by_op) print_by_op(name, by_op[0], by_op[1]);
 }
 
