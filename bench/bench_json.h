@@ -67,7 +67,7 @@ inline std::vector<Timing> time_round_robin(const std::vector<std::function<void
 /// Times a and b alternately (a, b, a, b, ...): time_round_robin of the two.
 template <typename A, typename B>
 std::pair<Timing, Timing> time_alternating(A&& a, B&& b, int warmup, int reps) {
-  const std::vector<Timing> t = time_round_robin({a, b}, warmup, reps);
+  const std::vector<Timing> t = time_round_robin({[&] { a(); }, [&] { b(); }}, warmup, reps);
   return {t[0], t[1]};
 }
 

@@ -57,7 +57,9 @@ Options parse(int argc, char** argv) {
                "timed steps then include the profiler's own cost)");
   app.add_flag("--ablate", o.ablate,
                "also step a compiled copy without each pass, in the same rounds: one "
-               "compile_pass line per pass (time, nodes and peak memory it saves)");
+               "compile_pass line per pass (time, nodes and peak memory it saves; the copies "
+               "count in peak_rss_mib)")
+      ->excludes("--by-op");  // --by-op profiles two kinds of step: the copies' would not match
   bench::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -110,6 +112,18 @@ void print_by_op(const std::string& model, const StepsByOp& compiled, const Step
                  r.eager_ms, r.compiled_ms - r.eager_ms, r.op.c_str());
 }
 
+// The headline fields of a line comparing `with` to `baseline` (both timed over `items` a step):
+// throughput, timings, and ratio = speed with / baseline's.
+void add_comparison(JsonLine& line, double items, const std::string& unit,
+                    const bench::Timing& with, const std::string& baseline_impl,
+                    const bench::Timing& baseline) {
+  line.add("metric", "throughput").add("value", items / (with.median_ms / 1e3)).add("unit", unit);
+  bench::add_timing(line, with);
+  line.add("baseline_impl", baseline_impl).add("baseline", items / (baseline.median_ms / 1e3));
+  line.add("ratio", baseline.median_ms / with.median_ms);
+  line.add("baseline_median_ms", baseline.median_ms);
+}
+
 // What leaving one pass out of graph::optimize changes, measured beside the full pipeline in the
 // same steps: one `compile_pass` line.
 void print_pass_line(const std::string& model, const std::string& pass, double items,
@@ -125,12 +139,7 @@ void print_pass_line(const std::string& model, const std::string& pass, double i
   };
   JsonLine line;
   line.add("bench", "compile_pass").add("case", model + ": " + pass).add("impl", "dlf-compiled");
-  line.add("metric", "throughput").add("value", items / (with.median_ms / 1e3)).add("unit", unit);
-  bench::add_timing(line, with);
-  line.add("baseline_impl", "dlf-compiled-without-pass");
-  line.add("baseline", items / (without.median_ms / 1e3));
-  line.add("ratio", without.median_ms / with.median_ms);
-  line.add("baseline_median_ms", without.median_ms);
+  add_comparison(line, items, unit, with, "dlf-compiled-without-pass", without);
   line.add("time_saved_ms", without.median_ms - with.median_ms);
   line.add("nodes_removed", nodes(without_pass) - nodes(with_pass));
   line.add("peak_bytes", peak_with).add("baseline_peak_bytes", peak_without);
@@ -200,13 +209,7 @@ void run(const std::string& name, const Options& o) {
   std::string skipped;
   for (const std::string& p : o.skip_passes) skipped += (skipped.empty() ? "" : ",") + p;
   if (!skipped.empty()) line.add("skipped_passes", skipped);
-  line.add("metric", "throughput").add("value", double(w.items) / (compiled_t.median_ms / 1e3));
-  line.add("unit", w.unit);
-  bench::add_timing(line, compiled_t);
-  const double eager_rate = double(w.items) / (eager_t.median_ms / 1e3);
-  line.add("baseline_impl", "dlf-eager").add("baseline", eager_rate);
-  line.add("ratio", double(w.items) / (compiled_t.median_ms / 1e3) / eager_rate);
-  line.add("baseline_median_ms", eager_t.median_ms);
+  add_comparison(line, double(w.items), w.unit, compiled_t, "dlf-eager", eager_t);
   line.add("peak_bytes", peak[0]).add("baseline_peak_bytes", peak[1]);
   line.add("peak_ratio", double(peak[0]) / double(peak[1]));
   line.add("planned_arena_bytes", int64_t(g.arena_bytes));

@@ -174,10 +174,12 @@ assert p["compiled"] and p["fits"] and p["peak_bytes"] == parts > 0, p
 assert p["parameters_bytes"] * 2 <= p["optimizer_state_bytes"], p  # AdamW: two moments
 ' "$json" || fail "dlf plan --compile --json: $json"
 # a GPT by its dimensions (--seq its context): gpt-nano's are its compiled plan, to the byte
-by_name=$("$dlf" plan --model gpt-nano --devices 2 --compile --batch 4 --seq 64 --json |
-  sed 's/"model":"[^"]*",//') || fail "dlf plan --compile --seq 64"
+by_name=$("$dlf" plan --model gpt-nano --devices 2 --compile --batch 4 --seq 64 --json 2>"$tmp/log") ||
+  fail "dlf plan --compile --seq 64: $(cat "$tmp/log")"
 by_dims=$("$dlf" plan --layers 2 --hidden 64 --heads 4 --vocab 256 --devices 2 --compile \
-  --batch 4 --seq 64 --json | sed 's/"model":"[^"]*",//') || fail "dlf plan --compile by dimensions"
+  --batch 4 --seq 64 --json 2>"$tmp/log") || fail "dlf plan --compile by dimensions: $(cat "$tmp/log")"
+by_name=$(sed 's/"model":"[^"]*",//' <<<"$by_name")
+by_dims=$(sed 's/"model":"[^"]*",//' <<<"$by_dims")
 [ -n "$by_name" ] && [ "$by_name" = "$by_dims" ] ||
   fail "gpt-nano by its dimensions, compiled: $by_dims vs $by_name"
 # a step far beyond the device: planned on meta without its memory, and said not to fit

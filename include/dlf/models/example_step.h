@@ -1,5 +1,5 @@
-// A zoo model with a random batch of the shape its benchmarks use: what train_bench,
-// compile_bench and `dlf graph` run.
+// A zoo model (or a GPT by its configuration) with a random batch of the shape its benchmarks
+// use: what train_bench, compile_bench, `dlf graph` and `dlf plan --compile` run.
 #pragma once
 #include <functional>
 #include <memory>
@@ -13,7 +13,7 @@ namespace dlf::models {
 
 /// One model on one batch.
 struct ExampleStep {
-  std::shared_ptr<nn::Module> model;  ///< the zoo model
+  std::shared_ptr<nn::Module> model;  ///< the model
   /// The batch: tokens and targets (GPT), masked tokens and labels (BERT), images and labels
   /// (ViT), clean images, noise and timesteps (UNet).
   std::vector<Tensor> batch;
