@@ -99,9 +99,13 @@ Tensor DistributedGPT::train_step(const Tensor& x, const Tensor& y) {
 }
 
 double DistributedGPT::forward_backward(const Tensor& x, const Tensor& y) {
-  if (!compiled_) return train_step(x, y).item<double>();
+  return step(x, y).item<double>();
+}
+
+Tensor DistributedGPT::step(const Tensor& x, const Tensor& y) {
+  if (!compiled_) return train_step(x, y);
   const Device device = mesh_.tp().device();
-  return (*compiled_)({x.to(device), y.to(device)})[0].item<double>();
+  return (*compiled_)({x.to(device), y.to(device)})[0];
 }
 
 double DistributedGPT::loss(const Tensor& x, const Tensor& y) {

@@ -155,7 +155,7 @@ void ParallelGPT::tie_gradients(parallel::Communicator& pp,
                                 const parallel::ShardedParameters* sharded) {
   if (pp.size() == 1) return;
   const bool ends = first || last;
-  if (!ends_) ends_ = pp.split(ends ? 0 : 1 + pp.rank(), pp.rank(), "embedding");
+  if (!ends_) ends_ = pp.subgroup({0, pp.size() - 1}, "embedding");
   if (ends) parallel::sum_tied_gradient(tied_weight(), *ends_, sharded);
 }
 

@@ -191,6 +191,12 @@ void Communicator::wait_for(const Tensor& result) {
   dispatch(wait_op, {result}, collective_attrs(handle_, ReduceOp::sum, false));
 }
 
+std::unique_ptr<Communicator> Communicator::subgroup(const std::vector<int>& ranks,
+                                                     std::string name) {
+  const bool member = std::find(ranks.begin(), ranks.end(), rank()) != ranks.end();
+  return split(member ? 0 : 1 + rank(), rank(), std::move(name));
+}
+
 void Communicator::send(const Tensor& t, int dst) {
   dispatch(send_op, {t}, message_attrs(handle_, dst));
 }

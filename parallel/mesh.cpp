@@ -15,4 +15,14 @@ Mesh::Mesh(Communicator& world, Layout layout) : layout_(layout) {
   dp_ = world.split(pp_rank * tp + tp_rank, dp_rank, "dp");
 }
 
+Mesh::Mesh(Layout layout, std::unique_ptr<Communicator> dp, std::unique_ptr<Communicator> tp,
+           std::unique_ptr<Communicator> pp)
+    : layout_(layout), dp_(std::move(dp)), tp_(std::move(tp)), pp_(std::move(pp)) {
+  DLF_CHECK(dp_ && tp_ && pp_ && dp_->size() == layout.dp && tp_->size() == layout.tp &&
+                pp_->size() == layout.pp,
+            "mesh: groups of dp ", dp_ ? dp_->size() : 0, ", tp ", tp_ ? tp_->size() : 0,
+            " and pp ", pp_ ? pp_->size() : 0, " ranks for a layout of dp ", layout.dp, " x tp ",
+            layout.tp, " x pp ", layout.pp);
+}
+
 }  // namespace dlf::parallel

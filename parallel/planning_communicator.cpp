@@ -1,5 +1,7 @@
 #include <dlf/parallel/planning_communicator.h>
 
+#include <algorithm>
+
 #include "parallel/collective_math.h"
 
 namespace dlf::parallel {
@@ -55,6 +57,14 @@ Work PlanningCommunicator::run_recv(Tensor& t, int) {
 std::unique_ptr<Communicator> PlanningCommunicator::split(int, int, std::string name) {
   throw Error(name_ + ": a planning group cannot split into '" + name +
               "': its peers do not run, so their colours are unknown");
+}
+
+std::unique_ptr<Communicator> PlanningCommunicator::subgroup(const std::vector<int>& ranks,
+                                                             std::string name) {
+  const auto at = std::find(ranks.begin(), ranks.end(), rank_);
+  if (at == ranks.end()) return std::make_unique<PlanningCommunicator>(device_, 0, 1, name);
+  return std::make_unique<PlanningCommunicator>(device_, int(at - ranks.begin()), int(ranks.size()),
+                                                std::move(name));
 }
 
 }  // namespace dlf::parallel

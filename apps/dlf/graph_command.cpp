@@ -15,11 +15,13 @@
 namespace dlf::app {
 namespace {
 
-// A zoo model's training step under graph::Compiled, as `dlf train --compile` runs it (over
-// data-parallel replicas: DDP or FSDP, and ZeRO, over a planning group).
+// A zoo model's training step under graph::Compiled, as `dlf train --compile` runs it: on one
+// device, over data-parallel replicas (DDP or FSDP, and ZeRO, over a planning group), or a GPT
+// as one rank of a mesh (models::DistributedGPT over planning groups).
 struct CapturedStep {
-  std::unique_ptr<parallel::PlanningCommunicator> tp = {};  // outlives the model sharded over it
   models::ExampleStep step = {};
+  std::unique_ptr<parallel::Mesh> mesh = {};  // outlives the GPT over it
+  std::unique_ptr<models::DistributedGPT> gpt = {};
   std::vector<Tensor> params = {};
   std::unique_ptr<parallel::PlanningCommunicator> dp = {};
   std::unique_ptr<parallel::DistributedDataParallel> ddp = {};
@@ -27,6 +29,7 @@ struct CapturedStep {
   std::unique_ptr<nn::optim::AdamW> opt = {};
   std::unique_ptr<parallel::ZeroOptimizer> zero = {};
   std::unique_ptr<graph::Compiled> compiled = {};
+  parallel::ShardedParameters* zero3 = nullptr;  // FSDP's shards, the parameters' bytes
   DType precision = DType::f32;
 
   void run() {
@@ -37,9 +40,101 @@ struct CapturedStep {
     } else {
       opt->begin_step();
     }
-    (void)(*compiled)(step.batch);
+    if (gpt) {
+      (void)gpt->step(step.batch[0], step.batch[1]);
+    } else {
+      (void)(*compiled)(step.batch);
+    }
   }
+  // The step's graph::Compiled.
+  const graph::Compiled& captured() const { return gpt ? *gpt->compiled() : *compiled; }
 };
+
+// c.opt's state, sharded over `dp` under ZeRO (over `shards`).
+void init_optimizer_state(CapturedStep& c, int zero, parallel::Communicator* dp,
+                          parallel::ShardedParameters* shards) {
+  if (zero > 0) {
+    c.zero = std::make_unique<parallel::ZeroOptimizer>(*c.opt, *dp, *shards);
+    c.zero->init_state();
+  } else {
+    c.opt->init_state();
+  }
+}
+
+// What runs after backward inside the step: clipping the gradients' norm over `norm_scope`, and
+// the update.
+std::function<void()> clip_and_update(const CapturedStep& c, parallel::NormScope norm_scope) {
+  return [opt = c.opt.get(), zero = c.zero.get(), params = c.params, norm_scope] {
+    if (zero) {
+      zero->clip_and_update(params, 1.0, norm_scope);
+    } else {
+      nn::optim::clip_and_update(*opt, params, 1.0, [&](const auto& ps) {
+        return parallel::global_norm_on_device(ps, norm_scope);
+      });
+    }
+  };
+}
+
+// A GPT as one rank of `r`'s mesh, as dlf train runs it: its stage and shard of the example's
+// GPT over planning groups, the example's batch its replica's rows.
+void capture_on_mesh(CapturedStep& c, const models::GPTConfig& config, const Replicas& r) {
+  const Device d = default_device();
+  c.mesh = std::make_unique<parallel::Mesh>(
+      parallel::Layout{.dp = r.dp, .tp = r.tp, .pp = r.pp},
+      std::make_unique<parallel::PlanningCommunicator>(d, 0, r.dp, "dp"),
+      std::make_unique<parallel::PlanningCommunicator>(d, 0, r.tp, "tp"),
+      std::make_unique<parallel::PlanningCommunicator>(d, r.stage, r.pp, "pp"));
+  const int64_t rows = c.step.batch_size;
+  DLF_CHECK(r.micro_batch == 0 || rows % r.micro_batch == 0, "a rank's batch of ", rows,
+            " sequences does not split into micro-batches of ", r.micro_batch);
+  c.gpt = std::make_unique<models::DistributedGPT>(
+      config, *c.mesh, c.step.model->state_dict(),
+      models::DistributedGPTOptions{
+          .micro_batches = r.micro_batch > 0 ? int(rows / r.micro_batch) : 1,
+          .schedule = r.schedule,
+          .virtual_stages = r.virtual_stages,
+          .zero = r.zero,
+          .compile = true});
+  c.step.model = nullptr;  // the whole GPT: the rank's stage and shard hold what it keeps
+  c.step.loss = nullptr;
+  c.params = c.gpt->module().parameters();
+  c.opt = std::make_unique<nn::optim::AdamW>(c.params);
+  init_optimizer_state(c, r.dp > 1 ? r.zero : 0, &c.mesh->dp(), c.gpt->shards());
+  c.gpt->set_after_backward(clip_and_update(c, c.gpt->norm_scope()));
+  if (r.dp > 1 && r.zero == 3) c.zero3 = c.gpt->shards();
+}
+
+// Any family over `r.dp` replicas (one: a device of its own), as dlf train runs them.
+void capture_replica(CapturedStep& c, const std::vector<std::string>& skip_passes,
+                     const Replicas& r) {
+  c.params = c.step.model->parameters();
+  c.opt = std::make_unique<nn::optim::AdamW>(c.params);
+  parallel::ShardedParameters* shards = nullptr;
+  if (r.dp > 1) {
+    c.dp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, r.dp, "dp");
+    if (r.zero == 3) {
+      c.fsdp = std::make_unique<parallel::FullyShardedDataParallel>(*c.step.model, *c.dp);
+      shards = c.zero3 = c.fsdp.get();
+    } else {
+      c.ddp = std::make_unique<parallel::DistributedDataParallel>(
+          *c.step.model, *c.dp, parallel::DDPOptions{.shard_gradients = r.zero == 2});
+      shards = c.ddp.get();
+    }
+  }
+  init_optimizer_state(c, r.zero, c.dp.get(), shards);
+  c.compiled = std::make_unique<graph::Compiled>(
+      graph::backward_step(
+          [loss = c.step.loss, fsdp = c.fsdp.get()](const std::vector<Tensor>& batch) {
+            if (fsdp) fsdp->unshard();
+            return loss(batch);
+          },
+          [ddp = c.ddp.get(), fsdp = c.fsdp.get(), update = clip_and_update(c, {})] {
+            if (ddp) ddp->synchronize();
+            if (fsdp) fsdp->synchronize();
+            update();
+          }),
+      skip_passes);
+}
 
 // The step of `model` on the default device, run once: captured, optimised and planned.
 CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
@@ -50,60 +145,20 @@ CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
             "a captured step runs plain data parallelism or ZeRO-1, -2 or -3 over replicas (got "
             "dp ",
             replicas.dp, ", zero ", replicas.zero, ")");
+  DLF_CHECK(model.gpt || (replicas.tp == 1 && replicas.pp == 1),
+            "a captured step shards GPT models over tensor-parallel ranks and pipeline stages, "
+            "not ",
+            model.name);
   manual_seed(1234);
   Generator data(1234);
   CapturedStep c{.step = model.gpt ? models::gpt_example_step(*model.gpt, batch, seq, data)
                                    : models::example_step(model.name, batch, seq, data)};
-  parallel::NormScope norm_scope;  // the gradient norm's sums, over the tp group
-  if (replicas.tp > 1) {
-    // Rank 0's shard of the GPT (models::ParallelGPT), on the example's batch: every parameter
-    // counted on tp rank 0.
-    DLF_CHECK(model.gpt, "a captured step shards GPT models over tensor-parallel ranks, not ",
-              model.name);
-    c.tp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, replicas.tp, "tp");
-    auto sharded = std::make_shared<models::ParallelGPT>(*model.gpt, *c.tp);
-    c.step.model = sharded;
-    c.step.loss = [sharded](const std::vector<Tensor>& b) { return sharded->loss(b[0], b[1]); };
-    norm_scope.groups.push_back(c.tp.get());
-  }
-  c.params = c.step.model->parameters();
-  c.opt = std::make_unique<nn::optim::AdamW>(c.params);
-  if (replicas.dp > 1) {
-    c.dp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, replicas.dp, "dp");
-    if (replicas.zero == 3) {
-      c.fsdp = std::make_unique<parallel::FullyShardedDataParallel>(*c.step.model, *c.dp);
-    } else {
-      c.ddp = std::make_unique<parallel::DistributedDataParallel>(
-          *c.step.model, *c.dp, parallel::DDPOptions{.shard_gradients = replicas.zero == 2});
-    }
-  }
-  if (replicas.zero > 0) {
-    parallel::ShardedParameters& shards =
-        c.fsdp ? static_cast<parallel::ShardedParameters&>(*c.fsdp) : *c.ddp;
-    c.zero = std::make_unique<parallel::ZeroOptimizer>(*c.opt, *c.dp, shards);
-    c.zero->init_state();
+  if (model.gpt && replicas.ranks() > 1) {
+    DLF_CHECK(skip_passes.empty(), "a GPT over several ranks is captured with every pass");
+    capture_on_mesh(c, *model.gpt, replicas);
   } else {
-    c.opt->init_state();
+    capture_replica(c, skip_passes, replicas);
   }
-  c.compiled = std::make_unique<graph::Compiled>(
-      graph::backward_step(
-          [loss = c.step.loss, fsdp = c.fsdp.get()](const std::vector<Tensor>& batch) {
-            if (fsdp) fsdp->unshard();
-            return loss(batch);
-          },
-          [opt = c.opt.get(), ddp = c.ddp.get(), fsdp = c.fsdp.get(), zero = c.zero.get(),
-           params = c.params, norm_scope] {
-            if (ddp) ddp->synchronize();
-            if (fsdp) fsdp->synchronize();
-            if (zero) {
-              zero->clip_and_update(params, 1.0, norm_scope);
-            } else {
-              nn::optim::clip_and_update(*opt, params, 1.0, [&](const auto& ps) {
-                return parallel::global_norm_on_device(ps, norm_scope);
-              });
-            }
-          }),
-      skip_passes);
   c.precision = precision == "bf16" ? DType::bf16 : DType::f32;
   c.run();
   return c;
@@ -111,7 +166,7 @@ CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
 
 // The plan's figures of a captured step, and the allocator's high-water over one more run.
 CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
-  const graph::Graph& g = c.compiled->last_executable().graph();
+  const graph::Graph& g = c.captured().last_executable().graph();
   CompiledStepMemory m{.model = model,
                        .batch = c.step.batch_size,
                        .seq = c.step.seq,
@@ -121,8 +176,8 @@ CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
   for (const Tensor& p : c.params)   // ZeRO-3's released between uses: their shards instead
     if (!p.storage()->released() && counted.insert(p.storage().get()).second)
       m.parameters += int64_t(p.storage()->nbytes());
-  if (c.fsdp)
-    for (const parallel::OwnedPiece& piece : c.fsdp->owned_pieces())
+  if (c.zero3)
+    for (const parallel::OwnedPiece& piece : c.zero3->owned_pieces())
       if (counted.insert(piece.value.storage().get()).second)
         m.parameters += int64_t(piece.value.storage()->nbytes());
   for (const graph::Buffer& b : g.buffers) {
@@ -157,7 +212,7 @@ void run_graph(const GraphCommand& o) {
   DefaultDeviceGuard on(devices[0]);
   CapturedStep c = capture_step(o.model, o.batch, o.seq, o.precision, o.skip_passes);
   const models::ExampleStep& s = c.step;
-  const graph::Compiled& compiled = *c.compiled;
+  const graph::Compiled& compiled = c.captured();
   const graph::CompileReport& r = compiled.last_report();
   const graph::Graph& g = compiled.last_executable().graph();
   std::printf(

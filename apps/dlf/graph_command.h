@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <dlf/models/gpt.h>
+#include <dlf/parallel/pipeline.h>
 
 namespace dlf::app {
 
@@ -38,16 +39,25 @@ struct CompiledStepMemory {
   int64_t measured_peak = 0;  ///< the allocator's high-water over the second run
   int64_t planned_peak() const { return parameters + optimizer_state + batch_bytes + arena; }
 };
-/// The data-parallel group a captured step runs in, as `dlf train --compile --dp N [--zero Z]`
-/// runs it: DDP's gradient buckets averaged inside the step (ZeRO-2: reduce-scattered), the
-/// optimizer state and update sharded under ZeRO-1 and -2; under ZeRO-3 (FSDP) the parameters
-/// too, each block's gathered in the step's arena while it runs.
+/// The layout a captured step runs in, as `dlf train --compile` runs it; above one rank the
+/// default device must be a meta device, and the step is one rank's: dp rank 0, tp rank 0 of
+/// pipeline stage `stage`. A GPT over more than one rank runs as dlf train runs it
+/// (models::DistributedGPT: its stage of the model sharded over tp, its replica's rows in
+/// micro-batches through the pipeline schedule, gradients reduced over dp); other families over
+/// dp replicas as DDP or FSDP. Either way DDP's buckets are averaged inside the step (ZeRO-2:
+/// reduce-scattered), the optimizer state and update sharded under ZeRO-1 and -2, and under
+/// ZeRO-3 (FSDP) the parameters too, each block's gathered in the step's arena while it runs.
 struct Replicas {
-  int dp = 1;    ///< ranks; above 1 the default device must be a meta device (rank 0 is planned)
-  int zero = 0;  ///< 0, 1, 2 or 3
-  /// tensor-parallel ranks each replica's GPT is sharded over (models::ParallelGPT), their
-  /// collectives in the step; above 1 the default device must be a meta device
-  int tp = 1;
+  int dp = 1;     ///< data-parallel ranks
+  int zero = 0;   ///< 0, 1, 2 or 3
+  int tp = 1;     ///< tensor-parallel ranks a replica's GPT is sharded over
+  int pp = 1;     ///< pipeline stages of a replica's GPT
+  int stage = 0;  ///< the stage captured, from 0 to pp - 1
+  /// sequences a micro-batch (a multiple of the rank's batch); 0: the rank's whole batch
+  int64_t micro_batch = 0;
+  parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;  ///< with pp
+  int virtual_stages = 1;  ///< chunks of layers a stage (the interleaved schedule)
+  int ranks() const { return dp * tp * pp; }  ///< in all
 };
 /// The model a captured step trains: a zoo model, or a GPT by its dimensions.
 struct StepModel {

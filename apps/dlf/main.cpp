@@ -348,8 +348,8 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd->add_flag("--compile", o.compile,
                 "graph mode: capture the training step (forward, backward, clipping, AdamW) on "
                 "a meta device as dlf train --compile runs it, on one device or as one of --dp "
-                "replicas (DDP, or --zero 1, 2 or 3), a GPT (by --model or its dimensions) sharded "
-                "over --tp ranks or not, and "
+                "replicas (DDP, or --zero 1, 2 or 3), a GPT (by --model or its dimensions) as one "
+                "rank of its --tp x --pp mesh (every stage planned, the largest reported), and "
                 "report its memory plan per device "
                 "(parameters, optimizer state, batch and the planned arena); a device's batch is "
                 "--batch split over the replicas, else --micro-batch");

@@ -62,14 +62,10 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
 }
 
 // --compile: the step captured on a meta device as `dlf train --compile` runs it on one device
-// or on rank 0 of data-parallel replicas (DDP, ZeRO-1, -2 or -3) of a GPT sharded over
-// tensor-parallel ranks or not, its memory planned as graph mode does. The model is a zoo one or
-// a GPT by its dimensions.
+// or as one rank of data-parallel replicas (DDP, ZeRO-1, -2 or -3) — of a GPT, one rank of its
+// dp x tp x pp mesh, every pipeline stage's planned and the largest reported — its memory
+// planned as graph mode does. The model is a zoo one or a GPT by its dimensions.
 void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
-  DLF_CHECK(c.pp == 1,
-            "dlf plan --compile: plans one stage (a pipeline's ranks are not planned from a "
-            "capture yet; got pp ",
-            c.pp, ")");
   DLF_CHECK(c.recompute == "none" && c.offload == "none",
             "dlf plan --compile: graph mode rematerialises on its own and captures ZeRO without "
             "offload; leave out --recompute and --offload");
@@ -87,9 +83,27 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
                       : models::model_family(c.model) == models::ModelFamily::bert ? kBertSequence
                                                                                    : 0;
   const int zero = dp > 1 ? c.zero : 0;  // ZeRO over one rank is the plain optimizer
-  const CompiledStepMemory m =
-      compiled_step_memory(model, c.batch > 0 ? c.batch / dp : c.micro_batch, seq, c.precision,
-                           {.dp = int(dp), .zero = zero, .tp = c.tp});
+  const bool pipeline = c.pp > 1;
+  // A replica's rows; through a pipeline in micro-batches of --micro-batch, by default four a
+  // stage (the eager planner's global batch)
+  const int64_t rows = c.batch > 0 ? c.batch / dp : c.micro_batch * (pipeline ? 4 * c.pp : 1);
+  Replicas replicas{.dp = int(dp),
+                    .zero = zero,
+                    .tp = c.tp,
+                    .pp = c.pp,
+                    .micro_batch = pipeline ? c.micro_batch : 0,
+                    .schedule = parallel::parse_schedule(c.schedule),
+                    .virtual_stages = c.virtual_stages};
+  CompiledStepMemory m;  // the stage whose peak is largest
+  int largest = 0;
+  for (int stage = 0; stage < c.pp; ++stage) {
+    replicas.stage = stage;
+    const CompiledStepMemory s = compiled_step_memory(model, rows, seq, c.precision, replicas);
+    if (stage == 0 || s.planned_peak() > m.planned_peak()) {
+      m = s;
+      largest = stage;
+    }
+  }
   const int64_t capacity = device.spec.memory_bytes;
   const bool fits = capacity == 0 || m.planned_peak() <= capacity;
   if (c.json) {
@@ -99,6 +113,8 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
                             .add("compiled", true)
                             .add("dp", dp)
                             .add("tp", c.tp)
+                            .add("pp", c.pp)
+                            .add("stage", largest)
                             .add("zero", zero)
                             .add("batch", m.batch)
                             .add("seq", m.seq)
@@ -117,14 +133,18 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   std::printf(
       "%s on %lld x %s, compiled: one training step (forward, backward, %s%sclipping, %sAdamW) "
       "captured on a meta device, %zu nodes after the passes, %s\n",
-      model.name.c_str(), (long long)(dp * c.tp), device.spec.name.c_str(),
+      model.name.c_str(), (long long)(dp * c.tp * c.pp), device.spec.name.c_str(),
       c.tp > 1 ? ("sharded over " + std::to_string(c.tp) + " tensor-parallel ranks, ").c_str() : "",
       dp == 1     ? ""
       : zero == 3 ? "each block's parameters gathered, gradients reduce-scattered, "
       : zero == 2 ? "gradients reduce-scattered, "
                   : "gradients allreduced, ",
       zero > 0 ? ("ZeRO-" + std::to_string(zero) + " ").c_str() : "", m.nodes, c.precision.c_str());
-  std::printf("  batch %lld x %lld per device\n", (long long)m.batch, (long long)m.seq);
+  std::printf("  batch %lld x %lld per replica\n", (long long)m.batch, (long long)m.seq);
+  if (pipeline)
+    std::printf("  %d pipeline stages, %s, micro-batches of %lld: stage %d's peak is the largest\n",
+                c.pp, parallel::schedule_label(replicas.schedule, c.virtual_stages).c_str(),
+                (long long)c.micro_batch, largest);
   std::printf("  per device: peak %s%s%s — %s\n", format_bytes(double(m.planned_peak())).c_str(),
               capacity > 0 ? " of " : "",
               capacity > 0 ? format_bytes(double(capacity)).c_str() : "",

@@ -231,8 +231,26 @@ assert p["tp"] == 2 and p["nodes"] > 0, p
 assert abs(p["peak_bytes"] - measured) <= 0.05 * measured, (p["peak_bytes"], measured)
 ' "$json" "$measured" || fail "$layout: planned $json, measured peak $measured"
 done
+# a GPT's pipeline: each stage's step captured as one rank of the mesh (models::DistributedGPT
+# over planning groups, dlf train's GPT), the stage with the largest peak named (the run's, over
+# its steps) and its peak that of its step 2 (rank 0's: stage 0) within 5 %
+for layout in "--devices 2 --pp 2" "--devices 8 --pp 2 --tp 2 --zero 3"; do
+  json=$("$dlf" plan --model gpt-nano $layout --compile --batch 4 --seq 32 --json 2>"$tmp/log") ||
+    fail "dlf plan --compile $layout: $(cat "$tmp/log")"
+  train --steps 2 $layout --device sim:a100-40gb --compile --metrics "$tmp/pp.jsonl" 2>"$tmp/log" ||
+    fail "train $layout --compile: $(cat "$tmp/log")"
+  stages=$(grep sim_peak_bytes_stage "$tmp/pp.jsonl")
+  step=$(grep '"step":2,.*"sim_peak_bytes"' "$tmp/pp.jsonl" | sed 's/.*"sim_peak_bytes":\([0-9.e+]*\).*/\1/')
+  python3 -c '
+import json, sys
+p, s, step = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
+peaks = [s["sim_peak_bytes_stage%d" % i] for i in range(2)]
+assert p["pp"] == 2 and p["stage"] == peaks.index(max(peaks)) == 0, (p, peaks)
+assert abs(p["peak_bytes"] - step) <= 0.05 * step, (p["peak_bytes"], step)
+' "$json" "$stages" "$step" || fail "$layout: planned $json, measured $stages, step 2 $step"
+done
 expect_error 1 plan --model gpt-nano --devices 2 --compile --zero 3 --offload params
-expect_error 1 plan --model gpt-nano --devices 2 --pp 2 --compile
+expect_error 1 plan --model unet-tiny --devices 2 --pp 2 --compile
 expect_error 1 plan --model bert-mini --devices 2 --tp 2 --compile
 expect_error 1 plan --model gpt-nano --devices 2 --compile --batch 3
 expect_error 1 plan --model gpt-nano --devices 1 --compile --recompute full

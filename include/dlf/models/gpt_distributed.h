@@ -62,6 +62,11 @@ class DistributedGPT {
   /// micro-batches): afterwards every gradient is ready for the optimizer. Returns the mean
   /// loss over the whole global batch, on every rank.
   double forward_backward(const Tensor& x, const Tensor& y);
+  /// forward_backward() without reading the loss on the host: the mean loss as an f64 [1] on
+  /// the device (on a meta device, its shape only: what a planner runs).
+  Tensor step(const Tensor& x, const Tensor& y);
+  /// The step's graph::Compiled under options.compile (captured at the first step), else null.
+  const graph::Compiled* compiled() const { return compiled_ ? &*compiled_ : nullptr; }
   /// What the step runs once the gradients are ready — under options.compile inside its graph
   /// (clipping, the optimizer's update).
   void set_after_backward(std::function<void()> after) { after_backward_ = std::move(after); }

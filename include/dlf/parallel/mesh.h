@@ -23,6 +23,10 @@ class Mesh {
  public:
   /// Splits `world` (whose size must be dp · tp · pp) into its groups; every rank calls it.
   Mesh(Communicator& world, Layout layout);
+  /// A rank's place from its three groups, made already (a planner's PlanningCommunicators,
+  /// whose peers are absent); their sizes must be the layout's.
+  Mesh(Layout layout, std::unique_ptr<Communicator> dp, std::unique_ptr<Communicator> tp,
+       std::unique_ptr<Communicator> pp);
 
   /// The layout.
   const Layout& layout() const { return layout_; }

@@ -32,6 +32,8 @@ class PlanningCommunicator final : public Communicator {
   uint64_t host_max(uint64_t value) override { return value; }  ///< this rank's value
   /// A dlf::Error: the peers' colours are unknown, so the new group's ranks are too.
   std::unique_ptr<Communicator> split(int color, int key, std::string name) override;
+  /// This rank's planning group of `ranks` (or of itself alone when not among them).
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& ranks, std::string name) override;
 
   /// What was asked for since construction or the last clear(), in order.
   const std::vector<PlannedCollective>& collectives() const { return collectives_; }
