@@ -53,7 +53,7 @@ struct Replicas {
   int tp = 1;     ///< tensor-parallel ranks a replica's GPT is sharded over
   int pp = 1;     ///< pipeline stages of a replica's GPT
   int stage = 0;  ///< the stage captured, from 0 to pp - 1
-  /// sequences a micro-batch (a multiple of the rank's batch); 0: the rank's whole batch
+  /// sequences a micro-batch (the replica's rows a multiple of it); 0: all its rows at once
   int64_t micro_batch = 0;
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;  ///< with pp
   int virtual_stages = 1;  ///< chunks of layers a stage (the interleaved schedule)
@@ -69,8 +69,8 @@ struct StepModel {
   std::optional<models::GPTConfig> gpt;  ///< its configuration when it is a GPT
 };
 
-/// The step of `model` (batch, seq 0: the benchmarks'; batch is one rank's) at `precision`
-/// (fp32, bf16) on the default device, as rank 0 of `replicas`.
+/// The step of `model` (batch, seq 0: the benchmarks'; batch is a replica's rows) at `precision`
+/// (fp32, bf16) on the default device, as dp rank 0, tp rank 0 of stage `replicas.stage`.
 CompiledStepMemory compiled_step_memory(const StepModel& model, int64_t batch, int64_t seq,
                                         const std::string& precision,
                                         const Replicas& replicas = {});

@@ -96,9 +96,11 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
                     .virtual_stages = c.virtual_stages};
   CompiledStepMemory m;  // the stage whose peak is largest
   int largest = 0;
+  std::vector<int64_t> stage_peaks;
   for (int stage = 0; stage < c.pp; ++stage) {
     replicas.stage = stage;
     const CompiledStepMemory s = compiled_step_memory(model, rows, seq, c.precision, replicas);
+    stage_peaks.push_back(s.planned_peak());
     if (stage == 0 || s.planned_peak() > m.planned_peak()) {
       m = s;
       largest = stage;
@@ -107,27 +109,28 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   const int64_t capacity = device.spec.memory_bytes;
   const bool fits = capacity == 0 || m.planned_peak() <= capacity;
   if (c.json) {
-    std::printf("%s\n", JsonLine()
-                            .add("model", model.name)
-                            .add("device", device.spec.name)
-                            .add("compiled", true)
-                            .add("dp", dp)
-                            .add("tp", c.tp)
-                            .add("pp", c.pp)
-                            .add("stage", largest)
-                            .add("zero", zero)
-                            .add("batch", m.batch)
-                            .add("seq", m.seq)
-                            .add("nodes", int64_t(m.nodes))
-                            .add("peak_bytes", m.planned_peak())
-                            .add("parameters_bytes", m.parameters)
-                            .add("optimizer_state_bytes", m.optimizer_state)
-                            .add("batch_bytes", m.batch_bytes)
-                            .add("arena_bytes", m.arena)
-                            .add("capacity_bytes", capacity)
-                            .add("fits", fits)
-                            .str()
-                            .c_str());
+    JsonLine line;
+    line.add("model", model.name)
+        .add("device", device.spec.name)
+        .add("compiled", true)
+        .add("dp", dp)
+        .add("tp", c.tp)
+        .add("pp", c.pp)
+        .add("stage", largest);
+    for (size_t s = 0; pipeline && s < stage_peaks.size(); ++s)  // each stage's peak
+      line.add("peak_bytes_stage" + std::to_string(s), stage_peaks[s]);
+    line.add("zero", zero)
+        .add("batch", m.batch)
+        .add("seq", m.seq)
+        .add("nodes", int64_t(m.nodes))
+        .add("peak_bytes", m.planned_peak())
+        .add("parameters_bytes", m.parameters)
+        .add("optimizer_state_bytes", m.optimizer_state)
+        .add("batch_bytes", m.batch_bytes)
+        .add("arena_bytes", m.arena)
+        .add("capacity_bytes", capacity)
+        .add("fits", fits);
+    std::printf("%s\n", line.str().c_str());
     return;
   }
   std::printf(

@@ -232,8 +232,9 @@ assert abs(p["peak_bytes"] - measured) <= 0.05 * measured, (p["peak_bytes"], mea
 ' "$json" "$measured" || fail "$layout: planned $json, measured peak $measured"
 done
 # a GPT's pipeline: each stage's step captured as one rank of the mesh (models::DistributedGPT
-# over planning groups, dlf train's GPT), the stage with the largest peak named (the run's, over
-# its steps) and its peak that of its step 2 (rank 0's: stage 0) within 5 %
+# over planning groups, dlf train's GPT), the stages planned apart (different peaks), the one
+# with the largest named, as the run's (over its steps), and its peak that of the run's step 2
+# (rank 0's: stage 0) within 5 %
 for layout in "--devices 2 --pp 2" "--devices 8 --pp 2 --tp 2 --zero 3"; do
   json=$("$dlf" plan --model gpt-nano $layout --compile --batch 4 --seq 32 --json 2>"$tmp/log") ||
     fail "dlf plan --compile $layout: $(cat "$tmp/log")"
@@ -245,8 +246,10 @@ for layout in "--devices 2 --pp 2" "--devices 8 --pp 2 --tp 2 --zero 3"; do
 import json, sys
 p, s, step = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
 peaks = [s["sim_peak_bytes_stage%d" % i] for i in range(2)]
-assert p["pp"] == 2 and p["stage"] == peaks.index(max(peaks)) == 0, (p, peaks)
-assert abs(p["peak_bytes"] - step) <= 0.05 * step, (p["peak_bytes"], step)
+planned = [p["peak_bytes_stage%d" % i] for i in range(2)]
+assert p["pp"] == 2 and planned[0] != planned[1], p
+assert p["stage"] == planned.index(max(planned)) == peaks.index(max(peaks)) == 0, (p, peaks)
+assert p["peak_bytes"] == max(planned) and abs(p["peak_bytes"] - step) <= 0.05 * step, (p, step)
 ' "$json" "$stages" "$step" || fail "$layout: planned $json, measured $stages, step 2 $step"
 done
 expect_error 1 plan --model gpt-nano --devices 2 --compile --zero 3 --offload params
