@@ -6,8 +6,9 @@
 namespace dlf::detail {
 
 /// While alive, ops dispatched on this thread run no kernel, charge no device clock and write
-/// no trace, and only `observer` sees them; outputs are allocated with undefined values. What
-/// the step reads from outside (parameters) is untouched; in-place ops change nothing.
+/// no trace, and only `observer` sees them; outputs are storages of their size that hold no
+/// bytes, so the run takes none of the device's memory. What the step reads from outside
+/// (parameters) is untouched; in-place ops change nothing.
 class AbstractRun {
  public:
   explicit AbstractRun(DispatchObserver& observer);

@@ -275,6 +275,17 @@ void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<T
   for (DispatchObserver* o : observers) o->on_op(op, inputs, attrs, outputs);
 }
 
+namespace {
+// An abstract run's output: a storage of its size that holds no bytes (torch.compile's fake
+// tensors), so that tracing a step takes none of the device's memory.
+Tensor without_bytes(const TensorMeta& m, Device device) {
+  static const auto borrowed_from_nothing = std::make_shared<int>(0);  // never freed
+  auto storage = std::make_shared<Storage>(nullptr, size_t(numel(m.shape)) * dtype_size(m.dtype),
+                                           borrowed_from_nothing, device);
+  return Tensor(std::move(storage), m.shape, dense_strides(m.shape, m.format), 0, m.dtype);
+}
+}  // namespace
+
 std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs attrs) {
   detail::apply_autocast(op, inputs);  // its casts are ops of their own, dispatched first
   std::vector<Tensor> outputs;
@@ -291,7 +302,8 @@ std::vector<Tensor> dispatch(const OpDef& op, std::vector<Tensor> inputs, Attrs 
     } else {
       outputs.reserve(metas.size());
       for (const TensorMeta& m : metas)
-        outputs.push_back(Tensor::empty(m.shape, m.dtype, device, m.format));
+        outputs.push_back(abstract ? without_bytes(m, device)
+                                   : Tensor::empty(m.shape, m.dtype, device, m.format));
     }
   }
   launch_op(op, inputs, attrs, outputs);

@@ -337,6 +337,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
         device, stop - first >= 2 ? first + 1 : first);  // a warm step where there is one
   }
   auto evaluate = [&](int64_t step) {  // every rank
+    // The last step's gradients are used up: dropped, with its graph's arena when compiled.
+    opt.zero_grad();
     const Evaluation e = autocast([&] { return task->evaluate(); });
     if (!lead) return;
     char line[160];

@@ -252,6 +252,28 @@ assert p["stage"] == planned.index(max(planned)) == peaks.index(max(peaks)) == 0
 assert p["peak_bytes"] == max(planned) and abs(p["peak_bytes"] - step) <= 0.05 * step, (p, step)
 ' "$json" "$stages" "$step" || fail "$layout: planned $json, measured $stages, step 2 $step"
 done
+# capture takes no device memory (its outputs hold no bytes): a step that fits only compiled
+# trains compiled on a device that holds its plan but not eager's step, peaking at the plan
+# from step 1
+printf '%s\n' '{"device": {"name": "between", "memory_bytes": 2800000, "peak_flops_f64": 1e12,' \
+  '"peak_flops_f32": 1e12, "peak_flops_bf16": 1e12, "memory_bandwidth": 1e11,' \
+  '"launch_overhead": 0, "host_link": {"bandwidth": 1e10, "latency": 0},' \
+  '"interconnect": {"bandwidth": 1e10, "latency": 0}, "topology": "ring", "node_size": 8,' \
+  '"network": {"bandwidth": 1e10, "latency": 0}}}' >"$tmp/between.json"
+json=$("$dlf" plan --model gpt-nano --devices 1 --compile --batch 4 --seq 32 --json \
+  --device "sim:$tmp/between.json" 2>"$tmp/log") || fail "plan on between.json: $(cat "$tmp/log")"
+grep -q '"fits":true' <<<"$json" || fail "gpt-nano's compiled step should fit 2.8 MB: $json"
+train --steps 2 --device "sim:$tmp/between.json" 2>"$tmp/log" &&
+  fail "eager gpt-nano should not fit 2.8 MB"
+grep -q "out of memory" "$tmp/log" || fail "eager on 2.8 MB: $(cat "$tmp/log")"
+train --steps 2 --device "sim:$tmp/between.json" --compile --metrics "$tmp/between.jsonl" \
+  2>"$tmp/log" || fail "compiled gpt-nano on 2.8 MB: $(cat "$tmp/log")"
+python3 -c '
+import json, sys
+p = json.loads(sys.argv[1])
+steps = [json.loads(l) for l in open(sys.argv[2]) if "\"sim_peak_bytes\"" in l]
+assert len(steps) == 2 and all(abs(s["sim_peak_bytes"] - p["peak_bytes"]) <= 0.01 * p["peak_bytes"] for s in steps), (p, steps)
+' "$json" "$tmp/between.jsonl" || fail "compiled on 2.8 MB: planned $json, run $(cat "$tmp/between.jsonl")"
 expect_error 1 plan --model gpt-nano --devices 2 --compile --zero 3 --offload params
 expect_error 1 plan --model unet-tiny --devices 2 --pp 2 --compile
 expect_error 1 plan --model bert-mini --devices 2 --tp 2 --compile
