@@ -12,6 +12,13 @@ expect_error() {  # expect_error CODE ARGS...: exit code CODE and exactly one li
 }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 train() { "$dlf" --threads 1 train --model gpt-nano --batch 4 --seq 32 "$@"; }
+sim_spec() {  # sim_spec NAME MEMORY_BYTES: a simulated device's spec JSON on stdout
+  printf '%s\n' "{\"device\": {\"name\": \"$1\", \"memory_bytes\": $2, \"peak_flops_f64\": 1e12," \
+    '"peak_flops_f32": 1e12, "peak_flops_bf16": 1e12, "memory_bandwidth": 1e11,' \
+    '"launch_overhead": 0, "host_link": {"bandwidth": 1e10, "latency": 0},' \
+    '"interconnect": {"bandwidth": 1e10, "latency": 0}, "topology": "ring", "node_size": 8,' \
+    '"network": {"bandwidth": 1e10, "latency": 0}}}'
+}
 losses() { grep '"loss"' "$1" | sed 's/.*"loss":\([^,]*\).*/\1/'; }
 norms() { grep '"grad_norm"' "$1" | sed 's/.*"grad_norm":\([^,]*\).*/\1/'; }
 close() {  # close A B [TOLERANCE]: within TOLERANCE (1e-5) relative

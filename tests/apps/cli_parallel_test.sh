@@ -107,12 +107,8 @@ grep -q '"sim_step_ms"' "$tmp/dp4.jsonl" || fail "no sim_step_ms in the metrics"
 grep -q '"name":"comm"' "$tmp/trace.json" || fail "trace has no comm track"
 grep -q '"name":"allreduce world ' "$tmp/trace.json" || fail "trace has no allreduce"
 grep -q '"name":"matmul \[' "$tmp/trace.json" || fail "trace ops are not named with shapes"
-printf '%s\n' '{"device": {"name": "tiny", "memory_bytes": 1000000, "peak_flops_f64": 1e12,' \
-  '"peak_flops_f32": 1e12, "peak_flops_bf16": 1e12, "memory_bandwidth": 1e11,' \
-  '"launch_overhead": 0, "host_link": {"bandwidth": 1e10, "latency": 0},' \
-  '"interconnect": {"bandwidth": 1e10, "latency": 0}, "topology": "ring", "node_size": 8,' \
-  '"network": {"bandwidth": 1e10, "latency": 0}}}' >"$tmp/tiny.json"
-sed 's/"memory_bytes": 1000000/"memory_bytes": 200000000/; s/"tiny"/"small"/' "$tmp/tiny.json" >"$tmp/small.json"
+sim_spec tiny 1000000 >"$tmp/tiny.json"
+sim_spec small 200000000 >"$tmp/small.json"
 # the layout must fit this machine's memory too (DLF_HOST_MEMORY stands for a small host)
 out=$(DLF_HOST_MEMORY=1G "$dlf" train --model gpt-mini --devices 4 --steps 1 --batch 4 2>&1) ||
   fail "a layout that fits a 1 GiB host: $out"

@@ -255,11 +255,7 @@ done
 # capture takes no device memory (its outputs hold no bytes): a step that fits only compiled
 # trains compiled on a device that holds its plan but not eager's step, peaking at the plan
 # from step 1
-printf '%s\n' '{"device": {"name": "between", "memory_bytes": 2800000, "peak_flops_f64": 1e12,' \
-  '"peak_flops_f32": 1e12, "peak_flops_bf16": 1e12, "memory_bandwidth": 1e11,' \
-  '"launch_overhead": 0, "host_link": {"bandwidth": 1e10, "latency": 0},' \
-  '"interconnect": {"bandwidth": 1e10, "latency": 0}, "topology": "ring", "node_size": 8,' \
-  '"network": {"bandwidth": 1e10, "latency": 0}}}' >"$tmp/between.json"
+sim_spec between 2800000 >"$tmp/between.json"
 json=$("$dlf" plan --model gpt-nano --devices 1 --compile --batch 4 --seq 32 --json \
   --device "sim:$tmp/between.json" 2>"$tmp/log") || fail "plan on between.json: $(cat "$tmp/log")"
 grep -q '"fits":true' <<<"$json" || fail "gpt-nano's compiled step should fit 2.8 MB: $json"
