@@ -87,6 +87,11 @@ int64_t last_level_cache_bytes() {
   return file >> kib && kib > 0 ? kib << 10 : int64_t(32) << 20;
 }
 
+// After moving this many last-level caches of bytes, a kernel starts fully cold: on an AMD EPYC
+// VM (32 MiB of L3) a small matmul ([32, 256] by [128, 256]) took 18 us after itself, 20 more
+// after copies that moved 64 MiB, 45 after 128 and 60 after 256.
+constexpr double kColdCaches = 8;
+
 // A case's step: runs its ops on one copy of its tensors and returns what they made (outputs
 // and fresh gradients), which the copy keeps until its next step, as a training step keeps its
 // activations and gradients. So each op writes memory that no recent op touched: written into
@@ -98,11 +103,14 @@ using Step = std::function<std::vector<Tensor>()>;
 // that each finds its inputs out of the last-level cache, as a training step's ops mostly do
 // (rerun on the same tensors, a case would find them in this CPU's cache and run faster than in
 // any model). Copies until a pass moves twice the cache's bytes (at most 16); one for a case
-// bound by compute at `peaks`, whose time the cache hardly moves.
+// bound by compute at `peaks`, whose time the cache hardly moves. Its passes are watched by
+// `recorder`, which every case shares so that each op's cold start counts the bytes of all of
+// them (the other sizes run between two passes of one).
 class Sized {
  public:
-  Sized(const SimSpec& peaks, OpClass c, const std::function<Step(int64_t)>& make, int64_t size)
-      : class_(c) {
+  Sized(const SimSpec& peaks, OpClass c, const std::function<Step(int64_t)>& make, int64_t size,
+        OpClassTimes& recorder)
+      : class_(c), recorder_(&recorder) {
     steps_.push_back(make(size));
     kept_.emplace_back();
     (void)pass(1);  // warm-up
@@ -125,12 +133,13 @@ class Sized {
 
   // One pass over the first `count` copies (all by default), its ops of the class recorded.
   Run pass(size_t count = 0) const {
-    OpClassTimes times(SimSpec{}, /*keep_ops=*/true);  // its ops are read, not its prices
-    add_observer(&times);
+    const size_t first = recorder_->ops().size();
+    add_observer(recorder_);
     for (size_t i = 0; i < (count ? count : steps_.size()); ++i) kept_[i] = steps_[i]();
-    remove_observer(&times);
+    remove_observer(recorder_);
     Run run;
-    for (const auto& op : times.ops()) {
+    for (size_t i = first; i < recorder_->ops().size(); ++i) {
+      const OpClassTimes::Op& op = recorder_->ops()[i];
       if (op.op_class != class_) continue;
       run.ops.push_back(op);
       run.measured += op.measured;
@@ -138,24 +147,34 @@ class Sized {
     return run;
   }
 
+  // A pass over the first copy right after a copy from `from` into `to` (as large as a cold
+  // start's bytes between them) has emptied the caches of its kernels' code and state.
+  Run cold_pass(const Tensor& from, Tensor& to) const {
+    to.copy_(from);
+    recorder_->moved(double(from.nbytes() + to.nbytes()));
+    return pass(1);
+  }
+
  private:
   OpClass class_;
+  OpClassTimes* recorder_;
   std::vector<Step> steps_;
   mutable std::vector<std::vector<Tensor>> kept_;  // each copy's last outputs, freed when it
                                                    // runs again (after its new ones are made)
 };
 
-// The pass of median time at each size, the sizes' passes taken in turn so that a slow spell of
-// a shared host slows them alike; at least 7 rounds, more (up to 41) until the rounds have taken
-// a second, so that a cheap case's median spans as long a stretch of the host's noise as a
-// costly one's.
-std::vector<Run> median_passes(const std::vector<Sized>& sizes) {
-  std::vector<std::vector<Run>> passes(sizes.size());
+// The run of median time of `pass_of(i)` for each i < count, the passes taken in turn so that a
+// slow spell of a shared host slows them alike; at least 7 rounds, more (up to 41) until the
+// rounds have taken a second, so that a cheap case's median spans as long a stretch of the host's
+// noise as a costly one's.
+template <typename Pass>
+std::vector<Run> median_runs(size_t count, Pass pass_of) {
+  std::vector<std::vector<Run>> passes(count);
   const auto start = std::chrono::steady_clock::now();
   while (passes[0].size() < 7 ||
          (passes[0].size() < 41 &&
           std::chrono::steady_clock::now() - start < std::chrono::seconds(1))) {
-    for (size_t i = 0; i < sizes.size(); ++i) passes[i].push_back(sizes[i].pass());
+    for (size_t i = 0; i < count; ++i) passes[i].push_back(pass_of(i));
   }
   std::vector<Run> medians;
   for (std::vector<Run>& runs : passes) {
@@ -170,9 +189,20 @@ std::vector<Run> median_passes(const std::vector<Sized>& sizes) {
 // Seconds a sim device of `spec` charges for a run's ops.
 double priced(const SimSpec& spec, const Run& run) {
   double seconds = 0;
-  for (const auto& op : run.ops)
-    seconds += sim::op_seconds(spec, op.flops, op.bytes, op.precision, op.op_class, op.rows);
+  for (const auto& op : run.ops) {
+    seconds +=
+        sim::op_seconds(spec, op.flops, op.bytes, op.precision, op.op_class, op.rows, op.cold);
+  }
   return seconds;
+}
+
+// The cold overhead that prices a run of class c's kernels started cold at its measured time:
+// what it took beyond its price without one, over the shares of a cold start its kernels paid.
+double fit_cold_overhead(SimSpec spec, OpClass c, const Run& cold) {
+  double shares = 0;
+  for (const auto& op : cold.ops) shares += op.cold;
+  spec.efficiency[static_cast<size_t>(c)].cold_overhead = 0;
+  return shares > 0 ? std::max(0.0, (cold.measured - priced(spec, cold)) / shares) : 0;
 }
 
 // How far `spec` prices the runs from their measured times: the sum of their squared log ratios,
@@ -355,23 +385,41 @@ std::array<KernelEfficiency, kOpClasses> kernel_efficiency(const SimSpec& peaks)
   };
   SimSpec spec = peaks;
   spec.efficiency = {};
+  OpClassTimes recorder(peaks, /*keep_ops=*/true);  // its ops' costs, times and cold starts
+  // What a cold start's bytes move through the caches before a kernel timed cold.
+  const Tensor from = zeros({int64_t(peaks.cold_bytes / 8)});
+  Tensor to = zeros_like(from);
   for (const Case& c : cases) {
     std::vector<Sized> sizes;
-    for (const int64_t size : c.sizes) sizes.emplace_back(peaks, c.op_class, c.at, size);
-    const std::vector<Run> runs = median_passes(sizes);
+    for (const int64_t size : c.sizes) sizes.emplace_back(peaks, c.op_class, c.at, size, recorder);
+    const std::vector<Run> runs =
+        median_runs(sizes.size(), [&](size_t i) { return sizes[i].pass(); });
     KernelEfficiency& e = spec.efficiency[static_cast<size_t>(c.op_class)];
     if (c.fits == Fits::compute) {
-      // The overhead stays the streaming kernels'. No share above the matmul peak: where these
+      // The overheads stay the streaming kernels'. No share above the matmul peak: where these
       // kernels are bound by memory their compute share is not seen, and the peak is left.
       e.compute = fit_share(
           spec, c.op_class, runs, [](KernelEfficiency& k, double share) { k.compute = share; }, 1);
-    } else if (c.fits == Fits::memory) {
-      e = fit_curve(spec, c.op_class, runs,
-                    [](KernelEfficiency& k, double share) { k.memory = share; });
-    } else {
-      e = fit_curve(spec, c.op_class, runs,
-                    [](KernelEfficiency& k, double share) { k.compute = k.memory = share; });
+      continue;
     }
+    const auto fit = [&] {
+      return c.fits == Fits::memory
+                 ? fit_curve(spec, c.op_class, runs,
+                             [](KernelEfficiency& k, double share) { k.memory = share; })
+                 : fit_curve(spec, c.op_class, runs, [](KernelEfficiency& k, double share) {
+                     k.compute = k.memory = share;
+                   });
+    };
+    e = fit();
+    if (peaks.cold_bytes <= 0) continue;
+    // The smallest size started cold: its cold overhead, then the curve again with it (the
+    // passes above start some kernels cold too, after the other sizes), then the overhead again.
+    const Run cold = median_runs(1, [&](size_t) { return sizes[0].cold_pass(from, to); })[0];
+    for (int round = 0; round < 2; ++round) {
+      e.cold_overhead = fit_cold_overhead(spec, c.op_class, cold);
+      e = fit();
+    }
+    e.cold_overhead = fit_cold_overhead(spec, c.op_class, cold);
   }
   return spec.efficiency;
 }
@@ -386,6 +434,7 @@ SimSpec cpu_spec() {
   const Tensor big = zeros({int64_t(32) << 20});  // 128 MiB of f32
   s.memory_bandwidth = 2.0 * double(big.nbytes()) / median_seconds(5, [&] { (void)big.clone(); });
   const Tensor one = zeros({1});
+  s.cold_bytes = kColdCaches * double(last_level_cache_bytes());
   s.launch_overhead = median_seconds(5,
                                      [&] {
                                        for (int i = 0; i < 1000; ++i) (void)(one + one);

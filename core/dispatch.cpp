@@ -161,10 +161,10 @@ bool costly_to_recompute(const OpDef& op, Inputs inputs, const Attrs& attrs,
 }
 
 double simulated_seconds(const SimSpec& spec, const OpDef& op, const Cost& cost, Inputs inputs,
-                         std::span<const Tensor> outputs) {
+                         std::span<const Tensor> outputs, double cold) {
   const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
   return sim::op_seconds(spec, cost.flops, cost.bytes_read + cost.bytes_written,
-                         math_precision(dtype), op_class(op.name), cost.rows);
+                         math_precision(dtype), op_class(op.name), cost.rows, cold);
 }
 
 namespace {
@@ -201,7 +201,10 @@ std::string cost_args(const Cost& c) {
 void charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs,
                       std::span<const Tensor> outputs) {
   const Cost c = op_cost(op, inputs, attrs, outputs);
-  const double seconds = simulated_seconds(sim::spec_of(device), op, c, inputs, outputs);
+  const SimSpec& spec = sim::spec_of(device);
+  const double cold =
+      sim::cold_starts(device).run(op.name, c.bytes_read + c.bytes_written, spec.cold_bytes);
+  const double seconds = simulated_seconds(spec, op, c, inputs, outputs, cold);
   const double start = sim::timeline(device).run(sim::Stream::compute, seconds);
   if (trace::enabled()) {
     trace::span(device, sim::Stream::compute, span_name(op, inputs), start, seconds, cost_args(c));

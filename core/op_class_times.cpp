@@ -13,7 +13,9 @@ void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const OpClass c = op_class(op.name);
   const Cost cost = op_cost(op, inputs, attrs, outputs);
-  const double predicted = simulated_seconds(spec_, op, cost, inputs, outputs);
+  const double bytes = cost.bytes_read + cost.bytes_written;
+  const double cold = cold_starts_.run(op.name, bytes, spec_.cold_bytes);
+  const double predicted = simulated_seconds(spec_, op, cost, inputs, outputs, cold);
   auto named = ops_by_name_.find(op.name);
   if (named == ops_by_name_.end()) named = ops_by_name_.emplace(op.name, Totals{}).first;
   for (Totals* t : {&classes_[static_cast<size_t>(c)], &named->second}) {
@@ -26,8 +28,9 @@ void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
     ops_.push_back({.op_class = c,
                     .precision = math_precision(dtype),
                     .flops = cost.flops,
-                    .bytes = cost.bytes_read + cost.bytes_written,
+                    .bytes = bytes,
                     .rows = cost.rows,
+                    .cold = cold,
                     .measured = measured});
   }
 }

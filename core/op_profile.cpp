@@ -19,13 +19,15 @@ void OpProfile::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
     children = stack_.back().children;
     stack_.pop_back();
     // A simulated device's clock instead: it charges an outermost op its roofline time, which
-    // covers the ops that op dispatches (a collective: none, its time is the comm stream's).
+    // covers the ops that op dispatches (a collective: none, its time is the comm stream's),
+    // and the cold start it has just priced.
     const Device device = !outputs.empty()  ? outputs[0].device()
                           : !inputs.empty() ? inputs[0].device()
                                             : kCPU;
     if (device.type != DeviceType::cpu) {
       seconds = stack_.empty() && !op.view && !op.collective
-                    ? simulated_seconds(sim::spec_of(device), op, c, inputs, outputs)
+                    ? simulated_seconds(sim::spec_of(device), op, c, inputs, outputs,
+                                        sim::cold_starts(device).last_share())
                     : 0;
       children = 0;
     }

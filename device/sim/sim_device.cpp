@@ -78,6 +78,7 @@ struct DeviceState {
       : spec(std::move(s)), allocator(device, &spec, &clock) {}
   SimSpec spec;
   Timeline clock;
+  ColdStarts cold_starts;
   SimAllocator allocator;
 };
 
@@ -118,20 +119,22 @@ void configure(Device device, const SimSpec& spec) {
 
 const SimSpec& spec_of(Device device) { return state(device).spec; }
 Timeline& timeline(Device device) { return state(device).clock; }
+ColdStarts& cold_starts(Device device) { return state(device).cold_starts; }
 Allocator& device_allocator(Device device) { return state(device).allocator; }
 
 void reset(Device device) {
   DeviceState& s = state(device);
   s.clock = Timeline{};
+  s.cold_starts = ColdStarts{};
   s.allocator.reset_peak();
 }
 
 double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision,
-                  OpClass op_class, double rows) {
+                  OpClass op_class, double rows, double cold) {
   const KernelEfficiency& e = spec.efficiency[static_cast<size_t>(op_class)];
   return std::max(flops / (e.compute * spec.peak_flops(precision)) + rows * e.row_overhead,
                   bytes / (e.memory * spec.memory_bandwidth)) +
-         e.overhead + spec.launch_overhead;
+         e.overhead + cold * e.cold_overhead + spec.launch_overhead;
 }
 
 double host_compute(Device device, double flops, double bytes) {

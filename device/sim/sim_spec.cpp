@@ -59,13 +59,14 @@ void optional_field(Archive& ar, const char* name, T& value) {
 
 }  // namespace
 
-// Each figure may be left out: it keeps the peaks' (1, 1, 0, 0).
+// Each figure may be left out: it keeps the peaks' (1, 1, 0, 0, 0).
 template <class Archive>
 void serialize(Archive& ar, KernelEfficiency& e) {
   optional_field(ar, "compute", e.compute);
   optional_field(ar, "memory", e.memory);
   optional_field(ar, "overhead", e.overhead);
   optional_field(ar, "row_overhead", e.row_overhead);
+  optional_field(ar, "cold_overhead", e.cold_overhead);
 }
 
 namespace {
@@ -94,6 +95,7 @@ void serialize(Archive& ar, SimSpec& s) {
      cereal::make_nvp("topology", s.topology), cereal::make_nvp("node_size", s.node_size),
      cereal::make_nvp("network", s.network));
   optional_field(ar, "host", s.host);
+  optional_field(ar, "cold_bytes", s.cold_bytes);
   EfficiencyByClass efficiency{s.efficiency};
   optional_field(ar, "efficiency", efficiency);
 }
@@ -125,6 +127,8 @@ void SimSpec::validate() const {
   DLF_CHECK(launch_overhead >= 0 && host_link.latency >= 0 && interconnect.latency >= 0 &&
                 network.latency >= 0,
             "device spec '", name, "': latencies and launch_overhead must be >= 0");
+  DLF_CHECK(cold_bytes >= 0, "device spec '", name,
+            "': cold_bytes must be >= 0 (0: kernels never start cold)");
   DLF_CHECK(host.flops >= 0 && host.memory_bandwidth >= 0, "device spec '", name,
             "': host.flops and host.memory_bandwidth must be >= 0 (0: the host's work untimed)");
   if (topology == Topology::nodes) {
@@ -133,9 +137,11 @@ void SimSpec::validate() const {
   }
   for (int c = 0; c < kOpClasses; ++c) {
     const KernelEfficiency& e = efficiency[size_t(c)];
-    DLF_CHECK(e.compute > 0 && e.memory > 0 && e.overhead >= 0 && e.row_overhead >= 0,
-              "device spec '", name, "': efficiency of ", op_class_name(OpClass(c)),
-              ": compute and memory must be positive, overhead and row_overhead >= 0");
+    DLF_CHECK(
+        e.compute > 0 && e.memory > 0 && e.overhead >= 0 && e.row_overhead >= 0 &&
+            e.cold_overhead >= 0,
+        "device spec '", name, "': efficiency of ", op_class_name(OpClass(c)),
+        ": compute and memory must be positive, overhead, row_overhead and cold_overhead >= 0");
   }
 }
 
@@ -279,12 +285,13 @@ SimSpec sim_spec_from_json(const std::string& json) {
     cereal::JSONInputArchive archive(is);
     archive(cereal::make_nvp("device", spec));
     if (backward.compute == -1) {  // absent: attention's; an entry without compute: the peak
-      const bool absent =
-          backward.memory == 1 && backward.overhead == 0 && backward.row_overhead == 0;
+      const bool absent = backward.memory == 1 && backward.overhead == 0 &&
+                          backward.row_overhead == 0 && backward.cold_overhead == 0;
       backward = absent ? spec.efficiency[size_t(OpClass::attention)]
                         : KernelEfficiency{.memory = backward.memory,
                                            .overhead = backward.overhead,
-                                           .row_overhead = backward.row_overhead};
+                                           .row_overhead = backward.row_overhead,
+                                           .cold_overhead = backward.cold_overhead};
     }
   } catch (const Error&) {
     throw;

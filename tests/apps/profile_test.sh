@@ -61,6 +61,13 @@ grep -q "matmul .* GFLOP/s f32" "$tmp/log" || fail "calibrate summary: $(cat "$t
 grep -q '"peak_flops_f32"' "$tmp/cpu.json" || fail "calibrate spec: $(cat "$tmp/cpu.json")"
 grep -q "attention .* kernels reach" "$tmp/log" || fail "calibrate's efficiency summary: $(cat "$tmp/log")"
 grep -q '"normalisation": {' "$tmp/cpu.json" || fail "calibrate's efficiency table: $(cat "$tmp/cpu.json")"
+# Kernels started cold (after the caches emptied) take longer: the calibration finds it so.
+python3 - "$tmp/cpu.json" <<'PY' || fail "calibrate's cold starts: $(cat "$tmp/cpu.json")"
+import json, sys
+device = json.load(open(sys.argv[1]))["device"]
+assert device["cold_bytes"] > 0, "cold_bytes"
+assert max(e["cold_overhead"] for e in device["efficiency"].values()) > 0, "cold_overhead"
+PY
 train --steps 1 --device "sim:$tmp/cpu.json" 2>"$tmp/log" || fail "train on the calibrated spec: $(cat "$tmp/log")"
 expect_error 1 --threads 1 calibrate --out "$tmp/cpu.json/under-a-file.json"
 grep -q '"peak_flops_f32"' "$tmp/cpu.json" || fail "a failed calibrate damaged the spec it could not write under"
@@ -80,8 +87,9 @@ sed -n '/^matmul /,/^attention /p' <<<"$out" | grep -Eq "^  linear +[0-9.]+ +[0-
   fail "no linear row under matmul: $out"
 sed -n '/^optimizer /,/^in ops /p' <<<"$out" | grep -Eq "^  adam_update_ +[0-9.]+ " ||
   fail "no adam_update_ row under optimizer: $out"
-# every peak unbounded and no class overhead: each op predicted at the launch overhead alone
-sed -E 's/("(peak_flops_[a-z0-9]+|memory_bandwidth)"): [0-9.e+]+/\1: 1e30/; s/"overhead": [0-9.e+-]+/"overhead": 0.0/' \
+# every peak unbounded, no class overhead and no cold start: each op predicted at the launch
+# overhead alone
+sed -E 's/("(peak_flops_[a-z0-9]+|memory_bandwidth)"): [0-9.e+]+/\1: 1e30/; s/"overhead": [0-9.e+-]+/"overhead": 0.0/; s/"cold_bytes": [0-9.e+]+/"cold_bytes": 0.0/' \
   "$tmp/cpu.json" >"$tmp/unbounded.json"
 overhead=$(sed -n 's/.*"launch_overhead": \([0-9.e+-]*\).*/\1/p' "$tmp/cpu.json" | head -1)
 out=$("$dlf" --threads 1 profile --model gpt-nano --batch 4 --seq 32 --steps 3 \

@@ -3,6 +3,8 @@
 #include <sstream>
 #include <thread>
 
+#include <dlf/core/op_class_times.h>
+
 #include "test_util.h"
 
 namespace dlf {
@@ -211,10 +213,76 @@ TEST_CASE("sim device: an op's class sets how near its kernel comes to the peaks
   (void)scaled_dot_product_attention(q, kv, kv);
   const double pairs = 2.0 * 3 * 10 * 12, rows = 2.0 * 3 * 10;
   const double read = 4.0 * (2 * 3 * 10 * 8 + 2 * 2 * 3 * 12 * 8);
-  const double written = 4.0 * (2 * 3 * 10 * 8 + 2 * 3 * 10);  // the output and its logsumexp
+  const double written = 4.0 * (2 * 3 * 10 * 8 + 2 * 3 * 10);      // the output and its logsumexp
   CHECK((read + written) / 1e11 < pairs * (4 * 8 + 5) / 0.25e12);  // bound by compute
   CHECK(sim::timeline(dev).now() ==
         doctest::Approx(pairs * (4 * 8 + 5) / 0.25e12 + rows * 5e-9 + 3e-6 + 1e-6).epsilon(1e-12));
+}
+
+TEST_CASE(
+    "sim device: a kernel starts cold once the device has moved cold_bytes since its op ran") {
+  sim::ColdStarts never;
+  CHECK(never.run("add", 100, 0) == 0);  // no cold_bytes: kernels never start cold
+  CHECK(never.run("mul", 100, 0) == 0);
+  sim::ColdStarts starts;
+  CHECK(starts.run("add", 100, 1000) == 1);  // its first run
+  CHECK(starts.run("add", 100, 1000) == 0);  // right after itself
+  CHECK(starts.run("mul", 300, 1000) == 1);
+  starts.moved(100);                                           // work that is not priced
+  CHECK(starts.run("add", 50, 1000) == doctest::Approx(0.4));  // mul's 300 bytes and those 100
+  CHECK(starts.last_share() == doctest::Approx(0.4));
+  starts.moved(5000);
+  CHECK(starts.run("mul", 100, 1000) == 1);  // at most a whole cold start
+
+  const Device dev{DeviceType::sim, 9};
+  const double tensor = 4.0 * 64 * 32;  // bytes of each [64, 32] f32 tensor
+  SimSpec spec = small_spec(0);
+  spec.memory_bandwidth = 1e11;
+  spec.launch_overhead = 0;
+  spec.cold_bytes = 4 * tensor;
+  spec.efficiency = {};
+  spec.efficiency[size_t(OpClass::elementwise)].cold_overhead = 1e-5;
+  sim::configure(dev, spec);
+  const Tensor a = ones({64, 32}, {.device = dev});
+  sim::reset(dev);  // every kernel starts cold again
+  const double add = 3 * tensor / 1e11, scale = 2 * tensor / 1e11;
+  Tensor b = a + a;  // add's first kernel: all of a cold start
+  CHECK(sim::timeline(dev).now() == doctest::Approx(add + 1e-5).epsilon(1e-12));
+  b = b + b;  // right after itself: none
+  CHECK(sim::timeline(dev).now() == doctest::Approx(2 * add + 1e-5).epsilon(1e-12));
+  b = b * 2.0;  // mul_scalar's first
+  b = b + b;    // after mul_scalar's two tensors' bytes: half
+  const double charged = 3 * add + scale + 1e-5 + 1e-5 + 0.5e-5;
+  CHECK(sim::timeline(dev).now() == doctest::Approx(charged).epsilon(1e-12));
+  // What a profile on the device shows is what the device charged, its cold start included.
+  OpProfile profile;
+  b = b * 2.0;  // after add's three tensors: three quarters
+  CHECK(profile.outermost().seconds == doctest::Approx(scale + 0.75e-5).epsilon(1e-12));
+  CHECK(sim::timeline(dev).now() == doctest::Approx(charged + scale + 0.75e-5).epsilon(1e-12));
+  // `dlf profile --compare` prices cpu ops as that device would, cold starts counted from the ops
+  // it has watched.
+  OpClassTimes compare(spec, /*keep_ops=*/true);
+  add_observer(&compare);
+  const Tensor x = ones({64, 32});
+  (void)(x + x);
+  (void)(x + x);
+  remove_observer(&compare);
+  REQUIRE(compare.ops().size() == 3);  // full (ones), then the two adds
+  CHECK(compare.ops()[1].cold == 1);
+  CHECK(compare.ops()[2].cold == 0);
+  const double full = tensor / 1e11;
+  CHECK(compare.by_class()[size_t(OpClass::elementwise)].predicted ==
+        doctest::Approx(full + 1e-5 + 2 * add + 1e-5).epsilon(1e-12));
+  // A spec's cold figures round-trip; negative ones are refused.
+  const SimSpec back = sim_spec_from_json(to_json(spec));
+  CHECK(back.cold_bytes == spec.cold_bytes);
+  CHECK(back.efficiency[size_t(OpClass::elementwise)].cold_overhead == 1e-5);
+  SimSpec bad = spec;
+  bad.cold_bytes = -1;
+  test::check_error([&] { bad.validate(); }, {"cold_bytes must be >= 0"});
+  bad = spec;
+  bad.efficiency[size_t(OpClass::matmul)].cold_overhead = -1e-6;
+  test::check_error([&] { bad.validate(); }, {"efficiency of matmul", "cold_overhead >= 0"});
 }
 
 TEST_CASE("meta device: same shapes, memory and time as sim, no data") {

@@ -148,9 +148,9 @@ bool costly_to_recompute(const OpDef& op, Inputs inputs, const Attrs& attrs,
                          std::span<const Tensor> outputs);
 /// The time a sim or meta device of `spec` charges an outermost op of that cost: its roofline
 /// time at the peak of the outputs' precision and the efficiency of the op's class, plus the
-/// overheads (sim::op_seconds).
+/// overheads, `cold` of a cold start's among them (sim::op_seconds).
 double simulated_seconds(const SimSpec& spec, const OpDef& op, const Cost& cost, Inputs inputs,
-                         std::span<const Tensor> outputs);
+                         std::span<const Tensor> outputs, double cold = 0);
 
 /// Something that watches every dispatched op (the profiler, the sim clock, graph capture).
 /// Observers run on the thread that dispatched the op.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <dlf/core/op.h>
+#include <dlf/device/cold_starts.h>
 #include <dlf/device/sim_spec.h>
 
 namespace dlf {
@@ -16,8 +17,9 @@ namespace dlf {
 /// Watches the calling thread's outermost ops while it is an observer (add_observer).
 class OpClassTimes : public DispatchObserver {
  public:
-  /// Prices ops as a sim device of `spec` would (simulated_seconds; views are free there);
-  /// `keep_ops` keeps each op's cost and time as well (ops()).
+  /// Prices ops as a sim device of `spec` would (simulated_seconds, cold starts counted from
+  /// the ops it has watched; views are free there); `keep_ops` keeps each op's cost and time as
+  /// well (ops()).
   explicit OpClassTimes(SimSpec spec, bool keep_ops = false)
       : spec_(std::move(spec)), keep_ops_(keep_ops) {}
   /// Stops observing, if it still is (a step that threw never removed it).
@@ -47,17 +49,21 @@ class OpClassTimes : public DispatchObserver {
     double flops = 0;                              ///< its cost's FLOPs
     double bytes = 0;                              ///< bytes it reads and writes
     double rows = 0;                               ///< its cost's rows (Cost::rows)
+    double cold = 0;                               ///< the share of a cold start it paid
     double measured = 0;                           ///< seconds on the wall clock
   };
   /// Every op so far, in order, when constructed with keep_ops (else empty).
   const std::vector<Op>& ops() const { return ops_; }
   const SimSpec& spec() const { return spec_; }  ///< the one ops are priced by
+  /// Counts bytes moved by work it does not watch towards the next ops' cold starts.
+  void moved(double bytes) { cold_starts_.moved(bytes); }
 
  private:
   SimSpec spec_;
   bool keep_ops_ = false;
   int depth_ = 0;
   std::chrono::steady_clock::time_point start_;
+  sim::ColdStarts cold_starts_;
   std::array<Totals, kOpClasses> classes_{};
   std::map<std::string, Totals, std::less<>> ops_by_name_;
   std::vector<Op> ops_;

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include <dlf/device/allocator.h>
+#include <dlf/device/cold_starts.h>
 #include <dlf/device/device.h>
 #include <dlf/device/sim_spec.h>
 
@@ -45,16 +46,19 @@ class Timeline {
 /// Gives `device` (sim or meta) a spec. Unconfigured sim devices are a100-40gb; unconfigured
 /// meta devices are timed as a100-40gb with unlimited memory.
 void configure(Device device, const SimSpec& spec);
-const SimSpec& spec_of(Device device);  ///< the spec `device` was configured with
-Timeline& timeline(Device device);      ///< `device`'s clock
-/// Zeroes the device's clock and restarts its peak-memory measurement.
+const SimSpec& spec_of(Device device);   ///< the spec `device` was configured with
+Timeline& timeline(Device device);       ///< `device`'s clock
+ColdStarts& cold_starts(Device device);  ///< how cold each kernel starts on `device`
+/// Zeroes the device's clock, forgets which kernels ran (all start cold again) and restarts its
+/// peak-memory measurement.
 void reset(Device device);
 
 /// Kernel time by the roofline model at the efficiency of its class (KernelEfficiency):
 /// max(flops / (compute · peak) + rows · row_overhead, bytes / (memory · bandwidth)) + overhead
-/// + launch overhead.
+/// + cold · cold_overhead + launch overhead, with `cold` the share of a cold start it pays
+/// (ColdStarts::run).
 double op_seconds(const SimSpec& spec, double flops, double bytes, MathPrecision precision,
-                  OpClass op_class, double rows = 0);
+                  OpClass op_class, double rows = 0, double cold = 0);
 /// A copy of `bytes` between `device` and host memory over its host link: latency +
 /// bytes / bandwidth on the device's host stream, after what its compute stream has queued
 /// (which makes or last used the data) and, for a download, its comm stream too (a reduced

@@ -58,12 +58,14 @@ OpClass op_class(std::string_view name);
 /// (Cost::rows) moving B bytes takes overhead + max(W / (compute · peak) + R · row_overhead,
 /// B / (memory · bandwidth)), plus the device's launch overhead — so the share of the peak it
 /// achieves grows with its size towards `compute` (or `memory`), the curve a class's kernels
-/// follow, and with the length of its rows (attention over short sequences reaches less).
+/// follow, and with the length of its rows (attention over short sequences reaches less) — plus
+/// the share of cold_overhead it starts cold (ColdStarts).
 struct KernelEfficiency {
-  double compute = 1;       ///< the share of the peak FLOP/s a large kernel reaches
-  double memory = 1;        ///< the share of the memory bandwidth a large kernel reaches
-  double overhead = 0;      ///< seconds each kernel takes beyond that (and launch_overhead)
-  double row_overhead = 0;  ///< seconds each row of a row-wise kernel adds to its FLOPs' time
+  double compute = 1;        ///< the share of the peak FLOP/s a large kernel reaches
+  double memory = 1;         ///< the share of the memory bandwidth a large kernel reaches
+  double overhead = 0;       ///< seconds each kernel takes beyond that (and launch_overhead)
+  double row_overhead = 0;   ///< seconds each row of a row-wise kernel adds to its FLOPs' time
+  double cold_overhead = 0;  ///< seconds a kernel adds when it starts fully cold (cold_bytes)
 };
 
 /// An accelerator as the simulator sees it: memory, peaks, links and overheads.
@@ -76,8 +78,11 @@ struct SimSpec {
   ///@}
   double memory_bandwidth = 0;  ///< bytes/s
   double launch_overhead = 0;   ///< seconds added to every op
-  LinkSpec host_link;           ///< to host memory (offload)
-  LinkSpec interconnect;        ///< between devices (within a node for Topology::nodes)
+  /// Bytes the device's kernels move after which a kernel starts fully cold (a CPU's caches and
+  /// page tables: KernelEfficiency::cold_overhead, ColdStarts); 0: kernels never start cold.
+  double cold_bytes = 0;
+  LinkSpec host_link;     ///< to host memory (offload)
+  LinkSpec interconnect;  ///< between devices (within a node for Topology::nodes)
   Topology topology = Topology::fully_connected;  ///< how devices are linked
   int node_size = 8;                              ///< devices per node (Topology::nodes)
   LinkSpec network;                               ///< between nodes (Topology::nodes)
