@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "core/abstract_run.h"
@@ -161,10 +162,12 @@ bool costly_to_recompute(const OpDef& op, Inputs inputs, const Attrs& attrs,
 }
 
 double simulated_seconds(const SimSpec& spec, const OpDef& op, const Cost& cost, Inputs inputs,
-                         std::span<const Tensor> outputs, double cold) {
+                         std::span<const Tensor> outputs, sim::ColdStarts* cold_starts) {
   const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
-  return sim::op_seconds(spec, cost.flops, cost.bytes_read + cost.bytes_written,
-                         math_precision(dtype), op_class(op.name), cost.rows, cold);
+  const double bytes = cost.bytes_read + cost.bytes_written;
+  const double cold = cold_starts ? cold_starts->run(op.name, bytes, spec.cold_bytes) : 0;
+  return sim::op_seconds(spec, cost.flops, bytes, math_precision(dtype), op_class(op.name),
+                         cost.rows, cold);
 }
 
 namespace {
@@ -197,38 +200,39 @@ std::string cost_args(const Cost& c) {
   return detail::concat("\"flops\":", c.flops, ",\"bytes\":", c.bytes_read + c.bytes_written);
 }
 
-// Advances a sim or meta device's compute stream by the op's roofline time.
-void charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs,
-                      std::span<const Tensor> outputs) {
+// Advances a sim or meta device's compute stream by the op's roofline time; returns it.
+double charge_simulated(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs,
+                        std::span<const Tensor> outputs) {
   const Cost c = op_cost(op, inputs, attrs, outputs);
-  const SimSpec& spec = sim::spec_of(device);
-  const double cold =
-      sim::cold_starts(device).run(op.name, c.bytes_read + c.bytes_written, spec.cold_bytes);
-  const double seconds = simulated_seconds(spec, op, c, inputs, outputs, cold);
+  const double seconds =
+      simulated_seconds(sim::spec_of(device), op, c, inputs, outputs, &sim::cold_starts(device));
   const double start = sim::timeline(device).run(sim::Stream::compute, seconds);
   if (trace::enabled()) {
     trace::span(device, sim::Stream::compute, span_name(op, inputs), start, seconds, cost_args(c));
   }
+  return seconds;
 }
 
 // A copy between a sim or meta device and the host (an op whose input is on another device
-// than its output: a copy) goes over the device's host link, on its host stream.
-bool charge_host_copy(Device device, const OpDef& op, Inputs inputs,
-                      std::span<const Tensor> outputs) {
-  if (inputs.empty() || !inputs[0].defined() || outputs.empty()) return false;
+// than its output: a copy) goes over the device's host link, on its host stream; returns its
+// seconds there (nothing for any other op).
+std::optional<double> charge_host_copy(Device device, const OpDef& op, Inputs inputs,
+                                       std::span<const Tensor> outputs) {
+  if (inputs.empty() || !inputs[0].defined() || outputs.empty()) return std::nullopt;
   const Device from = inputs[0].device();
   const bool up = from.type == DeviceType::cpu && device.type != DeviceType::cpu;
   const bool down = device.type == DeviceType::cpu && from.type != DeviceType::cpu;
-  if (!up && !down) return false;
+  if (!up && !down) return std::nullopt;
   const Device side = up ? device : from;
   const double bytes = double(outputs[0].nbytes());
   const double start = sim::host_copy(side, bytes, up);
+  sim::cold_starts(side).moved(bytes);
+  const double seconds = sim::timeline(side).now(sim::Stream::host) - start;
   if (trace::enabled()) {
-    const double seconds = sim::timeline(side).now(sim::Stream::host) - start;
     trace::span(side, sim::Stream::host, span_name(op, inputs) + (up ? " to device" : " to host"),
                 start, seconds, detail::concat("\"bytes\":", bytes));
   }
-  return true;
+  return seconds;
 }
 
 // A cpu op's span on the calling thread's track, from `began` (trace::now()) to now, and the
@@ -245,6 +249,7 @@ void trace_cpu(Device device, const OpDef& op, Inputs inputs, const Attrs& attrs
 // Composite ops dispatch inner ops; only the outermost op is charged to the device clock (its
 // cost formula covers the whole op).
 thread_local int dispatch_depth = 0;
+thread_local double charged_seconds = 0;  // last_charged_seconds()
 struct DepthGuard {
   DepthGuard() { ++dispatch_depth; }
   ~DepthGuard() { --dispatch_depth; }
@@ -252,6 +257,8 @@ struct DepthGuard {
 }  // namespace
 
 bool detail::running_kernel() { return dispatch_depth > 0; }
+
+double last_charged_seconds() { return charged_seconds; }
 
 void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<Tensor>& outputs) {
   for (DispatchObserver* o : observers) o->on_op_start(op);
@@ -270,9 +277,13 @@ void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<T
     }
     if (op.inplace >= 0) outputs[0].storage()->bump_version();
     for (int i : op.also_writes) inputs[size_t(i)].storage()->bump_version();
-    if (dispatch_depth == 1 && !abstract && !op.collective &&
-        !charge_host_copy(device, op, inputs, outputs) && device.type != DeviceType::cpu)
-      charge_simulated(device, op, inputs, attrs, outputs);
+    if (dispatch_depth == 1 && !abstract && !op.collective) {
+      const std::optional<double> copy = charge_host_copy(device, op, inputs, outputs);
+      charged_seconds = copy ? *copy
+                        : device.type != DeviceType::cpu
+                            ? charge_simulated(device, op, inputs, attrs, outputs)
+                            : 0;
+    }
     if (traced_cpu) trace_cpu(device, op, inputs, attrs, outputs, began);
   }
   for (DispatchObserver* o : observers) o->on_op(op, inputs, attrs, outputs);

@@ -2,6 +2,12 @@
 
 namespace dlf {
 
+void OpClassTimes::clear() {
+  classes_ = {};
+  ops_by_name_.clear();
+  ops_.clear();
+}
+
 void OpClassTimes::on_op_start(const OpDef&) {
   if (depth_++ == 0) start_ = std::chrono::steady_clock::now();
 }
@@ -13,9 +19,7 @@ void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const OpClass c = op_class(op.name);
   const Cost cost = op_cost(op, inputs, attrs, outputs);
-  const double bytes = cost.bytes_read + cost.bytes_written;
-  const double cold = cold_starts_.run(op.name, bytes, spec_.cold_bytes);
-  const double predicted = simulated_seconds(spec_, op, cost, inputs, outputs, cold);
+  const double predicted = simulated_seconds(spec_, op, cost, inputs, outputs, &cold_starts_);
   auto named = ops_by_name_.find(op.name);
   if (named == ops_by_name_.end()) named = ops_by_name_.emplace(op.name, Totals{}).first;
   for (Totals* t : {&classes_[static_cast<size_t>(c)], &named->second}) {
@@ -28,9 +32,9 @@ void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
     ops_.push_back({.op_class = c,
                     .precision = math_precision(dtype),
                     .flops = cost.flops,
-                    .bytes = bytes,
+                    .bytes = cost.bytes_read + cost.bytes_written,
                     .rows = cost.rows,
-                    .cold = cold,
+                    .cold = cold_starts_.last_share(),
                     .measured = measured});
   }
 }

@@ -1,5 +1,4 @@
 #include <dlf/core/op_profile.h>
-#include <dlf/device/sim_device.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,17 +17,13 @@ void OpProfile::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                   .count();
     children = stack_.back().children;
     stack_.pop_back();
-    // A simulated device's clock instead: it charges an outermost op its roofline time, which
-    // covers the ops that op dispatches (a collective: none, its time is the comm stream's),
-    // and the cold start it has just priced.
+    // A simulated device's clock instead: what it charged an outermost op, which covers the ops
+    // that op dispatches (a collective: none, its time is the comm stream's).
     const Device device = !outputs.empty()  ? outputs[0].device()
                           : !inputs.empty() ? inputs[0].device()
                                             : kCPU;
     if (device.type != DeviceType::cpu) {
-      seconds = stack_.empty() && !op.view && !op.collective
-                    ? simulated_seconds(sim::spec_of(device), op, c, inputs, outputs,
-                                        sim::cold_starts(device).last_share())
-                    : 0;
+      seconds = stack_.empty() && !op.view && !op.collective ? last_charged_seconds() : 0;
       children = 0;
     }
     if (!stack_.empty()) stack_.back().children += seconds;

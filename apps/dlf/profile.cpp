@@ -25,23 +25,26 @@ StepProfiler::StepProfiler(ProfileRequest request, Device device, SimSpec peaks,
   comparison_.emplace(predictor.spec);
 }
 
-// Only the steps are watched: evaluations and checkpoints between them are not.
+// Only the steps are watched: evaluations and checkpoints between them are not. The comparison
+// watches the skipped steps too, as a sim device would run them, to price the first step
+// profiled with its kernels warm; what it summed of them is dropped.
 void StepProfiler::begin_step(int64_t n) {
   if (n == request_.skip) {
     ops_.emplace(OpProfileOptions{.by_shape = request_.by_shape});
     if (request_.memory) memory_.emplace(device_);
+    if (comparison_) comparison_->clear();
   } else if (ops_) {
     add_observer(&*ops_);
     if (memory_) add_observer(&*memory_);
   }
-  if (ops_ && comparison_) add_observer(&*comparison_);
+  if (comparison_) add_observer(&*comparison_);
 }
 
 void StepProfiler::end_step(double seconds, double exposed_comm_seconds) {
+  if (comparison_) remove_observer(&*comparison_);
   if (!ops_) return;
   remove_observer(&*ops_);
   if (memory_) remove_observer(&*memory_);
-  if (comparison_) remove_observer(&*comparison_);
   ++steps_;
   seconds_ += seconds;
   exposed_comm_seconds_ += exposed_comm_seconds;
@@ -107,7 +110,7 @@ void run_calibrate(const std::string& out) {
     std::fprintf(
         stderr,
         "  %-18s kernels reach %.2f of the FLOP/s, %.2f of the bandwidth, +%.2f us each, +%.1f "
-        "cold%s\n",
+        "us cold%s\n",
         std::string(op_class_name(OpClass(c))).c_str(), e.compute, e.memory, e.overhead * 1e6,
         e.cold_overhead * 1e6,
         e.row_overhead > 0

@@ -244,9 +244,10 @@ TEST_CASE(
   spec.efficiency[size_t(OpClass::elementwise)].cold_overhead = 1e-5;
   sim::configure(dev, spec);
   const Tensor a = ones({64, 32}, {.device = dev});
+  (void)(a + a);
   sim::reset(dev);  // every kernel starts cold again
   const double add = 3 * tensor / 1e11, scale = 2 * tensor / 1e11;
-  Tensor b = a + a;  // add's first kernel: all of a cold start
+  Tensor b = a + a;  // add's first kernel since the reset: all of a cold start
   CHECK(sim::timeline(dev).now() == doctest::Approx(add + 1e-5).epsilon(1e-12));
   b = b + b;  // right after itself: none
   CHECK(sim::timeline(dev).now() == doctest::Approx(2 * add + 1e-5).epsilon(1e-12));
@@ -254,11 +255,18 @@ TEST_CASE(
   b = b + b;    // after mul_scalar's two tensors' bytes: half
   const double charged = 3 * add + scale + 1e-5 + 1e-5 + 0.5e-5;
   CHECK(sim::timeline(dev).now() == doctest::Approx(charged).epsilon(1e-12));
-  // What a profile on the device shows is what the device charged, its cold start included.
+  // What a profile on the device shows is what the device charged, its cold start included; a
+  // copy to the device, its time over the host link, and its bytes count towards cold starts.
   OpProfile profile;
   b = b * 2.0;  // after add's three tensors: three quarters
   CHECK(profile.outermost().seconds == doctest::Approx(scale + 0.75e-5).epsilon(1e-12));
   CHECK(sim::timeline(dev).now() == doctest::Approx(charged + scale + 0.75e-5).epsilon(1e-12));
+  const Tensor up = ones({64, 32}).to(dev);
+  const double link = spec.host_link.latency + tensor / spec.host_link.bandwidth;
+  CHECK(profile.rows().at("copy").seconds == doctest::Approx(link).epsilon(1e-9));
+  b = b * 2.0;  // after the copy's tensor alone: a quarter
+  CHECK(profile.rows().at("mul_scalar").seconds ==
+        doctest::Approx(2 * scale + 0.75e-5 + 0.25e-5).epsilon(1e-12));
   // `dlf profile --compare` prices cpu ops as that device would, cold starts counted from the ops
   // it has watched.
   OpClassTimes compare(spec, /*keep_ops=*/true);

@@ -17,6 +17,9 @@
 #include <dlf/device/sim_spec.h>
 
 namespace dlf {
+namespace sim {
+class ColdStarts;
+}  // namespace sim
 
 /// An attribute's value.
 using AttrValue =
@@ -148,9 +151,14 @@ bool costly_to_recompute(const OpDef& op, Inputs inputs, const Attrs& attrs,
                          std::span<const Tensor> outputs);
 /// The time a sim or meta device of `spec` charges an outermost op of that cost: its roofline
 /// time at the peak of the outputs' precision and the efficiency of the op's class, plus the
-/// overheads, `cold` of a cold start's among them (sim::op_seconds).
+/// overheads (sim::op_seconds) and, given the device's `cold_starts`, the share of a cold start
+/// the op's kernel pays there (which they count: sim::ColdStarts::run).
 double simulated_seconds(const SimSpec& spec, const OpDef& op, const Cost& cost, Inputs inputs,
-                         std::span<const Tensor> outputs, double cold = 0);
+                         std::span<const Tensor> outputs, sim::ColdStarts* cold_starts = nullptr);
+/// The seconds a sim or meta device charged the outermost op this thread dispatched last: its
+/// kernel's (simulated_seconds) or its copy's over the host link. What a DispatchObserver's
+/// on_op reads as that op's simulated time.
+double last_charged_seconds();
 
 /// Something that watches every dispatched op (the profiler, the sim clock, graph capture).
 /// Observers run on the thread that dispatched the op.

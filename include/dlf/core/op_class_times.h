@@ -57,6 +57,9 @@ class OpClassTimes : public DispatchObserver {
   const SimSpec& spec() const { return spec_; }  ///< the one ops are priced by
   /// Counts bytes moved by work it does not watch towards the next ops' cold starts.
   void moved(double bytes) { cold_starts_.moved(bytes); }
+  /// Forgets the ops and totals so far, not which kernels ran (their cold starts): what a run
+  /// did before the steps compared.
+  void clear();
 
  private:
   SimSpec spec_;

@@ -1,8 +1,8 @@
 // How cold each kernel starts on a device: a kernel whose code, state and page-table entries
 // the device's traffic since it last ran has pushed out of the caches runs slower than it does
-// after itself (KernelEfficiency::cold_overhead). On a CPU, a small oneDNN matmul takes 20 us
-// after itself and 80 after a copy of 128 MiB; the extra grows with the bytes moved in between
-// until about eight times the last-level cache.
+// after itself (KernelEfficiency::cold_overhead). On a CPU, a small oneDNN matmul takes 18 us
+// after itself and 60 more after copies that moved 256 MiB; the extra grows with the bytes moved
+// in between (README, "Cold starts").
 #pragma once
 #include <functional>
 #include <map>
