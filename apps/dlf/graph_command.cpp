@@ -207,6 +207,25 @@ CompiledStepMemory compiled_step_memory(const StepModel& model, int64_t batch, i
   return memory_of(c, model.name);
 }
 
+CompiledPlan plan_compiled_stages(const SimSpec& spec, const StepModel& model, int64_t batch,
+                                  int64_t seq, const std::string& precision, Replicas replicas) {
+  DeviceArg unbounded{.type = DeviceType::meta, .spec = spec};
+  unbounded.spec.memory_bytes = 0;  // planned whatever it needs, then held against the capacity
+  const std::vector<Device> meta = setup_devices(1, unbounded);
+  DefaultDeviceGuard on(meta[0]);
+  CompiledPlan plan;
+  for (int stage = 0; stage < replicas.pp; ++stage) {
+    replicas.stage = stage;
+    CompiledStepMemory s = compiled_step_memory(model, batch, seq, precision, replicas);
+    plan.stage_peaks.push_back(s.planned_peak());
+    if (stage == 0 || s.planned_peak() > plan.largest.planned_peak()) {
+      plan.largest = std::move(s);
+      plan.stage = stage;
+    }
+  }
+  return plan;
+}
+
 void run_graph(const GraphCommand& o) {
   const std::vector<Device> devices = setup_devices(1, parse_device_arg(o.device));
   DefaultDeviceGuard on(devices[0]);

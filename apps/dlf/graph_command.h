@@ -75,4 +75,19 @@ CompiledStepMemory compiled_step_memory(const StepModel& model, int64_t batch, i
                                         const std::string& precision,
                                         const Replicas& replicas = {});
 
+/// What a device of `spec` holds of the step compiled, planned on a meta device of that spec
+/// without its capacity: every pipeline stage of `replicas` captured (compiled_step_memory),
+/// the one of largest peak reported.
+struct CompiledPlan {
+  CompiledStepMemory largest;        ///< the stage of largest peak
+  int stage = 0;                     ///< which stage that is
+  std::vector<int64_t> stage_peaks;  ///< each stage's planned peak, in order
+  /// Whether the largest stage's peak fits the spec's memory (any, when it is unlimited)
+  bool fits(const SimSpec& spec) const {
+    return spec.memory_bytes == 0 || largest.planned_peak() <= spec.memory_bytes;
+  }
+};
+CompiledPlan plan_compiled_stages(const SimSpec& spec, const StepModel& model, int64_t batch,
+                                  int64_t seq, const std::string& precision, Replicas replicas);
+
 }  // namespace dlf::app

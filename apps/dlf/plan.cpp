@@ -71,10 +71,6 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
             "offload; leave out --recompute and --offload");
   DLF_CHECK(c.batch == 0 || c.batch % dp == 0, "dlf plan --compile: --batch ", c.batch,
             " does not split over ", dp, " replicas");
-  DeviceArg unbounded{.type = DeviceType::meta, .spec = device.spec};
-  unbounded.spec.memory_bytes = 0;  // planned whatever it needs, then held against the capacity
-  const std::vector<Device> meta = setup_devices(1, unbounded);
-  DefaultDeviceGuard on(meta[0]);
   const std::optional<models::GPTConfig> custom = gpt_by_dimensions(c);
   const StepModel model = custom ? StepModel(*custom) : StepModel(c.model);
   // --seq's default as the other plans': a GPT's context, BERT's benchmark length
@@ -87,27 +83,20 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   // A replica's rows; through a pipeline in micro-batches of --micro-batch, by default four a
   // stage (the eager planner's global batch)
   const int64_t rows = c.batch > 0 ? c.batch / dp : c.micro_batch * (pipeline ? 4 * c.pp : 1);
-  Replicas replicas{.dp = int(dp),
-                    .zero = zero,
-                    .tp = c.tp,
-                    .pp = c.pp,
-                    .micro_batch = pipeline ? c.micro_batch : 0,
-                    .schedule = parallel::parse_schedule(c.schedule),
-                    .virtual_stages = c.virtual_stages};
-  CompiledStepMemory m;  // the stage whose peak is largest
-  int largest = 0;
-  std::vector<int64_t> stage_peaks;
-  for (int stage = 0; stage < c.pp; ++stage) {
-    replicas.stage = stage;
-    const CompiledStepMemory s = compiled_step_memory(model, rows, seq, c.precision, replicas);
-    stage_peaks.push_back(s.planned_peak());
-    if (stage == 0 || s.planned_peak() > m.planned_peak()) {
-      m = s;
-      largest = stage;
-    }
-  }
+  const Replicas replicas{.dp = int(dp),
+                          .zero = zero,
+                          .tp = c.tp,
+                          .pp = c.pp,
+                          .micro_batch = pipeline ? c.micro_batch : 0,
+                          .schedule = parallel::parse_schedule(c.schedule),
+                          .virtual_stages = c.virtual_stages};
+  const CompiledPlan plan =
+      plan_compiled_stages(device.spec, model, rows, seq, c.precision, replicas);
+  const CompiledStepMemory& m = plan.largest;
+  const int largest = plan.stage;
+  const std::vector<int64_t>& stage_peaks = plan.stage_peaks;
   const int64_t capacity = device.spec.memory_bytes;
-  const bool fits = capacity == 0 || m.planned_peak() <= capacity;
+  const bool fits = plan.fits(device.spec);
   if (c.json) {
     JsonLine line;
     line.add("model", model.name)

@@ -32,7 +32,9 @@
 #include <dlf/parallel/mpi.h>
 #include <dlf/parallel/zero.h>
 
+#include "bert_task.h"
 #include "devices.h"
+#include "graph_command.h"
 #include "host_memory.h"
 #include "interrupt.h"
 #include "memory_flags.h"
@@ -631,6 +633,35 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
   return chosen->options.layout;
 }
 
+// "; compiled, ...": when a run out of memory on a sim device was eager and graph mode plans its
+// step to fit there (its memory plan rematerialises cheap activations and reuses freed bytes),
+// what to run instead; else nothing (also for a layout graph mode does not plan).
+std::string compiled_fit_hint(const TrainOptions& o, const RunConfig& run,
+                              const parallel::Layout& layout, int64_t seq, int64_t micro,
+                              const SimSpec& spec) {
+  if (o.compile) return "";
+  const bool bert = models::model_family(run.model) == models::ModelFamily::bert;
+  try {
+    const CompiledPlan plan = plan_compiled_stages(
+        spec, run.model, run.batch / layout.dp, bert && seq == 0 ? kBertSequence : seq, o.precision,
+        {.dp = layout.dp,
+         .zero = layout.dp > 1 ? o.zero : 0,
+         .tp = layout.tp,
+         .pp = layout.pp,
+         .micro_batch = layout.pp > 1 ? micro : 0,
+         .schedule = parallel::parse_schedule(o.schedule),
+         .virtual_stages = o.virtual_stages});
+    if (!plan.fits(spec)) return "";
+    const bool refused = o.recompute != "none" || o.offload != "none";  // by --compile
+    return std::string("; compiled, it is planned to fit: --compile") +
+           (refused ? " without --recompute and --offload" : "") + " (peak " +
+           format_bytes(double(plan.largest.planned_peak())) + " of " +
+           format_bytes(double(spec.memory_bytes)) + ")";
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 }  // namespace
 
 double run_train(TrainOptions o) {
@@ -778,7 +809,7 @@ double run_train(TrainOptions o) {
     }
   } catch (const OutOfMemory& e) {
     if (device.type == DeviceType::cpu) throw;
-    // What would fit, from the plan of this very run.
+    // What would fit, from the plans of this very run: eager's flags, and graph mode's.
     throw OutOfMemory(std::string(e.what()) + "; " +
                       fitting_flags_hint({.model = run.model,
                                           .layout = layout,
@@ -789,7 +820,8 @@ double run_train(TrainOptions o) {
                                           .schedule = parallel::parse_schedule(o.schedule),
                                           .virtual_stages = o.virtual_stages},
                                          {autograd::parse_recompute(o.recompute), o.zero,
-                                          offload_flag(o.offload, o.zero)}));
+                                          offload_flag(o.offload, o.zero)}) +
+                      compiled_fit_hint(o, run, layout, seq, micro, device.spec));
   }
   if (!o.trace.empty()) {
     trace::stop_and_write(o.trace);

@@ -262,6 +262,9 @@ grep -q '"fits":true' <<<"$json" || fail "gpt-nano's compiled step should fit 2.
 train --steps 2 --device "sim:$tmp/between.json" 2>"$tmp/log" &&
   fail "eager gpt-nano should not fit 2.8 MB"
 grep -q "out of memory" "$tmp/log" || fail "eager on 2.8 MB: $(cat "$tmp/log")"
+# ... and its error says what to run instead: graph mode's plan fits
+grep -q "compiled, it is planned to fit: --compile (peak" "$tmp/log" ||
+  fail "eager on 2.8 MB should point to --compile: $(cat "$tmp/log")"
 train --steps 2 --device "sim:$tmp/between.json" --compile --metrics "$tmp/between.jsonl" \
   2>"$tmp/log" || fail "compiled gpt-nano on 2.8 MB: $(cat "$tmp/log")"
 python3 -c '
