@@ -31,8 +31,9 @@ ExampleStep gpt_step(const GPTConfig& config, int64_t batch, int64_t seq, Genera
 }
 
 ExampleStep bert_step(const std::string& name, int64_t batch, int64_t seq, Generator& data,
-                      Device device) {
-  const BertConfig config = bert_config(name);
+                      const nn::LinearMaker& linears, Device device) {
+  BertConfig config = bert_config(name);
+  config.linears = linears;
   const int64_t B = batch ? batch : 16, T = seq ? seq : 128;
   auto model = build_on<BertForMaskedLM>(device, config);
   const Tensor tokens = randint(1, config.vocab, {B, T}, {.dtype = DType::i64}, &data);
@@ -47,8 +48,10 @@ ExampleStep bert_step(const std::string& name, int64_t batch, int64_t seq, Gener
           "tok/s"};
 }
 
-ExampleStep vit_step(const std::string& name, int64_t batch, Generator& data, Device device) {
-  const ViTConfig config = vit_config(name);
+ExampleStep vit_step(const std::string& name, int64_t batch, Generator& data,
+                     const nn::LinearMaker& linears, Device device) {
+  ViTConfig config = vit_config(name);
+  config.linears = linears;
   const int64_t B = batch ? batch : 64, side = config.image / config.patch;
   auto model = build_on<VisionTransformer>(device, config);
   const Tensor x = randn({B, config.channels, config.image, config.image}, {}, &data);
@@ -95,15 +98,21 @@ ExampleStep on_default_device(Build build) {
 
 }  // namespace
 
-ExampleStep example_step(const std::string& name, int64_t batch, int64_t seq, Generator& data) {
+ExampleStep example_step(const std::string& name, int64_t batch, int64_t seq, Generator& data,
+                         const nn::LinearMaker& linears) {
+  const ModelFamily family = model_family(name);
+  DLF_CHECK(!linears || family == ModelFamily::bert || family == ModelFamily::vit,
+            "example_step: ", name,
+            "'s Linear layers are its own (a GPT is sharded by "
+            "DistributedGPT; a UNet is not)");
   return on_default_device([&](Device device) {
-    switch (model_family(name)) {
+    switch (family) {
       case ModelFamily::gpt:
         return gpt_step(gpt_config(name), batch, seq, data, device);
       case ModelFamily::bert:
-        return bert_step(name, batch, seq, data, device);
+        return bert_step(name, batch, seq, data, linears, device);
       case ModelFamily::vit:
-        return vit_step(name, batch, data, device);
+        return vit_step(name, batch, data, linears, device);
       case ModelFamily::unet:
         return unet_step(name, batch, data, device);
     }

@@ -16,9 +16,11 @@ namespace dlf::app {
 namespace {
 
 // A zoo model's training step under graph::Compiled, as `dlf train --compile` runs it: on one
-// device, over data-parallel replicas (DDP or FSDP, and ZeRO, over a planning group), or a GPT
-// as one rank of a mesh (models::DistributedGPT over planning groups).
+// device, over data-parallel replicas (DDP or FSDP, and ZeRO, over a planning group) of a model
+// whole or (BERT, ViT) one tensor-parallel rank's shard of it, or a GPT as one rank of a mesh
+// (models::DistributedGPT over planning groups).
 struct CapturedStep {
+  std::unique_ptr<parallel::PlanningCommunicator> tp = {};  // outlives the shard's linears
   models::ExampleStep step = {};
   std::unique_ptr<parallel::Mesh> mesh = {};  // outlives the GPT over it
   std::unique_ptr<models::DistributedGPT> gpt = {};
@@ -104,7 +106,16 @@ void capture_on_mesh(CapturedStep& c, const models::GPTConfig& config, const Rep
   if (r.dp > 1 && r.zero == 3) c.zero3 = c.gpt->shards();
 }
 
-// Any family over `r.dp` replicas (one: a device of its own), as dlf train runs them.
+// The gradients' norm of a tensor-parallel rank's shard: every parameter counted on tp rank 0
+// (the one captured) and summed over the tp group, as ReplicaTask's; none without tp.
+parallel::NormScope tensor_parallel_norm(const CapturedStep& c) {
+  if (!c.tp) return {};
+  return parallel::norm_scope_of(c.step.model->named_parameters(),
+                                 [](const std::string&) { return true; }, {c.tp.get()});
+}
+
+// Any family over `r.dp` replicas (one: a device of its own), as dlf train runs them; under
+// tensor parallelism (c.tp) the gradients' norm is summed over the tp group too.
 void capture_replica(CapturedStep& c, const std::vector<std::string>& skip_passes,
                      const Replicas& r) {
   c.params = c.step.model->parameters();
@@ -128,7 +139,8 @@ void capture_replica(CapturedStep& c, const std::vector<std::string>& skip_passe
             if (fsdp) fsdp->unshard();
             return loss(batch);
           },
-          [ddp = c.ddp.get(), fsdp = c.fsdp.get(), update = clip_and_update(c, {})] {
+          [ddp = c.ddp.get(), fsdp = c.fsdp.get(),
+           update = clip_and_update(c, tensor_parallel_norm(c))] {
             if (ddp) ddp->synchronize();
             if (fsdp) fsdp->synchronize();
             update();
@@ -145,14 +157,23 @@ CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
             "a captured step runs plain data parallelism or ZeRO-1, -2 or -3 over replicas (got "
             "dp ",
             replicas.dp, ", zero ", replicas.zero, ")");
-  DLF_CHECK(model.gpt || (replicas.tp == 1 && replicas.pp == 1),
-            "a captured step shards GPT models over tensor-parallel ranks and pipeline stages, "
-            "not ",
+  const auto family = [&] { return models::model_family(model.name); };  // a zoo model's
+  const bool tp_family =
+      model.gpt || family() == models::ModelFamily::bert || family() == models::ModelFamily::vit;
+  DLF_CHECK((replicas.tp == 1 || tp_family) && (replicas.pp == 1 || model.gpt),
+            "a captured step shards GPT, BERT and ViT models over tensor-parallel ranks and GPT "
+            "models over pipeline stages, not ",
             model.name);
   manual_seed(1234);
   Generator data(1234);
-  CapturedStep c{.step = model.gpt ? models::gpt_example_step(*model.gpt, batch, seq, data)
-                                   : models::example_step(model.name, batch, seq, data)};
+  CapturedStep c;
+  if (!model.gpt && replicas.tp > 1) {
+    c.tp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, replicas.tp, "tp");
+  }
+  c.step = model.gpt
+               ? models::gpt_example_step(*model.gpt, batch, seq, data)
+               : models::example_step(model.name, batch, seq, data,
+                                      c.tp ? parallel::megatron_linears(*c.tp) : nn::LinearMaker{});
   if (model.gpt && replicas.ranks() > 1) {
     DLF_CHECK(skip_passes.empty(), "a GPT over several ranks is captured with every pass");
     capture_on_mesh(c, *model.gpt, replicas);

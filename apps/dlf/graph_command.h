@@ -44,13 +44,14 @@ struct CompiledStepMemory {
 /// pipeline stage `stage`. A GPT over more than one rank runs as dlf train runs it
 /// (models::DistributedGPT: its stage of the model sharded over tp, its replica's rows in
 /// micro-batches through the pipeline schedule, gradients reduced over dp); other families over
-/// dp replicas as DDP or FSDP. Either way DDP's buckets are averaged inside the step (ZeRO-2:
+/// dp replicas as DDP or FSDP, a BERT's or ViT's replica as tp rank 0's shard of it (Megatron's
+/// linears) over `tp` ranks. Either way DDP's buckets are averaged inside the step (ZeRO-2:
 /// reduce-scattered), the optimizer state and update sharded under ZeRO-1 and -2, and under
 /// ZeRO-3 (FSDP) the parameters too, each block's gathered in the step's arena while it runs.
 struct Replicas {
   int dp = 1;     ///< data-parallel ranks
   int zero = 0;   ///< 0, 1, 2 or 3
-  int tp = 1;     ///< tensor-parallel ranks a replica's GPT is sharded over
+  int tp = 1;     ///< tensor-parallel ranks a replica (GPT, BERT, ViT) is sharded over
   int pp = 1;     ///< pipeline stages of a replica's GPT
   int stage = 0;  ///< the stage captured, from 0 to pp - 1
   /// sequences a micro-batch (the replica's rows a multiple of it); 0: all its rows at once

@@ -349,8 +349,8 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
                 "graph mode: capture the training step (forward, backward, clipping, AdamW) on "
                 "a meta device as dlf train --compile runs it, on one device or as one of --dp "
                 "replicas (DDP, or --zero 1, 2 or 3), a GPT (by --model or its dimensions) as one "
-                "rank of its --tp x --pp mesh (every stage planned, the largest reported), and "
-                "report its memory plan per device "
+                "rank of its --tp x --pp mesh (every stage planned, the largest reported), a "
+                "BERT or ViT as tp rank 0's shard over --tp, and report its memory plan per device "
                 "(parameters, optimizer state, batch and the planned arena); a replica's batch is "
                 "--batch split over the replicas, else --micro-batch (four a stage with --pp)");
   cmd->add_flag("--json", o.json, "print one JSON line instead");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <dlf/models/gpt.h>
+#include <dlf/nn/linear.h>
 #include <dlf/nn/module.h>
 
 namespace dlf::models {
@@ -28,8 +29,10 @@ struct ExampleStep {
 /// `name` from the zoo on the peer's batch (shared/peer/README.md) unless `batch` or `seq` (0:
 /// the default) say otherwise: GPT 8 x 256 tokens (gpt-small 4 x 256), BERT 16 x 128 with 15 %
 /// masked, ViT 64 images, UNet 32. The model is built on the default device with the current
-/// default generator; the batch is drawn from `data`.
-ExampleStep example_step(const std::string& name, int64_t batch, int64_t seq, Generator& data);
+/// default generator; the batch is drawn from `data`. `linears` makes a BERT's or ViT's Linear
+/// layers (parallel::megatron_linears: one tensor-parallel rank's shard); empty: whole ones.
+ExampleStep example_step(const std::string& name, int64_t batch, int64_t seq, Generator& data,
+                         const nn::LinearMaker& linears = {});
 /// The GPT `config` describes (a zoo one or one by its dimensions), as example_step() builds a
 /// zoo GPT: batch 8 (4 above a vocabulary of 256) x min(context, 256) tokens by default.
 ExampleStep gpt_example_step(const GPTConfig& config, int64_t batch, int64_t seq, Generator& data);
