@@ -160,10 +160,10 @@ CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
   const auto family = [&] { return models::model_family(model.name); };  // a zoo model's
   const bool tp_family =
       model.gpt || family() == models::ModelFamily::bert || family() == models::ModelFamily::vit;
-  DLF_CHECK((replicas.tp == 1 || tp_family) && (replicas.pp == 1 || model.gpt),
-            "a captured step shards GPT, BERT and ViT models over tensor-parallel ranks and GPT "
-            "models over pipeline stages, not ",
-            model.name);
+  DLF_CHECK(replicas.pp == 1 || model.gpt, model.name,
+            " has no pipeline stages: --pp is for the GPT models");
+  DLF_CHECK(replicas.tp == 1 || tp_family, model.name,
+            " trains data-parallel only: --tp is for the GPT, BERT and ViT models");
   manual_seed(1234);
   Generator data(1234);
   CapturedStep c;

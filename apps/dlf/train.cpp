@@ -637,20 +637,19 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
 // step to fit there (its memory plan rematerialises cheap activations and reuses freed bytes),
 // what to run instead; else nothing (also for a layout graph mode does not plan).
 std::string compiled_fit_hint(const TrainOptions& o, const RunConfig& run,
-                              const parallel::Layout& layout, int64_t seq, int64_t micro,
+                              const parallel::Layout& layout, int64_t tokens, int64_t micro,
                               const SimSpec& spec) {
   if (o.compile) return "";
-  const bool bert = models::model_family(run.model) == models::ModelFamily::bert;
   try {
-    const CompiledPlan plan = plan_compiled_stages(
-        spec, run.model, run.batch / layout.dp, bert && seq == 0 ? kBertSequence : seq, o.precision,
-        {.dp = layout.dp,
-         .zero = layout.dp > 1 ? o.zero : 0,
-         .tp = layout.tp,
-         .pp = layout.pp,
-         .micro_batch = layout.pp > 1 ? micro : 0,
-         .schedule = parallel::parse_schedule(o.schedule),
-         .virtual_stages = o.virtual_stages});
+    const CompiledPlan plan =
+        plan_compiled_stages(spec, run.model, run.batch / layout.dp, tokens, o.precision,
+                             {.dp = layout.dp,
+                              .zero = layout.dp > 1 ? o.zero : 0,
+                              .tp = layout.tp,
+                              .pp = layout.pp,
+                              .micro_batch = layout.pp > 1 ? micro : 0,
+                              .schedule = parallel::parse_schedule(o.schedule),
+                              .virtual_stages = o.virtual_stages});
     if (!plan.fits(spec)) return "";
     const bool refused = o.recompute != "none" || o.offload != "none";  // by --compile
     return std::string("; compiled, it is planned to fit: --compile") +
@@ -809,19 +808,23 @@ double run_train(TrainOptions o) {
     }
   } catch (const OutOfMemory& e) {
     if (device.type == DeviceType::cpu) throw;
-    // What would fit, from the plans of this very run: eager's flags, and graph mode's.
+    // What would fit, from the plans of this very run (a GPT's tokens as it has them, a BERT's
+    // as BertTask's; ViT and UNet have none): eager's flags, and graph mode's.
+    const int64_t tokens = models::model_family(run.model) == models::ModelFamily::bert
+                               ? (run.seq > 0 ? run.seq : kBertSequence)
+                               : seq;
     throw OutOfMemory(std::string(e.what()) + "; " +
                       fitting_flags_hint({.model = run.model,
                                           .layout = layout,
                                           .spec = device.spec,
                                           .batch = run.batch,
-                                          .seq = seq,
+                                          .seq = tokens,
                                           .micro_batch = micro,
                                           .schedule = parallel::parse_schedule(o.schedule),
                                           .virtual_stages = o.virtual_stages},
                                          {autograd::parse_recompute(o.recompute), o.zero,
                                           offload_flag(o.offload, o.zero)}) +
-                      compiled_fit_hint(o, run, layout, seq, micro, device.spec));
+                      compiled_fit_hint(o, run, layout, tokens, micro, device.spec));
   }
   if (!o.trace.empty()) {
     trace::stop_and_write(o.trace);

@@ -280,6 +280,15 @@ grep -q "out of memory" "$tmp/log" || fail "eager on 2.8 MB: $(cat "$tmp/log")"
 # ... and its error says what to run instead: graph mode's plan fits
 grep -q "compiled, it is planned to fit: --compile (peak" "$tmp/log" ||
   fail "eager on 2.8 MB should point to --compile: $(cat "$tmp/log")"
+# so for a BERT at its --seq, both plans: bert-tiny, 8 x 64 tokens, peaks at 18.9 MB eager, is
+# planned at 15.8 MB with --recompute selective and 14.8 MB compiled (at BERT's default 128
+# tokens compiled 23.2 MB, at its 512 positions nothing fits)
+sim_spec bert16 16000000 >"$tmp/bert16.json"
+"$dlf" --threads 1 train --model bert-tiny --batch 8 --seq 64 --steps 2 --device "sim:$tmp/bert16.json" \
+  2>"$tmp/log" && fail "eager bert-tiny should not fit 16 MB"
+grep -q "planned to fit with --recompute selective (peak 15.0. MiB" "$tmp/log" &&
+  grep -q "compiled, it is planned to fit: --compile (peak 14.1. MiB" "$tmp/log" ||
+  fail "eager bert-tiny --seq 64 on 16 MB should point to its flags and --compile: $(cat "$tmp/log")"
 train --steps 2 --device "sim:$tmp/between.json" --compile --metrics "$tmp/between.jsonl" \
   2>"$tmp/log" || fail "compiled gpt-nano on 2.8 MB: $(cat "$tmp/log")"
 python3 -c '
