@@ -45,7 +45,7 @@ class BertTask final : public ReplicaTask {
       : ReplicaTask(s, std::make_unique<models::BertForMaskedLM>(config(s)),
                     models::bert_tensor_parallel_split),
         data_(data),
-        seq_(s.run.seq > 0 ? s.run.seq : kBertSequence),
+        seq_(bert_sequence(s.run.seq)),
         eval_batches_(s.eval_batches),
         batches_([this](int64_t step) { return batch(nn::data::Split::train, step); },
                  s.first_step) {

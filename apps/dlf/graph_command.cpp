@@ -110,8 +110,7 @@ void capture_on_mesh(CapturedStep& c, const models::GPTConfig& config, const Rep
 // (the one captured) and summed over the tp group, as ReplicaTask's; none without tp.
 parallel::NormScope tensor_parallel_norm(const CapturedStep& c) {
   if (!c.tp) return {};
-  return parallel::norm_scope_of(c.step.model->named_parameters(),
-                                 [](const std::string&) { return true; }, {c.tp.get()});
+  return {.counts = {}, .groups = {c.tp.get()}};
 }
 
 // Any family over `r.dp` replicas (one: a device of its own), as dlf train runs them; under
@@ -157,13 +156,11 @@ CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
             "a captured step runs plain data parallelism or ZeRO-1, -2 or -3 over replicas (got "
             "dp ",
             replicas.dp, ", zero ", replicas.zero, ")");
-  const auto family = [&] { return models::model_family(model.name); };  // a zoo model's
-  const bool tp_family =
-      model.gpt || family() == models::ModelFamily::bert || family() == models::ModelFamily::vit;
   DLF_CHECK(replicas.pp == 1 || model.gpt, model.name,
             " has no pipeline stages: --pp is for the GPT models");
-  DLF_CHECK(replicas.tp == 1 || tp_family, model.name,
-            " trains data-parallel only: --tp is for the GPT, BERT and ViT models");
+  DLF_CHECK(replicas.tp == 1 || model.gpt ||
+                models::model_family(model.name) != models::ModelFamily::unet,
+            model.name, " trains data-parallel only: --tp is for the GPT, BERT and ViT models");
   manual_seed(1234);
   Generator data(1234);
   CapturedStep c;

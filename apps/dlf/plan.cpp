@@ -25,7 +25,7 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
        .dp = c.devices,
        .spec = device.spec,
        .global_batch = c.batch > 0 ? c.batch : int64_t(c.devices) * c.micro_batch,
-       .seq = c.seq > 0 || !bert ? c.seq : kBertSequence,
+       .seq = bert ? bert_sequence(c.seq) : c.seq,
        .dtype = dtype,
        .recompute = autograd::parse_recompute(c.recompute),
        .zero = c.zero,
@@ -74,10 +74,10 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   const std::optional<models::GPTConfig> custom = gpt_by_dimensions(c);
   const StepModel model = custom ? StepModel(*custom) : StepModel(c.model);
   // --seq's default as the other plans': a GPT's context, BERT's benchmark length
-  const int64_t seq = c.seq > 0   ? c.seq
-                      : model.gpt ? model.gpt->context
-                      : models::model_family(c.model) == models::ModelFamily::bert ? kBertSequence
-                                                                                   : 0;
+  const int64_t seq = model.gpt ? (c.seq > 0 ? c.seq : model.gpt->context)
+                      : models::model_family(c.model) == models::ModelFamily::bert
+                          ? bert_sequence(c.seq)
+                          : c.seq;
   const int zero = dp > 1 ? c.zero : 0;  // ZeRO over one rank is the plain optimizer
   const bool pipeline = c.pp > 1;
   // A replica's rows; through a pipeline in micro-batches of --micro-batch, by default four a
@@ -93,8 +93,6 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   const CompiledPlan plan =
       plan_compiled_stages(device.spec, model, rows, seq, c.precision, replicas);
   const CompiledStepMemory& m = plan.largest;
-  const int largest = plan.stage;
-  const std::vector<int64_t>& stage_peaks = plan.stage_peaks;
   const int64_t capacity = device.spec.memory_bytes;
   const bool fits = plan.fits(device.spec);
   if (c.json) {
@@ -105,9 +103,9 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
         .add("dp", dp)
         .add("tp", c.tp)
         .add("pp", c.pp)
-        .add("stage", largest);
-    for (size_t s = 0; pipeline && s < stage_peaks.size(); ++s)  // each stage's peak
-      line.add("peak_bytes_stage" + std::to_string(s), stage_peaks[s]);
+        .add("stage", plan.stage);
+    for (size_t s = 0; pipeline && s < plan.stage_peaks.size(); ++s)  // each stage's peak
+      line.add("peak_bytes_stage" + std::to_string(s), plan.stage_peaks[s]);
     line.add("zero", zero)
         .add("batch", m.batch)
         .add("seq", m.seq)
@@ -136,7 +134,7 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   if (pipeline)
     std::printf("  %d pipeline stages, %s, micro-batches of %lld: stage %d's peak is the largest\n",
                 c.pp, parallel::schedule_label(replicas.schedule, c.virtual_stages).c_str(),
-                (long long)c.micro_batch, largest);
+                (long long)c.micro_batch, plan.stage);
   std::printf("  per device: peak %s%s%s — %s\n", format_bytes(double(m.planned_peak())).c_str(),
               capacity > 0 ? " of " : "",
               capacity > 0 ? format_bytes(double(capacity)).c_str() : "",

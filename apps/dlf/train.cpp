@@ -810,9 +810,8 @@ double run_train(TrainOptions o) {
     if (device.type == DeviceType::cpu) throw;
     // What would fit, from the plans of this very run (a GPT's tokens as it has them, a BERT's
     // as BertTask's; ViT and UNet have none): eager's flags, and graph mode's.
-    const int64_t tokens = models::model_family(run.model) == models::ModelFamily::bert
-                               ? (run.seq > 0 ? run.seq : kBertSequence)
-                               : seq;
+    const int64_t tokens =
+        models::model_family(run.model) == models::ModelFamily::bert ? bert_sequence(run.seq) : seq;
     throw OutOfMemory(std::string(e.what()) + "; " +
                       fitting_flags_hint({.model = run.model,
                                           .layout = layout,

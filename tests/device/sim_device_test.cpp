@@ -281,6 +281,18 @@ TEST_CASE(
   const double full = tensor / 1e11;
   CHECK(compare.by_class()[size_t(OpClass::elementwise)].predicted ==
         doctest::Approx(full + 1e-5 + 2 * add + 1e-5).epsilon(1e-12));
+  // Cleared (the skipped steps summed no more), it still knows which kernels ran: warm.
+  compare.clear();
+  CHECK(compare.ops().empty());
+  CHECK(compare.by_class()[size_t(OpClass::elementwise)].calls == 0);
+  CHECK(compare.by_op().empty());
+  add_observer(&compare);
+  (void)(x + x);
+  remove_observer(&compare);
+  REQUIRE(compare.ops().size() == 1);
+  CHECK(compare.ops()[0].cold == 0);
+  CHECK(compare.by_class()[size_t(OpClass::elementwise)].predicted ==
+        doctest::Approx(add).epsilon(1e-12));
   // A spec's cold figures round-trip; negative ones are refused.
   const SimSpec back = sim_spec_from_json(to_json(spec));
   CHECK(back.cold_bytes == spec.cold_bytes);

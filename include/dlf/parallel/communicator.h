@@ -86,8 +86,9 @@ class Communicator {
   /// (MPI_Comm_split). Every rank of this group must call it.
   virtual std::unique_ptr<Communicator> split(int color, int key, std::string name) = 0;
   /// The group of `ranks` (ascending), for this rank when it is one of them, else a group of
-  /// itself alone: a split whose colours every rank knows (MPI_Comm_create_group), so a planning
-  /// group, whose peers do not run, can make it too. Every rank of this group must call it.
+  /// itself alone: a split whose colours every rank knows (by default that split, which every
+  /// rank of this group must call), so that a planning group, whose peers do not run, can make
+  /// it too (as MPI_Comm_create_group, called by the members alone).
   virtual std::unique_ptr<Communicator> subgroup(const std::vector<int>& ranks, std::string name);
 
   /// The compute stream waits until `work` has completed.
