@@ -164,7 +164,7 @@ bool costly_to_recompute(const OpDef& op, Inputs inputs, const Attrs& attrs,
 double simulated_seconds(const SimSpec& spec, const OpDef& op, const Cost& cost, Inputs inputs,
                          std::span<const Tensor> outputs, sim::ColdStarts* cold_starts) {
   const DType dtype = outputs.empty() ? inputs[0].dtype() : outputs[0].dtype();
-  const double bytes = cost.bytes_read + cost.bytes_written;
+  const double bytes = cost.bytes();
   const double cold = cold_starts ? cold_starts->run(op.name, bytes, spec.cold_bytes) : 0;
   return sim::op_seconds(spec, cost.flops, bytes, math_precision(dtype), op_class(op.name),
                          cost.rows, cold);
@@ -197,7 +197,7 @@ std::string span_name(const OpDef& op, Inputs inputs) {
 
 // A span's args: the op's FLOPs and bytes.
 std::string cost_args(const Cost& c) {
-  return detail::concat("\"flops\":", c.flops, ",\"bytes\":", c.bytes_read + c.bytes_written);
+  return detail::concat("\"flops\":", c.flops, ",\"bytes\":", c.bytes());
 }
 
 // Advances a sim or meta device's compute stream by the op's roofline time; returns it.
@@ -283,6 +283,9 @@ void launch_op(const OpDef& op, Inputs inputs, const Attrs& attrs, std::vector<T
                         : device.type != DeviceType::cpu
                             ? charge_simulated(device, op, inputs, attrs, outputs)
                             : 0;
+    } else if (dispatch_depth == 1 && !abstract && device.type != DeviceType::cpu) {
+      // A collective charges the comm stream itself; its bytes still pass through the caches.
+      sim::cold_starts(device).moved(op_cost(op, inputs, attrs, outputs).bytes());
     }
     if (traced_cpu) trace_cpu(device, op, inputs, attrs, outputs, began);
   }

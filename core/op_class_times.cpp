@@ -14,7 +14,11 @@ void OpClassTimes::on_op_start(const OpDef&) {
 
 void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                          std::span<const Tensor> outputs) {
-  if (--depth_ != 0 || op.view || op.collective) return;  // a collective waits for its peers
+  if (--depth_ != 0 || op.view) return;
+  if (op.collective) {  // not compared (it waits for its peers), but its bytes pass the caches
+    cold_starts_.moved(op_cost(op, inputs, attrs, outputs).bytes());
+    return;
+  }
   const double measured =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const OpClass c = op_class(op.name);
@@ -32,7 +36,7 @@ void OpClassTimes::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
     ops_.push_back({.op_class = c,
                     .precision = math_precision(dtype),
                     .flops = cost.flops,
-                    .bytes = cost.bytes_read + cost.bytes_written,
+                    .bytes = cost.bytes(),
                     .rows = cost.rows,
                     .cold = cold_starts_.last_share(),
                     .measured = measured});

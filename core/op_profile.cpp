@@ -33,7 +33,7 @@ void OpProfile::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
     row.seconds += seconds;
     row.self_seconds += seconds - children;
     row.flops += c.flops;
-    row.bytes += c.bytes_read + c.bytes_written;
+    row.bytes += c.bytes();
   };
   std::string key = op.name;
   if (options_.by_shape) {

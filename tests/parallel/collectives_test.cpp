@@ -2,6 +2,8 @@
 #include <mutex>
 #include <thread>
 
+#include <dlf/core/op_class_times.h>
+
 #include "collective_reference.h"
 #include "test_util.h"
 
@@ -173,6 +175,41 @@ TEST_CASE("collectives on sim devices run on the comm stream for their alpha-bet
     CHECK(comm_end[r] == doctest::Approx(expected).epsilon(1e-9));
     CHECK(compute_end[r] == comm_end[r]);
   }
+}
+
+TEST_CASE("a collective's bytes count towards the next kernel's cold start") {
+  // allreduce_ reads and writes its buffer: two tensors' bytes of the eight after which a
+  // kernel starts fully cold, on a sim device as in `dlf profile --compare` on the cpu.
+  const int64_t numel = 1024;
+  SimSpec spec = sim_preset("h100-80gb");
+  spec.cold_bytes = 8 * 4.0 * numel;
+  spec.efficiency[size_t(OpClass::elementwise)].cold_overhead = 1e-5;
+  const auto warm_add_reduce_add = [&](Communicator& world) {
+    const Tensor t = ones({numel}, {.device = world.device()});
+    (void)(t + t);
+    (void)(t + t);  // right after itself: warm
+    Tensor sum = ones({numel}, {.device = world.device()});
+    world.allreduce(sum);
+    (void)(t + t);
+  };
+  std::vector<Device> devices = parallel::devices_of(DeviceType::sim, 2);
+  for (Device d : devices) {
+    sim::configure(d, spec);
+    sim::reset(d);
+  }
+  std::vector<double> shares(2);
+  parallel::run_ranks(devices, [&](Communicator& world) {
+    warm_add_reduce_add(world);
+    shares[size_t(world.rank())] = sim::cold_starts(world.device()).last_share();
+  });
+  for (double share : shares) CHECK(share == doctest::Approx(0.25 + 0.125));  // and ones'
+  on_ranks(2, [&](Communicator& world) {
+    OpClassTimes compare(spec, /*keep_ops=*/true);
+    add_observer(&compare);
+    warm_add_reduce_add(world);
+    remove_observer(&compare);
+    CHECK(compare.ops().back().cold == doctest::Approx(0.25 + 0.125));
+  });
 }
 
 TEST_CASE("host_max: every rank gets the largest vote, on the host") {

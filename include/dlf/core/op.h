@@ -73,6 +73,7 @@ struct Cost {
   /// The rows a row-wise kernel works through one by one (attention: a query row of each batch
   /// entry and head), each priced KernelEfficiency::row_overhead beyond its FLOPs; 0 for others.
   double rows = 0;
+  double bytes() const { return bytes_read + bytes_written; }  ///< read and written
 };
 
 /// The arithmetic an op on `dtype` runs in: which peak rate of a sim device it is timed at.

@@ -27,7 +27,9 @@ class OpClassTimes : public DispatchObserver {
   OpClassTimes(const OpClassTimes&) = default;             ///< an unregistered copy
   OpClassTimes& operator=(const OpClassTimes&) = default;  ///< an unregistered copy
   void on_op_start(const OpDef& op) override;              ///< starts an outermost op's clock
-  /// Adds an outermost op's measured and predicted time to its class (DispatchObserver).
+  /// Adds an outermost op's measured and predicted time to its class (DispatchObserver); a
+  /// collective is not compared (it waits for its peers), but its bytes count towards the next
+  /// ops' cold starts.
   void on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
              std::span<const Tensor> outputs) override;
 

@@ -20,8 +20,8 @@ class ColdStarts {
   /// that op last ran over `cold_bytes`, at most 1, and 1 the first time. Then counts the
   /// kernel's own `bytes`.
   double run(std::string_view name, double bytes, double cold_bytes);
-  /// Counts bytes moved by work that is not priced (what empties the caches before a kernel
-  /// timed cold).
+  /// Counts bytes moved by work that is not priced as a kernel: a collective's, a copy over the
+  /// host link, what empties the caches before a kernel timed cold.
   void moved(double bytes) { moved_ += bytes; }
   /// The share the last run() gave.
   double last_share() const { return last_share_; }
