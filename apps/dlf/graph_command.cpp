@@ -171,7 +171,8 @@ CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
                ? models::gpt_example_step(*model.gpt, batch, seq, data)
                : models::example_step(model.name, batch, seq, data,
                                       c.tp ? parallel::megatron_linears(*c.tp) : nn::LinearMaker{});
-  if (model.gpt && replicas.ranks() > 1) {
+  if (model.gpt && (replicas.ranks() > 1 ||
+                    (replicas.micro_batch > 0 && replicas.micro_batch < c.step.batch_size))) {
     DLF_CHECK(skip_passes.empty(), "a GPT over several ranks is captured with every pass");
     capture_on_mesh(c, *model.gpt, replicas);
   } else {

@@ -41,8 +41,8 @@ struct CompiledStepMemory {
 };
 /// The layout a captured step runs in, as `dlf train --compile` runs it; above one rank the
 /// default device must be a meta device, and the step is one rank's: dp rank 0, tp rank 0 of
-/// pipeline stage `stage`. A GPT over more than one rank runs as dlf train runs it
-/// (models::DistributedGPT: its stage of the model sharded over tp, its replica's rows in
+/// pipeline stage `stage`. A GPT over more than one rank, or in micro-batches, runs as dlf train
+/// runs it (models::DistributedGPT: its stage of the model sharded over tp, its replica's rows in
 /// micro-batches through the pipeline schedule, gradients reduced over dp); other families over
 /// dp replicas as DDP or FSDP, a BERT's or ViT's replica as tp rank 0's shard of it (Megatron's
 /// linears) over `tp` ranks. Either way DDP's buckets are averaged inside the step (ZeRO-2:
@@ -54,7 +54,8 @@ struct Replicas {
   int tp = 1;     ///< tensor-parallel ranks a replica (GPT, BERT, ViT) is sharded over
   int pp = 1;     ///< pipeline stages of a replica's GPT
   int stage = 0;  ///< the stage captured, from 0 to pp - 1
-  /// sequences a micro-batch (the replica's rows a multiple of it); 0: all its rows at once
+  /// a GPT's sequences a micro-batch (the replica's rows a multiple of it), their gradients
+  /// accumulated (or through the pipeline); 0: all its rows at once
   int64_t micro_batch = 0;
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;  ///< with pp
   int virtual_stages = 1;  ///< chunks of layers a stage (the interleaved schedule)

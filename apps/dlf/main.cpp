@@ -319,9 +319,10 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd->add_option("--device", o.device, "sim:PRESET or sim:SPEC.json")->capture_default_str();
   cmd->add_option("--batch", o.batch, "global batch in sequences (default: dp x micro-batch x 4pp)")
       ->check(whole(1, int64_t(1) << 40));
-  cmd->add_option("--micro-batch", o.micro_batch, "sequences per micro-batch")
-      ->check(whole(1, kMaxBatch))
-      ->capture_default_str();
+  cmd->add_option("--micro-batch", o.micro_batch,
+                  "sequences per micro-batch (default 1; with --compile as dlf train: 1 with a "
+                  "pipeline, else a replica's rows at once)")
+      ->check(whole(1, kMaxBatch));
   cmd->add_option("--seq", o.seq, "tokens per sequence (default: the model's context)")
       ->check(whole(1, kMaxBatch));
   cmd->add_option("--precision,--dtype", o.precision,
@@ -352,7 +353,8 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
                 "rank of its --tp x --pp mesh (every stage planned, the largest reported), a "
                 "BERT or ViT as tp rank 0's shard over --tp, and report its memory plan per device "
                 "(parameters, optimizer state, batch and the planned arena); a replica's batch is "
-                "--batch split over the replicas, else --micro-batch (four a stage with --pp)");
+                "--batch split over the replicas, else --micro-batch (four a stage with --pp), a "
+                "GPT's taken in micro-batches of --micro-batch when it is given");
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }
 

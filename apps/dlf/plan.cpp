@@ -15,6 +15,9 @@
 namespace dlf::app {
 namespace {
 
+// The eager planners' micro-batch: --micro-batch, one sequence when it is not given.
+int64_t eager_micro_batch(const PlanCommand& c) { return std::max<int64_t>(1, c.micro_batch); }
+
 // Any family, data-parallel: planned from the model itself on a meta device.
 void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dtype) {
   DLF_CHECK(c.tp == 1 && c.pp == 1, "dlf plan: ", c.model,
@@ -24,7 +27,7 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
       {.model = c.model,
        .dp = c.devices,
        .spec = device.spec,
-       .global_batch = c.batch > 0 ? c.batch : int64_t(c.devices) * c.micro_batch,
+       .global_batch = c.batch > 0 ? c.batch : int64_t(c.devices) * eager_micro_batch(c),
        .seq = bert ? bert_sequence(c.seq) : c.seq,
        .dtype = dtype,
        .recompute = autograd::parse_recompute(c.recompute),
@@ -80,14 +83,18 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
                           : c.seq;
   const int zero = dp > 1 ? c.zero : 0;  // ZeRO over one rank is the plain optimizer
   const bool pipeline = c.pp > 1;
-  // A replica's rows; through a pipeline in micro-batches of --micro-batch, by default four a
-  // stage (the eager planner's global batch)
-  const int64_t rows = c.batch > 0 ? c.batch / dp : c.micro_batch * (pipeline ? 4 * c.pp : 1);
+  DLF_CHECK(model.gpt || c.micro_batch == 0 || c.batch == 0, "dlf plan --compile: ", model.name,
+            " takes its replica's rows at once (--micro-batch is for the GPT models)");
+  // A replica's rows, by default --micro-batch's (four a stage through a pipeline, the eager
+  // planner's global batch); a GPT takes them in micro-batches of --micro-batch as dlf train
+  // does, by default one sequence through a pipeline, else all at once
+  const int64_t micro = eager_micro_batch(c);
+  const int64_t rows = c.batch > 0 ? c.batch / dp : micro * (pipeline ? 4 * c.pp : 1);
   const Replicas replicas{.dp = int(dp),
                           .zero = zero,
                           .tp = c.tp,
                           .pp = c.pp,
-                          .micro_batch = pipeline ? c.micro_batch : 0,
+                          .micro_batch = pipeline ? micro : c.micro_batch,
                           .schedule = parallel::parse_schedule(c.schedule),
                           .virtual_stages = c.virtual_stages};
   const CompiledPlan plan =
@@ -134,7 +141,9 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   if (pipeline)
     std::printf("  %d pipeline stages, %s, micro-batches of %lld: stage %d's peak is the largest\n",
                 c.pp, parallel::schedule_label(replicas.schedule, c.virtual_stages).c_str(),
-                (long long)c.micro_batch, plan.stage);
+                (long long)micro, plan.stage);
+  else if (model.gpt && c.micro_batch > 0 && c.micro_batch < m.batch)
+    std::printf("  micro-batches of %lld, their gradients accumulated\n", (long long)micro);
   std::printf("  per device: peak %s%s%s — %s\n", format_bytes(double(m.planned_peak())).c_str(),
               capacity > 0 ? " of " : "",
               capacity > 0 ? format_bytes(double(capacity)).c_str() : "",
@@ -172,7 +181,7 @@ void run_plan(const PlanCommand& c) {
                               .layout = {.dp = int(dp), .tp = c.tp, .pp = c.pp},
                               .spec = device.spec,
                               .global_batch = c.batch,
-                              .micro_batch = c.micro_batch,
+                              .micro_batch = eager_micro_batch(c),
                               .seq = c.seq,
                               .dtype = dtype,
                               .schedule = parallel::parse_schedule(c.schedule),

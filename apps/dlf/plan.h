@@ -14,7 +14,9 @@ struct PlanCommand {
   int devices = 1;
   int dp = 0, tp = 1, pp = 1;  ///< dp 0: devices / (tp · pp)
   std::string device = "sim:a100-40gb";
-  int64_t batch = 0, micro_batch = 1, seq = 0;
+  /// micro_batch 0: one sequence a micro-batch, or with `compile` as dlf train runs them (one
+  /// through a pipeline, else a replica's rows at once)
+  int64_t batch = 0, micro_batch = 0, seq = 0;
   std::string precision = "fp32";  ///< fp32, or bf16 (autocast, f32 master weights)
   std::string schedule = "1f1b";   ///< 1f1b, gpipe or interleaved
   int virtual_stages = 1;          ///< chunks of layers per pipeline rank (interleaved)

@@ -647,7 +647,7 @@ std::string compiled_fit_hint(const TrainOptions& o, const RunConfig& run,
                               .zero = layout.dp > 1 ? o.zero : 0,
                               .tp = layout.tp,
                               .pp = layout.pp,
-                              .micro_batch = layout.pp > 1 ? micro : 0,
+                              .micro_batch = micro,
                               .schedule = parallel::parse_schedule(o.schedule),
                               .virtual_stages = o.virtual_stages});
     if (!plan.fits(spec)) return "";
@@ -725,6 +725,9 @@ double run_train(TrainOptions o) {
             "shard of the parameters");
   DLF_CHECK(run.batch % layout.dp == 0, "--batch ", run.batch, " does not split over dp ",
             layout.dp, ": each replica takes an equal share, so the batch must be a multiple");
+  DLF_CHECK(gpt || o.micro_batch == 0, "--micro-batch ", o.micro_batch, ": ", run.model,
+            " takes its replica's rows at once (micro-batches are the GPT models', through a "
+            "pipeline or with their gradients accumulated)");
   const int64_t micro =
       o.micro_batch > 0 ? o.micro_batch : models::default_micro_batch(layout, run.batch);
   DLF_CHECK(run.batch / layout.dp % micro == 0, "a replica's ", run.batch / layout.dp,

@@ -156,6 +156,7 @@ same_losses "$tmp/vit1.jsonl" "$tmp/vit2.jsonl" || fail "vit dp=2 losses differ 
 images --model vit-tiny --tp 3 --device cpu --metrics "$tmp/vit-tp3.jsonl" 2>/dev/null || fail "vit tp 3"
 same_losses "$tmp/vit1.jsonl" "$tmp/vit-tp3.jsonl" || fail "vit tp=3 losses differ from one device's"
 expect_error 1 train --model vit-tiny --steps 1 --tp 2 --device cpu
+expect_error 1 train --model vit-tiny --steps 1 --micro-batch 2  # micro-batches are GPT's
 expect_error 1 train --model unet-tiny --steps 1 --tp 2 --device cpu
 images --model unet-tiny --metrics "$tmp/unet1.jsonl" --checkpoint "$tmp/unet" 2>"$tmp/log" ||
   fail "train unet-tiny: $(cat "$tmp/log")"

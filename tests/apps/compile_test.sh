@@ -216,6 +216,23 @@ done
 [ $((planned_params[3] * 2 - planned_params[2])) -ge 0 ] &&
   [ $((planned_params[3] * 2 - planned_params[2])) -le 64 ] ||
   fail "ZeRO-3 over two ranks plans ${planned_params[3]} bytes of parameters, of ${planned_params[2]}"
+# a GPT in micro-batches on one device, their gradients accumulated: captured as dlf train runs
+# it, the run's peak within 5 % and below the plan of its rows at once
+json=$("$dlf" plan --model gpt-nano --devices 1 --compile --batch 8 --micro-batch 2 --seq 32 \
+  --json 2>"$tmp/log") || fail "dlf plan --compile --micro-batch 2: $(cat "$tmp/log")"
+whole=$("$dlf" plan --model gpt-nano --devices 1 --compile --batch 8 --seq 32 --json 2>"$tmp/log") ||
+  fail "dlf plan --compile --batch 8: $(cat "$tmp/log")"
+"$dlf" --threads 1 train --model gpt-nano --batch 8 --seq 32 --steps 2 --micro-batch 2 \
+  --device sim:a100-40gb --compile --metrics "$tmp/mb.jsonl" 2>"$tmp/log" || fail "train --micro-batch 2 --compile: $(cat "$tmp/log")"
+measured=$(grep '"step":2,.*"sim_peak_bytes"' "$tmp/mb.jsonl" | sed 's/.*"sim_peak_bytes":\([0-9.e+]*\).*/\1/')
+python3 -c '
+import json, sys
+p, whole, measured = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
+assert abs(p["peak_bytes"] - measured) <= 0.05 * measured, (p["peak_bytes"], measured)
+assert p["peak_bytes"] < 0.9 * whole["peak_bytes"], (p, whole)
+' "$json" "$whole" "$measured" || fail "--micro-batch 2: planned $json (at once: $whole), measured $measured"
+"$dlf" plan --model vit-tiny --devices 1 --compile --batch 8 --micro-batch 2 >/dev/null 2>&1 &&
+  fail "dlf plan --compile takes --micro-batch for a ViT, which dlf train refuses"
 # a GPT sharded over tensor-parallel ranks (and their replicas): rank 0's shard captured with
 # its tp collectives over a planning group, as the run's peak within 5 %
 for layout in "--devices 2 --tp 2" "--devices 4 --tp 2 --zero 1"; do
