@@ -95,7 +95,9 @@ void capture_on_mesh(CapturedStep& c, const models::GPTConfig& config, const Rep
           .micro_batches = r.micro_batch > 0 ? int(rows / r.micro_batch) : 1,
           .schedule = r.schedule,
           .virtual_stages = r.virtual_stages,
+          .bucket_bytes = r.bucket_bytes,
           .zero = r.zero,
+          .reduce_in_bf16 = r.reduce_in_bf16,
           .compile = true});
   c.step.model = nullptr;  // the whole GPT: the rank's stage and shard hold what it keeps
   c.step.loss = nullptr;
@@ -123,11 +125,15 @@ void capture_replica(CapturedStep& c, const std::vector<std::string>& skip_passe
   if (r.dp > 1) {
     c.dp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, r.dp, "dp");
     if (r.zero == 3) {
-      c.fsdp = std::make_unique<parallel::FullyShardedDataParallel>(*c.step.model, *c.dp);
+      c.fsdp = std::make_unique<parallel::FullyShardedDataParallel>(
+          *c.step.model, *c.dp, parallel::FSDPOptions{.reduce_in_bf16 = r.reduce_in_bf16});
       shards = c.zero3 = c.fsdp.get();
     } else {
       c.ddp = std::make_unique<parallel::DistributedDataParallel>(
-          *c.step.model, *c.dp, parallel::DDPOptions{.shard_gradients = r.zero == 2});
+          *c.step.model, *c.dp,
+          parallel::DDPOptions{.bucket_bytes = r.bucket_bytes,
+                               .shard_gradients = r.zero == 2,
+                               .reduce_in_bf16 = r.reduce_in_bf16});
       shards = c.ddp.get();
     }
   }

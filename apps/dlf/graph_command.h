@@ -59,6 +59,8 @@ struct Replicas {
   int64_t micro_batch = 0;
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;  ///< with pp
   int virtual_stages = 1;  ///< chunks of layers a stage (the interleaved schedule)
+  int64_t bucket_bytes = int64_t(25) << 20;  ///< DDP's buckets (dlf train's --bucket-mb)
+  bool reduce_in_bf16 = false;  ///< gradients reduced in bf16 (dlf train's --grad-reduce bf16)
   int ranks() const { return dp * tp * pp; }  ///< in all
 };
 /// The model a captured step trains: a zoo model, or a GPT by its dimensions.

@@ -649,7 +649,9 @@ std::string compiled_fit_hint(const TrainOptions& o, const RunConfig& run,
                               .pp = layout.pp,
                               .micro_batch = micro,
                               .schedule = parallel::parse_schedule(o.schedule),
-                              .virtual_stages = o.virtual_stages});
+                              .virtual_stages = o.virtual_stages,
+                              .bucket_bytes = o.bucket_mb << 20,
+                              .reduce_in_bf16 = o.grad_reduce == "bf16"});
     if (!plan.fits(spec)) return "";
     const bool refused = o.recompute != "none" || o.offload != "none";  // by --compile
     return std::string("; compiled, it is planned to fit: --compile") +

@@ -306,6 +306,25 @@ sim_spec bert16 16000000 >"$tmp/bert16.json"
 grep -q "planned to fit with --recompute selective (peak 15.0. MiB" "$tmp/log" &&
   grep -q "compiled, it is planned to fit: --compile (peak 14.1. MiB" "$tmp/log" ||
   fail "eager bert-tiny --seq 64 on 16 MB should point to its flags and --compile: $(cat "$tmp/log")"
+# ... and with the run's DDP buckets and bf16 reduction: vit-tiny over two devices with
+# --bucket-mb 1 --grad-reduce bf16 peaks at 51.8 MB eager and 45.5 MB compiled (53.7 MB with
+# DDP's default 25 MB buckets, whose plan would not fit 47 MB); one batch evaluated (ViT's
+# default, the whole test set in chunks of 250 images, needs more than the step)
+sim_spec vit47 47000000 >"$tmp/vit47.json"
+vit47() {
+  "$dlf" --threads 1 train --model vit-tiny --batch 8 --steps 2 --devices 2 --bucket-mb 1 \
+    --grad-reduce bf16 --eval-batches 1 --device "sim:$tmp/vit47.json" "$@"
+}
+vit47 2>"$tmp/log" && fail "eager vit-tiny should not fit 47 MB"
+hint=$(grep -o "compiled, it is planned to fit: --compile (peak [0-9.]* MiB" "$tmp/log") ||
+  fail "eager vit-tiny --bucket-mb 1 on 47 MB should point to --compile: $(cat "$tmp/log")"
+vit47 --compile --metrics "$tmp/vit47.jsonl" 2>"$tmp/log" || fail "compiled vit-tiny: $(cat "$tmp/log")"
+measured=$(grep '"step":2,.*"sim_peak_bytes"' "$tmp/vit47.jsonl" | sed 's/.*"sim_peak_bytes":\([0-9.e+]*\).*/\1/')
+python3 -c '
+import sys
+planned, measured = float(sys.argv[1].split()[-2]) * 2**20, float(sys.argv[2])
+assert abs(planned - measured) <= 0.05 * measured, (planned, measured)
+' "$hint" "$measured" || fail "the hint's $hint against the compiled run's $measured"
 train --steps 2 --device "sim:$tmp/between.json" --compile --metrics "$tmp/between.jsonl" \
   2>"$tmp/log" || fail "compiled gpt-nano on 2.8 MB: $(cat "$tmp/log")"
 python3 -c '
