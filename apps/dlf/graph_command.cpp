@@ -179,7 +179,8 @@ CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
                                       c.tp ? parallel::megatron_linears(*c.tp) : nn::LinearMaker{});
   if (model.gpt && (replicas.ranks() > 1 ||
                     (replicas.micro_batch > 0 && replicas.micro_batch < c.step.batch_size))) {
-    DLF_CHECK(skip_passes.empty(), "a GPT over several ranks is captured with every pass");
+    DLF_CHECK(skip_passes.empty(),
+              "a GPT over several ranks or in micro-batches is captured with every pass");
     capture_on_mesh(c, *model.gpt, replicas);
   } else {
     capture_replica(c, skip_passes, replicas);

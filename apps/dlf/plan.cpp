@@ -18,10 +18,18 @@ namespace {
 // The eager planners' micro-batch: --micro-batch, one sequence when it is not given.
 int64_t eager_micro_batch(const PlanCommand& c) { return std::max<int64_t>(1, c.micro_batch); }
 
+// Micro-batches are a GPT's, as dlf train runs them: a model of another family takes its
+// replica's rows at once, and --micro-batch gives only its default --batch.
+void check_micro_batch(const PlanCommand& c, const std::string& model, bool gpt) {
+  DLF_CHECK(gpt || c.micro_batch == 0 || c.batch == 0, "dlf plan: ", model,
+            " takes its replica's rows at once (--micro-batch is for the GPT models)");
+}
+
 // Any family, data-parallel: planned from the model itself on a meta device.
 void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dtype) {
   DLF_CHECK(c.tp == 1 && c.pp == 1, "dlf plan: ", c.model,
             " plans data-parallel layouts (--tp and --pp plans are GPT's)");
+  check_micro_batch(c, c.model, false);
   const bool bert = models::model_family(c.model) == models::ModelFamily::bert;
   const models::ReplicaPlan plan = models::plan_replica(
       {.model = c.model,
@@ -66,8 +74,9 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
 
 // --compile: the step captured on a meta device as `dlf train --compile` runs it on one device
 // or as one rank of data-parallel replicas (DDP, ZeRO-1, -2 or -3) — of a GPT, one rank of its
-// dp x tp x pp mesh, every pipeline stage's planned and the largest reported — its memory
-// planned as graph mode does. The model is a zoo one or a GPT by its dimensions.
+// dp x tp x pp mesh, every pipeline stage's planned and the largest reported, its rows in
+// micro-batches of --micro-batch when given — its memory planned as graph mode does. The model is a
+// zoo one or a GPT by its dimensions.
 void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   DLF_CHECK(c.recompute == "none" && c.offload == "none",
             "dlf plan --compile: graph mode rematerialises on its own and captures ZeRO without "
@@ -83,13 +92,14 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
                           : c.seq;
   const int zero = dp > 1 ? c.zero : 0;  // ZeRO over one rank is the plain optimizer
   const bool pipeline = c.pp > 1;
-  DLF_CHECK(model.gpt || c.micro_batch == 0 || c.batch == 0, "dlf plan --compile: ", model.name,
-            " takes its replica's rows at once (--micro-batch is for the GPT models)");
+  check_micro_batch(c, model.name, model.gpt.has_value());
   // A replica's rows, by default --micro-batch's (four a stage through a pipeline, the eager
   // planner's global batch); a GPT takes them in micro-batches of --micro-batch as dlf train
   // does, by default one sequence through a pipeline, else all at once
   const int64_t micro = eager_micro_batch(c);
   const int64_t rows = c.batch > 0 ? c.batch / dp : micro * (pipeline ? 4 * c.pp : 1);
+  DLF_CHECK(rows % micro == 0, "dlf plan --compile: a replica's ", rows,
+            " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
   const Replicas replicas{.dp = int(dp),
                           .zero = zero,
                           .tp = c.tp,
@@ -97,6 +107,7 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
                           .micro_batch = pipeline ? micro : c.micro_batch,
                           .schedule = parallel::parse_schedule(c.schedule),
                           .virtual_stages = c.virtual_stages};
+  const int64_t planned_micro = replicas.micro_batch > 0 ? replicas.micro_batch : rows;
   const CompiledPlan plan =
       plan_compiled_stages(device.spec, model, rows, seq, c.precision, replicas);
   const CompiledStepMemory& m = plan.largest;
@@ -115,6 +126,7 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
       line.add("peak_bytes_stage" + std::to_string(s), plan.stage_peaks[s]);
     line.add("zero", zero)
         .add("batch", m.batch)
+        .add("micro_batch", planned_micro)
         .add("seq", m.seq)
         .add("nodes", int64_t(m.nodes))
         .add("peak_bytes", m.planned_peak())
@@ -142,8 +154,8 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
     std::printf("  %d pipeline stages, %s, micro-batches of %lld: stage %d's peak is the largest\n",
                 c.pp, parallel::schedule_label(replicas.schedule, c.virtual_stages).c_str(),
                 (long long)micro, plan.stage);
-  else if (model.gpt && c.micro_batch > 0 && c.micro_batch < m.batch)
-    std::printf("  micro-batches of %lld, their gradients accumulated\n", (long long)micro);
+  else if (planned_micro < rows)
+    std::printf("  micro-batches of %lld, their gradients accumulated\n", (long long)planned_micro);
   std::printf("  per device: peak %s%s%s — %s\n", format_bytes(double(m.planned_peak())).c_str(),
               capacity > 0 ? " of " : "",
               capacity > 0 ? format_bytes(double(capacity)).c_str() : "",

@@ -51,6 +51,10 @@ namespace {
 // The share of the host's available memory a run may plan to take.
 constexpr double kHostShare = 0.9;
 
+// DDP's bucket size and whether the gradients are reduced in bf16, as the run's flags say.
+int64_t bucket_bytes(const TrainOptions& o) { return o.bucket_mb << 20; }
+bool reduce_in_bf16(const TrainOptions& o) { return o.grad_reduce == "bf16"; }
+
 // On resume the run continues as the checkpoint describes it, but for what the command line
 // gives again: the schedule (steps, rates, warmup, decay, clipping) takes the new values, and
 // each change is said; what the data and the model depend on cannot change.
@@ -241,13 +245,13 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                  .micro_batch = job.micro_batch,
                  .schedule = job.schedule,
                  .virtual_stages = job.virtual_stages,
-                 .bucket_bytes = o.bucket_mb << 20,
+                 .bucket_bytes = bucket_bytes(o),
                  .eval_batches = o.eval_batches > 0 ? o.eval_batches : default_eval_batches(run),
                  .first_step = first,
                  .recompute = autograd::parse_recompute(o.recompute),
                  .zero = o.zero,
                  .offload_params = offload_flag(o.offload, o.zero) == models::Offload::params,
-                 .reduce_in_bf16 = o.grad_reduce == "bf16",
+                 .reduce_in_bf16 = reduce_in_bf16(o),
                  .compile = o.compile},
                 job.data);
   const nn::NamedTensors params = task->named_parameters();
@@ -360,6 +364,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   };
   int64_t last_saved = first;
   auto save = [&](int64_t step) {  // every rank: the shards and stages are gathered first
+    opt.zero_grad();               // as evaluate: the gathers and copies need the bytes more
     const nn::NamedTensors state = zero ? zero->consolidated_state_dict() : opt.state_dict();
     auto [whole, whole_state] = task->gather_whole(nn::optim::state_by_name(opt, state, params));
     if (!lead) return;
@@ -471,10 +476,10 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
       trace::span(device, sim::Stream::compute, "step " + std::to_string(step + 1), trace_start,
                   end - trace_start);
     }
-    if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last && !o.profile)
-      evaluate(step + 1);
     if (!o.checkpoint.empty() && o.save_every > 0 && (step + 1) % o.save_every == 0 && !last)
       save(step + 1);
+    if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last && !o.profile)
+      evaluate(step + 1);
     if (o.check_replicas > 0 && (step + 1) % o.check_replicas == 0) {
       DLF_CHECK(!ranks_disagree(mesh.dp(), parameters_checksum(params)), "step ", step + 1,
                 ": the data-parallel replicas' parameters differ (--check-replicas): they "
@@ -518,8 +523,9 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
       record(line);
     }
   }
-  if (!o.profile) evaluate(stop);  // a profile is of training steps
+  // Saved first: an evaluation that fails (out of memory) loses none of the run's training.
   if (!o.checkpoint.empty()) save(stop);
+  if (!o.profile) evaluate(stop);  // a profile is of training steps
   if (run_report) {
     run_report->write(o.report);
     progress.note("report written to " + o.report);
@@ -650,8 +656,8 @@ std::string compiled_fit_hint(const TrainOptions& o, const RunConfig& run,
                               .micro_batch = micro,
                               .schedule = parallel::parse_schedule(o.schedule),
                               .virtual_stages = o.virtual_stages,
-                              .bucket_bytes = o.bucket_mb << 20,
-                              .reduce_in_bf16 = o.grad_reduce == "bf16"});
+                              .bucket_bytes = bucket_bytes(o),
+                              .reduce_in_bf16 = reduce_in_bf16(o)});
     if (!plan.fits(spec)) return "";
     const bool refused = o.recompute != "none" || o.offload != "none";  // by --compile
     return std::string("; compiled, it is planned to fit: --compile") +

@@ -1,5 +1,6 @@
 // How cold each kernel starts on a device: a kernel whose code, state and page-table entries
-// the device's traffic since it last ran has pushed out of the caches runs slower than it does
+// the device's traffic (kernels, copies, collectives) since it last ran has pushed out of the
+// caches runs slower than it does
 // after itself (KernelEfficiency::cold_overhead). On a CPU, a small oneDNN matmul takes 18 us
 // after itself and 60 more after copies that moved 256 MiB; the extra grows with the bytes moved
 // in between (README, "Cold starts").
@@ -11,8 +12,8 @@
 
 namespace dlf::sim {
 
-/// The bytes a device's kernels moved since each op last ran there, as a share of the bytes
-/// after which a kernel starts fully cold (SimSpec::cold_bytes).
+/// The bytes a device moved (its kernels, copies and collectives) since each op last ran there,
+/// as a share of the bytes after which a kernel starts fully cold (SimSpec::cold_bytes).
 class ColdStarts {
  public:
   /// The share in [0, 1] of its class's cold overhead a kernel of op `name` pays now, with
