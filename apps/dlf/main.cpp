@@ -320,8 +320,8 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
   cmd->add_option("--batch", o.batch, "global batch in sequences (default: dp x micro-batch x 4pp)")
       ->check(whole(1, int64_t(1) << 40));
   cmd->add_option("--micro-batch", o.micro_batch,
-                  "sequences per micro-batch (default 1; with --compile as dlf train: 1 with a "
-                  "pipeline, else a replica's rows at once)")
+                  "sequences per micro-batch (default as dlf train's: 1 with a pipeline, else a "
+                  "replica's rows of --batch at once; 1 without --batch)")
       ->check(whole(1, kMaxBatch));
   cmd->add_option("--seq", o.seq, "tokens per sequence (default: the model's context)")
       ->check(whole(1, kMaxBatch));

@@ -18,6 +18,14 @@ namespace {
 // The eager planners' micro-batch: --micro-batch, one sequence when it is not given.
 int64_t eager_micro_batch(const PlanCommand& c) { return std::max<int64_t>(1, c.micro_batch); }
 
+// A GPT's micro-batch over `layout` as dlf train takes it: --micro-batch, else for a given
+// --batch one sequence through a pipeline and a replica's rows without one
+// (models::default_micro_batch), else one sequence.
+int64_t gpt_micro_batch(const PlanCommand& c, const parallel::Layout& layout) {
+  if (c.micro_batch > 0 || c.batch == 0) return eager_micro_batch(c);
+  return models::default_micro_batch(layout, c.batch);
+}
+
 // Micro-batches are a GPT's, as dlf train runs them: a model of another family takes its
 // replica's rows at once, and --micro-batch gives only its default --batch.
 void check_micro_batch(const PlanCommand& c, const std::string& model, bool gpt) {
@@ -94,17 +102,17 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   const bool pipeline = c.pp > 1;
   check_micro_batch(c, model.name, model.gpt.has_value());
   // A replica's rows, by default --micro-batch's (four a stage through a pipeline, the eager
-  // planner's global batch); a GPT takes them in micro-batches of --micro-batch as dlf train
-  // does, by default one sequence through a pipeline, else all at once
-  const int64_t micro = eager_micro_batch(c);
-  const int64_t rows = c.batch > 0 ? c.batch / dp : micro * (pipeline ? 4 * c.pp : 1);
+  // planner's global batch); a GPT takes them in micro-batches as dlf train does
+  const int64_t micro = gpt_micro_batch(c, {.dp = int(dp), .tp = c.tp, .pp = c.pp});
+  const int64_t rows =
+      c.batch > 0 ? c.batch / dp : eager_micro_batch(c) * (pipeline ? 4 * c.pp : 1);
   DLF_CHECK(rows % micro == 0, "dlf plan --compile: a replica's ", rows,
             " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
   const Replicas replicas{.dp = int(dp),
                           .zero = zero,
                           .tp = c.tp,
                           .pp = c.pp,
-                          .micro_batch = pipeline ? micro : c.micro_batch,
+                          .micro_batch = model.gpt ? micro : 0,
                           .schedule = parallel::parse_schedule(c.schedule),
                           .virtual_stages = c.virtual_stages};
   const int64_t planned_micro = replicas.micro_batch > 0 ? replicas.micro_batch : rows;
@@ -189,18 +197,19 @@ void run_plan(const PlanCommand& c) {
     plan_data_parallel(c, device, dtype);
     return;
   }
-  models::PlanOptions options{.model = custom ? *custom : models::gpt_config(c.model),
-                              .layout = {.dp = int(dp), .tp = c.tp, .pp = c.pp},
-                              .spec = device.spec,
-                              .global_batch = c.batch,
-                              .micro_batch = eager_micro_batch(c),
-                              .seq = c.seq,
-                              .dtype = dtype,
-                              .schedule = parallel::parse_schedule(c.schedule),
-                              .virtual_stages = c.virtual_stages,
-                              .recompute = autograd::parse_recompute(c.recompute),
-                              .zero = c.zero,
-                              .offload = offload_flag(c.offload, c.zero)};
+  models::PlanOptions options{
+      .model = custom ? *custom : models::gpt_config(c.model),
+      .layout = {.dp = int(dp), .tp = c.tp, .pp = c.pp},
+      .spec = device.spec,
+      .global_batch = c.batch,
+      .micro_batch = gpt_micro_batch(c, {.dp = int(dp), .tp = c.tp, .pp = c.pp}),
+      .seq = c.seq,
+      .dtype = dtype,
+      .schedule = parallel::parse_schedule(c.schedule),
+      .virtual_stages = c.virtual_stages,
+      .recompute = autograd::parse_recompute(c.recompute),
+      .zero = c.zero,
+      .offload = offload_flag(c.offload, c.zero)};
   const models::Plan plan = models::plan_gpt(options);
   if (c.json) {
     std::printf("%s\n", models::to_json_line(plan).c_str());

@@ -65,9 +65,10 @@ expect_error 1 generate --checkpoint "$tmp/straight"
 expect_error 1 train --model gpt-nano --checkpoint "$tmp/straight" --resume
 "$dlf" train --help | grep -q -- "--resume" || fail "train --help"
 
-# plan: one micro-batch a step peaks as the run does (a step starts without gradients, so none
-# are counted at the forward's peak): gpt-nano's second step on a sim device within 1 %
-planned=$("$dlf" plan --model gpt-nano --devices 1 --batch 4 --micro-batch 4 --seq 32 --json |
+# plan: a batch in dlf train's default micro-batch (without a pipeline, the replica's rows at
+# once) peaks as the run does (a step starts without gradients, so none are counted at the
+# forward's peak): gpt-nano's second step on a sim device within 1 %
+planned=$("$dlf" plan --model gpt-nano --devices 1 --batch 4 --seq 32 --json |
   sed -n 's/.*"peak_bytes":\([0-9.e+]*\).*/\1/p')
 train --steps 2 --device sim:a100-40gb --metrics "$tmp/plan-run.jsonl" 2>/dev/null || fail "train on sim"
 measured=$(grep '"step":2,.*"sim_peak_bytes"' "$tmp/plan-run.jsonl" |
