@@ -89,8 +89,6 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   DLF_CHECK(c.recompute == "none" && c.offload == "none",
             "dlf plan --compile: graph mode rematerialises on its own and captures ZeRO without "
             "offload; leave out --recompute and --offload");
-  DLF_CHECK(c.batch == 0 || c.batch % dp == 0, "dlf plan --compile: --batch ", c.batch,
-            " does not split over ", dp, " replicas");
   const std::optional<models::GPTConfig> custom = gpt_by_dimensions(c);
   const StepModel model = custom ? StepModel(*custom) : StepModel(c.model);
   // --seq's default as the other plans': a GPT's context, BERT's benchmark length
@@ -184,6 +182,8 @@ void run_plan(const PlanCommand& c) {
   const int64_t dp = c.dp > 0 ? c.dp : c.devices / tp_pp;
   DLF_CHECK(dp * tp_pp == c.devices, "dp ", dp, " x tp ", c.tp, " x pp ", c.pp, " = ", dp * tp_pp,
             " devices, but --devices is ", c.devices);
+  DLF_CHECK(c.batch == 0 || c.batch % dp == 0, "--batch ", c.batch, " does not split over dp ", dp,
+            ": each replica takes an equal share, so the batch must be a multiple");
   const DeviceArg device = parse_device_arg(c.device);
   DLF_CHECK(device.type != DeviceType::cpu, "--device '", c.device,
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");

@@ -51,6 +51,11 @@ namespace {
 // The share of the host's available memory a run may plan to take.
 constexpr double kHostShare = 0.9;
 
+// The dtype of the run's mixed precision (bf16), or f32.
+DType precision_dtype(const TrainOptions& o) {
+  return o.precision == "bf16" ? DType::bf16 : DType::f32;
+}
+
 // DDP's bucket size and whether the gradients are reduced in bf16, as the run's flags say.
 int64_t bucket_bytes(const TrainOptions& o) { return o.bucket_mb << 20; }
 bool reduce_in_bf16(const TrainOptions& o) { return o.grad_reduce == "bf16"; }
@@ -225,7 +230,7 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
   const bool simulated = device.type != DeviceType::cpu;
   const int64_t first = job.ckpt != nullptr ? job.ckpt->step : 0;
   // The forward and backward of a step, and evaluations, run under the precision's autocast.
-  const DType precision = o.precision == "bf16" ? DType::bf16 : DType::f32;
+  const DType precision = precision_dtype(o);
   auto autocast = [&](auto&& fn) {
     AutocastGuard guard(autocast_for(precision));
     return fn();
@@ -551,7 +556,7 @@ models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int
           .spec = spec,
           .global_batch = o.run.batch,
           .seq = seq,
-          .dtype = o.precision == "bf16" ? DType::bf16 : DType::f32,
+          .dtype = precision_dtype(o),
           .schedule = parallel::parse_schedule(o.schedule),
           .virtual_stages = o.virtual_stages,
           .recompute = autograd::parse_recompute(o.recompute),
@@ -830,6 +835,7 @@ double run_train(TrainOptions o) {
                                           .batch = run.batch,
                                           .seq = tokens,
                                           .micro_batch = micro,
+                                          .dtype = precision_dtype(o),
                                           .schedule = parallel::parse_schedule(o.schedule),
                                           .virtual_stages = o.virtual_stages},
                                          {autograd::parse_recompute(o.recompute), o.zero,

@@ -97,6 +97,7 @@ out=$("$dlf" plan --model gpt-medium --devices 8 --zero 3 --offload params) ||
   fail "plan --offload params: $out"
 echo "$out" | grep -q "ZeRO-3, optimizer and parameters offloaded" || fail "plan does not say it offloads the parameters: $out"
 expect_error 1 plan --model gpt-medium --devices 8 --zero 1 --offload params
+expect_error 1 plan --model gpt-nano --devices 8 --batch 20  # 20 sequences over 8 replicas
 expect_error 2 train --model gpt-nano --zero 4
 expect_error 1 train --model gpt-nano --steps 1 --devices 2 --zero 3 --check-replicas 1
 train --steps 2 --devices 4 --metrics "$tmp/dp4.jsonl" --trace "$tmp/trace.json" 2>"$tmp/log" ||
