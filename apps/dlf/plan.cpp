@@ -83,9 +83,10 @@ std::optional<models::GPTConfig> gpt_by_dimensions(const PlanCommand& c) {
 // --compile: the step captured on a meta device as `dlf train --compile` runs it on one device
 // or as one rank of data-parallel replicas (DDP, ZeRO-1, -2 or -3) — of a GPT, one rank of its
 // dp x tp x pp mesh, every pipeline stage's planned and the largest reported, its rows in
-// micro-batches of --micro-batch when given — its memory planned as graph mode does. The model is a
+// micro-batches as dlf train takes them — its memory planned as graph mode does. The model is a
 // zoo one or a GPT by its dimensions.
-void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
+void plan_compiled(const PlanCommand& c, const DeviceArg& device, const parallel::Layout& layout) {
+  const int64_t dp = layout.dp;
   DLF_CHECK(c.recompute == "none" && c.offload == "none",
             "dlf plan --compile: graph mode rematerialises on its own and captures ZeRO without "
             "offload; leave out --recompute and --offload");
@@ -101,19 +102,19 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, int64_t dp) {
   check_micro_batch(c, model.name, model.gpt.has_value());
   // A replica's rows, by default --micro-batch's (four a stage through a pipeline, the eager
   // planner's global batch); a GPT takes them in micro-batches as dlf train does
-  const int64_t micro = gpt_micro_batch(c, {.dp = int(dp), .tp = c.tp, .pp = c.pp});
+  const int64_t micro = gpt_micro_batch(c, layout);
   const int64_t rows =
       c.batch > 0 ? c.batch / dp : eager_micro_batch(c) * (pipeline ? 4 * c.pp : 1);
   DLF_CHECK(rows % micro == 0, "dlf plan --compile: a replica's ", rows,
             " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
-  const Replicas replicas{.dp = int(dp),
+  const Replicas replicas{.dp = layout.dp,
                           .zero = zero,
                           .tp = c.tp,
                           .pp = c.pp,
                           .micro_batch = model.gpt ? micro : 0,
                           .schedule = parallel::parse_schedule(c.schedule),
                           .virtual_stages = c.virtual_stages};
-  const int64_t planned_micro = replicas.micro_batch > 0 ? replicas.micro_batch : rows;
+  const int64_t planned_micro = model.gpt ? micro : rows;
   const CompiledPlan plan =
       plan_compiled_stages(device.spec, model, rows, seq, c.precision, replicas);
   const CompiledStepMemory& m = plan.largest;
@@ -187,8 +188,9 @@ void run_plan(const PlanCommand& c) {
   const DeviceArg device = parse_device_arg(c.device);
   DLF_CHECK(device.type != DeviceType::cpu, "--device '", c.device,
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");
+  const parallel::Layout layout{.dp = int(dp), .tp = c.tp, .pp = c.pp};
   if (c.compile) {
-    plan_compiled(c, device, dp);
+    plan_compiled(c, device, layout);
     return;
   }
   const DType dtype = c.precision == "bf16" ? DType::bf16 : DType::f32;
@@ -197,19 +199,18 @@ void run_plan(const PlanCommand& c) {
     plan_data_parallel(c, device, dtype);
     return;
   }
-  models::PlanOptions options{
-      .model = custom ? *custom : models::gpt_config(c.model),
-      .layout = {.dp = int(dp), .tp = c.tp, .pp = c.pp},
-      .spec = device.spec,
-      .global_batch = c.batch,
-      .micro_batch = gpt_micro_batch(c, {.dp = int(dp), .tp = c.tp, .pp = c.pp}),
-      .seq = c.seq,
-      .dtype = dtype,
-      .schedule = parallel::parse_schedule(c.schedule),
-      .virtual_stages = c.virtual_stages,
-      .recompute = autograd::parse_recompute(c.recompute),
-      .zero = c.zero,
-      .offload = offload_flag(c.offload, c.zero)};
+  models::PlanOptions options{.model = custom ? *custom : models::gpt_config(c.model),
+                              .layout = layout,
+                              .spec = device.spec,
+                              .global_batch = c.batch,
+                              .micro_batch = gpt_micro_batch(c, layout),
+                              .seq = c.seq,
+                              .dtype = dtype,
+                              .schedule = parallel::parse_schedule(c.schedule),
+                              .virtual_stages = c.virtual_stages,
+                              .recompute = autograd::parse_recompute(c.recompute),
+                              .zero = c.zero,
+                              .offload = offload_flag(c.offload, c.zero)};
   const models::Plan plan = models::plan_gpt(options);
   if (c.json) {
     std::printf("%s\n", models::to_json_line(plan).c_str());
