@@ -374,6 +374,8 @@ std::string to_json_line(const Plan& p) {
       .add("peak_bytes", double(p.worst.peak_bytes))
       .add("fits", p.fits)
       .add("parameters", double(p.parameters))
+      .add("batch", o.global_batch)
+      .add("micro_batch", o.micro_batch)
       .add("micro_batches", p.micro_batches)
       .add("schedule", parallel::schedule_name(o.schedule))
       .add("virtual_stages", o.virtual_stages)

@@ -228,6 +228,7 @@ std::string to_json_line(const ReplicaPlan& p) {
       .add("unit", "s")
       .add("device", o.spec.name)
       .add("devices", o.dp)
+      .add("batch", o.global_batch)
       .add(p.unit + "_per_s", p.items_per_s)
       .add("mfu", p.mfu)
       .add("peak_bytes", double(p.peak_bytes))

@@ -45,6 +45,25 @@ int64_t gpt_parameter_count(const GPTConfig& c) {
   return c.vocab * C + c.context * C + c.layers * block + 2 * C;
 }
 
+int64_t default_batch(const std::string& model) {
+  // Megatron-LM's batches (Narayanan et al. 2021, table 1): 1536 sequences for GPT-3 175B,
+  // 3072 for the 1T GPT.
+  if (model == "gpt3-175b") return 1536;
+  if (model == "gpt-1t") return 3072;
+  if (model.empty()) return 8;
+  switch (model_family(model)) {
+    case ModelFamily::gpt:
+      return 8;
+    case ModelFamily::bert:
+      return 16;
+    case ModelFamily::vit:
+      return 64;
+    case ModelFamily::unet:
+      return 32;
+  }
+  return 8;
+}
+
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const auto& c : gpt_configs()) names.push_back(c.name);

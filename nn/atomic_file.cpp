@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
+#include <dlf/device/allocator.h>
 #include <dlf/error.h>
 
 namespace dlf::nn {
@@ -36,14 +38,36 @@ void remove_stale_temporaries(const fs::path& dir, const std::string& prefix) {
   }
 }
 
-}  // namespace
-
+// Creates the directory `target` goes in and returns it.
 fs::path make_directory_for(const fs::path& target, const std::string& what) {
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
   fs::create_directories(dir, ec);
   DLF_CHECK(fs::is_directory(dir), what, ": cannot create the directory ", dir.string(),
             ec ? " (" + ec.message() + ")" : "");
+  return dir;
+}
+
+}  // namespace
+
+fs::path check_writable(const fs::path& target, const std::string& what, uint64_t bytes) {
+  const fs::path dir = make_directory_for(target, what);
+  DLF_CHECK(!fs::is_directory(target), what, ": ", target.string(),
+            " is a directory: give a file's name");
+  // A file written and removed, as replace_file() will: permissions alone do not say (root
+  // passes every check, and /proc or a read-only mount still refuse).
+  std::string probe = (dir / (target.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = ::mkstemp(probe.data());
+  DLF_CHECK(fd >= 0, what, ": cannot write in ", dir.string(), " (", std::strerror(errno), ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
+  struct statvfs fs_stats {};
+  if (bytes > 0 && ::statvfs(dir.c_str(), &fs_stats) == 0) {
+    const uint64_t free = uint64_t(fs_stats.f_bavail) * fs_stats.f_frsize;
+    DLF_CHECK(free >= bytes, what, ": ", dir.string(), " has ", format_bytes(double(free)),
+              " free, and writing ", target.filename().string(), " needs ",
+              format_bytes(double(bytes)));
+  }
   return dir;
 }
 

@@ -8,6 +8,7 @@
 namespace dlf::app {
 
 void run_convert(const ConvertOptions& o) {
+  check_not_replacing(o.out, o.overwrite, "give --overwrite to replace it");
   const Weights weights = read_weights(o.in);
   const RunConfig run = run_for_weights(weights, o.in, o.model);
   const nn::NamedTensors state = state_from_weights(run, weights.tensors);

@@ -253,6 +253,8 @@ CompiledPlan plan_compiled_stages(const SimSpec& spec, const StepModel& model, i
 }
 
 void run_graph(const GraphCommand& o) {
+  if (!o.dot.empty()) nn::check_writable(o.dot, "--dot");  // before capturing
+  if (!o.json.empty()) nn::check_writable(o.json, "--json");
   const std::vector<Device> devices = setup_devices(1, parse_device_arg(o.device));
   DefaultDeviceGuard on(devices[0]);
   CapturedStep c = capture_step(o.model, o.batch, o.seq, o.precision, o.skip_passes);

@@ -47,6 +47,17 @@ void add_schedule_options(CLI::App* cmd, std::string& schedule, int& virtual_sta
       ->capture_default_str();
 }
 
+// --zero STAGE, or --zero alone for stage 1; without it, no sharding (stage 0). The value may
+// be left out, so CLI11 would show the stage it stands for alone as the default: it takes the
+// missing value as 0 here instead.
+void add_zero_option(CLI::App* cmd, int& zero, const std::string& what) {
+  cmd->add_option_function<int>(
+         "--zero", [&zero](const int& stage) { zero = stage == 0 ? 1 : stage; },
+         what + " (default: no sharding; --zero alone: 1)")
+      ->expected(0, 1)
+      ->check(CLI::Range(1, 3));
+}
+
 void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
   dlf::app::RunConfig& r = o.run;
   cmd->add_option("--model", r.model,
@@ -89,6 +100,9 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
   cmd->add_option("--checkpoint", o.checkpoint, "directory for checkpoint.h5")->check(non_empty());
   CLI::Option* resume =
       cmd->add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint");
+  cmd->add_flag("--overwrite", o.overwrite,
+                "start a new run over the checkpoint in --checkpoint (replaced at the first save)")
+      ->excludes(resume);
   cmd->add_option("--init-from", o.init_from,
                   "start from these weights instead of the seed's: a dlf checkpoint or a "
                   ".safetensors file (GPT: dlf's or Hugging Face GPT-2's names)")
@@ -132,13 +146,10 @@ void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
   cmd->add_option("--report", o.report,
                   "write one self-contained HTML file at the end: loss and throughput curves, the "
                   "memory of a step by category over time, its op table, the layout");
-  cmd->add_option("--zero", o.zero,
+  add_zero_option(cmd, o.zero,
                   "ZeRO stage over the data-parallel ranks: 1 shards the optimizer state and the "
                   "update (1/N per rank), 2 the gradients too, 3 the parameters too (each "
-                  "block's gathered while it runs) (--zero alone: 1)")
-      ->expected(0, 1)
-      ->default_str("1")
-      ->check(CLI::Range(1, 3));
+                  "block's gathered while it runs)");
   cmd->add_option("--offload", o.offload,
                   "none; optimizer: keep the optimizer state and a master copy of the "
                   "parameters in host memory and run the update there (ZeRO-Offload): each step "
@@ -279,6 +290,7 @@ void add_convert(CLI::App& app, dlf::app::ConvertOptions& o, CLI::App*& cmd) {
       ->capture_default_str();
   cmd->add_option("--model", o.model, "the model IN holds (checked; needed when IN does not say)")
       ->check(model_name());
+  cmd->add_flag("--overwrite", o.overwrite, "replace the weights OUT holds already");
 }
 
 void add_eval(CLI::App& app, dlf::app::EvalOptions& o, CLI::App*& cmd) {
@@ -317,11 +329,12 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
       ->check(whole(1, kMaxPlannedDevices))
       ->capture_default_str();
   cmd->add_option("--device", o.device, "sim:PRESET or sim:SPEC.json")->capture_default_str();
-  cmd->add_option("--batch", o.batch, "global batch in sequences (default: dp x micro-batch x 4pp)")
+  cmd->add_option("--batch", o.batch,
+                  "global batch in sequences or images (default: dlf train's for the model)")
       ->check(whole(1, int64_t(1) << 40));
   cmd->add_option("--micro-batch", o.micro_batch,
-                  "sequences per micro-batch (default as dlf train's: 1 with a pipeline, else a "
-                  "replica's rows of --batch at once; 1 without --batch)")
+                  "GPT: sequences per micro-batch (default as dlf train's: 1 with a pipeline, "
+                  "else a replica's rows at once)")
       ->check(whole(1, kMaxBatch));
   cmd->add_option("--seq", o.seq, "tokens per sequence (default: the model's context)")
       ->check(whole(1, kMaxBatch));
@@ -336,10 +349,7 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
                   "(and the outputs of its matmuls, convolutions and attention)")
       ->check(CLI::IsMember({"none", "full", "selective"}))
       ->capture_default_str();
-  cmd->add_option("--zero", o.zero, "ZeRO stage over the data-parallel ranks: 1, 2 or 3")
-      ->expected(0, 1)
-      ->default_str("1")
-      ->check(CLI::Range(1, 3));
+  add_zero_option(cmd, o.zero, "ZeRO stage over the data-parallel ranks: 1, 2 or 3");
   cmd->add_option("--offload", o.offload,
                   "none; optimizer: the optimizer state and update in host memory (ZeRO-Offload; "
                   "the copies over the host link are priced into the step); params (with --zero "
@@ -353,8 +363,8 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
                 "rank of its --tp x --pp mesh (every stage planned, the largest reported), a "
                 "BERT or ViT as tp rank 0's shard over --tp, and report its memory plan per device "
                 "(parameters, optimizer state, batch and the planned arena); a replica's batch is "
-                "--batch split over the replicas, else --micro-batch (four a stage with --pp), a "
-                "GPT's taken in micro-batches of --micro-batch when it is given");
+                "--batch split over the replicas, a GPT's taken in micro-batches as dlf train "
+                "takes them");
   cmd->add_flag("--json", o.json, "print one JSON line instead");
 }
 
@@ -416,34 +426,60 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-// " (did you mean --steps?)" for an unknown option close to a known one, else "".
-std::string did_you_mean(const CLI::App& app, const std::string& unknown) {
-  const std::string word = unknown.substr(0, unknown.find('='));
+// The candidate closest to `word` by edit distance, if close enough to be a typo; else "".
+std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_distance = std::max<size_t>(2, word.size() / 4) + 1;
-  std::vector<const CLI::App*> apps{&app};
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    apps.push_back(sub);
-  for (const CLI::App* a : apps) {
-    for (const CLI::Option* option : a->get_options()) {
-      for (const std::string& name : option->get_lnames()) {
-        const size_t d = edit_distance(word, "--" + name);
-        if (d < best_distance) best_distance = d, best = "--" + name;
-      }
-    }
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_distance) best_distance = d, best = c;
   }
-  return best.empty() ? "" : " (did you mean " + best + "?)";
+  return best;
 }
 
-// One line for a command line CLI11 refused: an unknown option gets the known one it is closest
-// to.
-std::string explain(const CLI::App& app, const CLI::ParseError& e) {
-  std::string line = e.what();
-  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
-    std::istringstream words(line.substr(line.find(':') + 1));
-    for (std::string word; words >> word;) {
-      if (word.starts_with("-")) return "unknown option " + word + did_you_mean(app, word);
+// The options a command line may give to `command` (null: none was named): its own and the
+// global ones.
+std::vector<std::string> option_names(const CLI::App& app, const CLI::App* command) {
+  std::vector<std::string> names;
+  for (const CLI::App* a : {&app, command}) {
+    if (a == nullptr) continue;
+    for (const CLI::Option* option : a->get_options()) {
+      for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
     }
+  }
+  return names;
+}
+
+// The command a command line named, or null.
+const CLI::App* named_command(const CLI::App& app) {
+  const std::vector<const CLI::App*> named =
+      app.get_subcommands([](const CLI::App* sub) { return sub->parsed(); });
+  return named.empty() ? nullptr : named.front();
+}
+
+// One line for a command line CLI11 refused: an unknown command gets the command it is closest
+// to, an unknown option the option of that command.
+std::string explain(const CLI::App& app, const CLI::ParseError& e) {
+  const CLI::App* command = named_command(app);
+  if (command == nullptr) {
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      commands.push_back(sub->get_name());
+    for (const std::string& word : app.remaining()) {
+      if (word.starts_with("-")) continue;
+      const std::string best = closest(word, commands);
+      return "unknown command " + word + (best.empty() ? "" : " (did you mean " + best + "?)");
+    }
+  }
+  const std::string line = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) return line;
+  std::istringstream words(line.substr(line.find(':') + 1));
+  for (std::string word; words >> word;) {
+    if (!word.starts_with("-")) continue;
+    const std::string option = word.substr(0, word.find('='));
+    const std::string best = closest(option, option_names(app, command));
+    return "unknown option " + option + " of dlf" + (command ? " " + command->get_name() : "") +
+           (best.empty() ? "" : " (did you mean " + best + "?)");
   }
   return line;
 }
@@ -505,7 +541,9 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "dlf: " << explain(app, e) << " (see dlf --help)\n";
+    const CLI::App* command = named_command(app);
+    std::cerr << "dlf: " << explain(app, e) << " (see dlf "
+              << (command ? "help " + command->get_name() : "--help") << ")\n";
     return 2;
   }
   if (*help_cmd) {

@@ -15,22 +15,17 @@
 namespace dlf::app {
 namespace {
 
-// The eager planners' micro-batch: --micro-batch, one sequence when it is not given.
-int64_t eager_micro_batch(const PlanCommand& c) { return std::max<int64_t>(1, c.micro_batch); }
-
-// A GPT's micro-batch over `layout` as dlf train takes it: --micro-batch, else for a given
-// --batch one sequence through a pipeline and a replica's rows without one
-// (models::default_micro_batch), else one sequence.
+// A GPT's micro-batch over `layout` as dlf train takes it: --micro-batch, else one sequence
+// through a pipeline and a replica's rows without one (models::default_micro_batch).
 int64_t gpt_micro_batch(const PlanCommand& c, const parallel::Layout& layout) {
-  if (c.micro_batch > 0 || c.batch == 0) return eager_micro_batch(c);
-  return models::default_micro_batch(layout, c.batch);
+  return c.micro_batch > 0 ? c.micro_batch : models::default_micro_batch(layout, c.batch);
 }
 
 // Micro-batches are a GPT's, as dlf train runs them: a model of another family takes its
-// replica's rows at once, and --micro-batch gives only its default --batch.
+// replica's rows at once.
 void check_micro_batch(const PlanCommand& c, const std::string& model, bool gpt) {
-  DLF_CHECK(gpt || c.micro_batch == 0 || c.batch == 0, "dlf plan: ", model,
-            " takes its replica's rows at once (--micro-batch is for the GPT models)");
+  DLF_CHECK(gpt || c.micro_batch == 0, "--micro-batch ", c.micro_batch, ": ", model,
+            " takes its replica's rows at once (micro-batches are the GPT models')");
 }
 
 // Any family, data-parallel: planned from the model itself on a meta device.
@@ -39,16 +34,16 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
             " plans data-parallel layouts (--tp and --pp plans are GPT's)");
   check_micro_batch(c, c.model, false);
   const bool bert = models::model_family(c.model) == models::ModelFamily::bert;
-  const models::ReplicaPlan plan = models::plan_replica(
-      {.model = c.model,
-       .dp = c.devices,
-       .spec = device.spec,
-       .global_batch = c.batch > 0 ? c.batch : int64_t(c.devices) * eager_micro_batch(c),
-       .seq = bert ? bert_sequence(c.seq) : c.seq,
-       .dtype = dtype,
-       .recompute = autograd::parse_recompute(c.recompute),
-       .zero = c.zero,
-       .offload = offload_flag(c.offload, c.zero)});
+  const models::ReplicaPlan plan =
+      models::plan_replica({.model = c.model,
+                            .dp = c.devices,
+                            .spec = device.spec,
+                            .global_batch = c.batch,
+                            .seq = bert ? bert_sequence(c.seq) : c.seq,
+                            .dtype = dtype,
+                            .recompute = autograd::parse_recompute(c.recompute),
+                            .zero = c.zero,
+                            .offload = offload_flag(c.offload, c.zero)});
   std::printf("%s", (c.json ? models::to_json_line(plan) + "\n" : models::describe(plan)).c_str());
   if (!c.json && !plan.fits)
     std::printf("  %s\n", fitting_flags_hint({.model = c.model,
@@ -100,11 +95,9 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, const parallel
   const int zero = dp > 1 ? c.zero : 0;  // ZeRO over one rank is the plain optimizer
   const bool pipeline = c.pp > 1;
   check_micro_batch(c, model.name, model.gpt.has_value());
-  // A replica's rows, by default --micro-batch's (four a stage through a pipeline, the eager
-  // planner's global batch); a GPT takes them in micro-batches as dlf train does
+  // A replica's rows; a GPT takes them in micro-batches as dlf train does
   const int64_t micro = gpt_micro_batch(c, layout);
-  const int64_t rows =
-      c.batch > 0 ? c.batch / dp : eager_micro_batch(c) * (pipeline ? 4 * c.pp : 1);
+  const int64_t rows = c.batch / dp;
   DLF_CHECK(rows % micro == 0, "dlf plan --compile: a replica's ", rows,
             " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
   const Replicas replicas{.dp = layout.dp,
@@ -176,15 +169,18 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, const parallel
 
 }  // namespace
 
-void run_plan(const PlanCommand& c) {
+void run_plan(PlanCommand c) {
+  const bool batch_given = c.batch > 0;
+  if (!batch_given) c.batch = models::default_batch(gpt_by_dimensions(c) ? "" : c.model);
   const int64_t tp_pp = int64_t(c.tp) * c.pp;  // each at most 2^20: no overflow in 64 bits
   DLF_CHECK(c.devices % tp_pp == 0, "--devices ", c.devices,
             " is not a multiple of tp x pp = ", tp_pp);
   const int64_t dp = c.dp > 0 ? c.dp : c.devices / tp_pp;
   DLF_CHECK(dp * tp_pp == c.devices, "dp ", dp, " x tp ", c.tp, " x pp ", c.pp, " = ", dp * tp_pp,
             " devices, but --devices is ", c.devices);
-  DLF_CHECK(c.batch == 0 || c.batch % dp == 0, "--batch ", c.batch, " does not split over dp ", dp,
-            ": each replica takes an equal share, so the batch must be a multiple");
+  DLF_CHECK(c.batch % dp == 0, "--batch ", c.batch, " does not split over dp ", dp,
+            ": each replica takes an equal share, so the batch must be a multiple",
+            batch_given ? "" : " (the default batch, dlf train's: give one with --batch)");
   const DeviceArg device = parse_device_arg(c.device);
   DLF_CHECK(device.type != DeviceType::cpu, "--device '", c.device,
             "': plans are for sim:PRESET or sim:SPEC.json (run on meta devices)");

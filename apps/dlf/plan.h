@@ -14,8 +14,8 @@ struct PlanCommand {
   int devices = 1;
   int dp = 0, tp = 1, pp = 1;  ///< dp 0: devices / (tp · pp)
   std::string device = "sim:a100-40gb";
-  /// micro_batch 0: as dlf train runs a given --batch (one sequence through a pipeline, else a
-  /// replica's rows at once), else one sequence
+  /// batch 0: dlf train's (models::default_batch); micro_batch 0: as dlf train runs it (one
+  /// sequence through a pipeline, else a replica's rows at once)
   int64_t batch = 0, micro_batch = 0, seq = 0;
   std::string precision = "fp32";  ///< fp32, or bf16 (autocast, f32 master weights)
   std::string schedule = "1f1b";   ///< 1f1b, gpipe or interleaved
@@ -28,6 +28,6 @@ struct PlanCommand {
   bool compile = false;
 };
 
-void run_plan(const PlanCommand& command);
+void run_plan(PlanCommand command);
 
 }  // namespace dlf::app

@@ -93,7 +93,7 @@ void StepProfiler::print(std::ostream& os, const std::string& what) const {
 }
 
 void run_calibrate(const std::string& out) {
-  if (!out.empty()) nn::make_directory_for(out, "device spec");  // before measuring
+  if (!out.empty()) nn::check_writable(out, "device spec");  // before measuring
   SimSpec spec = measure_cpu();
   spec.efficiency = measure_kernel_efficiency(spec);
   if (!out.empty()) {

@@ -69,20 +69,6 @@ int64_t parameter_count(const RunConfig& run) {
   return build_small(run)->num_parameters();
 }
 
-int64_t default_batch(const std::string& model) {
-  switch (models::model_family(model)) {
-    case ModelFamily::gpt:
-      return 8;
-    case ModelFamily::bert:
-      return 16;
-    case ModelFamily::vit:
-      return 64;
-    case ModelFamily::unet:
-      return 32;
-  }
-  return 8;
-}
-
 void apply_family_defaults(RunConfig& run, const std::set<std::string>& given) {
   if (models::model_family(run.model) != ModelFamily::vit) return;
   if (!given.contains("--weight-decay")) run.weight_decay = 0.05;

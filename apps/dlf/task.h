@@ -95,8 +95,6 @@ nn::NamedTensors initial_state(const RunConfig& run);
 nn::NamedTensors state_from_weights(const RunConfig& run, const nn::NamedTensors& weights);
 /// Parameters of the run's model (tied ones once), without building a big one.
 int64_t parameter_count(const RunConfig& run);
-/// Sequences (or images) per step when the command line gives none: the peer's batch.
-int64_t default_batch(const std::string& model);
 /// The optimizer recipe of the run's family where the command line (`given`, "--warmup") says
 /// nothing. GPT, BERT, UNet: nanoGPT's (the RunConfig defaults: decay 0.1, warmup 5 % of the
 /// steps, cosine to lr / 10). ViT: the small-ViT recipe — decay 0.05, 100 warm-up steps, cosine

@@ -24,6 +24,7 @@
 #include <dlf/json_line.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
+#include <dlf/nn/atomic_file.h>
 #include <dlf/nn/checkpoint.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
@@ -59,6 +60,18 @@ DType precision_dtype(const TrainOptions& o) {
 // DDP's bucket size and whether the gradients are reduced in bf16, as the run's flags say.
 int64_t bucket_bytes(const TrainOptions& o) { return o.bucket_mb << 20; }
 bool reduce_in_bf16(const TrainOptions& o) { return o.grad_reduce == "bf16"; }
+
+// The free bytes a run's saves into DIR need: a checkpoint holds the f32 weights and AdamW's two
+// moments (12 bytes a parameter, and HDF5's own under a MiB), and each save writes a new one
+// beside the last before it replaces it.
+uint64_t checkpoint_room(const std::string& dir, int64_t parameters) {
+  const uint64_t size = uint64_t(parameters) * 12 + (uint64_t(1) << 20);
+  std::error_code none;  // no file yet: 0
+  const uintmax_t there =
+      std::filesystem::file_size(std::filesystem::path(dir) / "checkpoint.h5", none);
+  const uint64_t old = there == uintmax_t(-1) ? 0 : uint64_t(there);
+  return 2 * size > old ? 2 * size - old : 0;
+}
 
 // On resume the run continues as the checkpoint describes it, but for what the command line
 // gives again: the schedule (steps, rates, warmup, decay, clipping) takes the new values, and
@@ -324,8 +337,10 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
     }
     if (simulated) std::fprintf(stderr, " on %s", sim::spec_of(device).name.c_str());
     if (o.compile) std::fprintf(stderr, ", compiled");
-    std::fprintf(stderr, ", %s from step %ld to %ld\n", first > 0 ? "resuming" : "training",
-                 static_cast<long>(first), static_cast<long>(run.steps));
+    std::fprintf(
+        stderr, ", %s from step %ld to %ld%s\n", first > 0 ? "resuming" : "training",
+        static_cast<long>(first), static_cast<long>(run.steps),
+        o.checkpoint.empty() && !o.profile ? "; nothing will be saved (no --checkpoint)" : "");
   }
   const int64_t warmup =
       run.warmup > 0 ? run.warmup : std::min(std::max<int64_t>(1, run.steps / 20), run.steps - 1);
@@ -568,9 +583,15 @@ models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int
 // the devices; ZeRO-2's and the non-GPT models' are data-parallel); with --devices alone, a GPT's
 // is planned on meta devices of the run's device spec: among the layouts that fit both the
 // simulated devices and this machine's memory, the fastest predicted one — on cpu ranks, which
-// share this machine's cores, the most data-parallel one.
-parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceArg& device,
-                               int64_t seq, bool print) {
+// share this machine's cores, the most data-parallel one. A planned layout comes with the table
+// of the plans for the lead to print; when none fits, the lead (`print`) prints it and a
+// dlf::Error says so.
+struct ChosenLayout {
+  parallel::Layout layout;
+  std::string table;  // the plans, when planned
+};
+ChosenLayout choose_layout(const TrainOptions& o, int devices, const DeviceArg& device, int64_t seq,
+                           bool print) {
   const bool gpt = models::model_family(o.run.model) == models::ModelFamily::gpt;
   const bool cpu = device.type == DeviceType::cpu;
   const SimSpec spec = cpu ? sim_preset("a100-40gb") : device.spec;
@@ -592,7 +613,7 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
     } else {
       check_host_fits(host_memory_needed(parameter_count(o.run), dp), what);
     }
-    return layout;
+    return {layout, ""};
   }
   std::vector<models::Plan> plans = models::rank_layouts(plan_options(o, spec, seq), devices);
   const double available = available_host_memory();
@@ -607,30 +628,33 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
   const auto chosen = std::find_if(plans.begin(), plans.end(), [&](const models::Plan& p) {
     return host_fits(p) && (cpu || p.fits);
   });
-  if (print) {
-    if (cpu) {
-      std::fprintf(stderr,
-                   "layout of %d cpu ranks (they share this machine's cores: the most data "
-                   "parallelism that fits its memory, %s available):\n",
-                   devices, format_bytes(available).c_str());
-    } else {
-      std::fprintf(stderr,
-                   "layout planned on %d meta devices of %s (predicted step, peak per device, "
-                   "host memory of the run; %s available):\n",
-                   devices, spec.name.c_str(), format_bytes(available).c_str());
-    }
-    for (const models::Plan& p : plans) {
-      const parallel::Layout& l = p.options.layout;
-      std::string notes;
-      if (!cpu && !p.fits) notes += "  does not fit the device";
-      if (!host_fits(p)) notes += "  does not fit the host";
-      if (&p == &*chosen) notes += "  <- chosen";
-      std::fprintf(stderr, "  dp %d x tp %d x pp %d  %9.2f ms  %10s  %10s%s\n", l.dp, l.tp, l.pp,
-                   p.step_s * 1e3, format_bytes(double(p.worst.peak_bytes)).c_str(),
-                   format_bytes(host_memory_needed(p)).c_str(), notes.c_str());
-    }
+  std::string table;
+  auto add = [&table](const char* format, auto... values) {
+    char line[256];
+    std::snprintf(line, sizeof line, format, values...);
+    table += line;
+  };
+  if (cpu) {
+    add("layout of %d cpu ranks (they share this machine's cores: the most data parallelism that "
+        "fits its memory, %s available):\n",
+        devices, format_bytes(available).c_str());
+  } else {
+    add("layout planned on %d meta devices of %s (predicted step, peak per device, host memory "
+        "of the run; %s available):\n",
+        devices, spec.name.c_str(), format_bytes(available).c_str());
+  }
+  for (const models::Plan& p : plans) {
+    const parallel::Layout& l = p.options.layout;
+    std::string notes;
+    if (!cpu && !p.fits) notes += "  does not fit the device";
+    if (!host_fits(p)) notes += "  does not fit the host";
+    if (&p == &*chosen) notes += "  <- chosen";
+    add("  dp %d x tp %d x pp %d  %9.2f ms  %10s  %10s%s\n", l.dp, l.tp, l.pp, p.step_s * 1e3,
+        format_bytes(double(p.worst.peak_bytes)).c_str(),
+        format_bytes(host_memory_needed(p)).c_str(), notes.c_str());
   }
   if (chosen == plans.end()) {
+    if (print) std::fprintf(stderr, "%s", table.c_str());
     const auto least = std::min_element(plans.begin(), plans.end(),
                                         [](const models::Plan& a, const models::Plan& b) {
                                           return host_memory_needed(a) < host_memory_needed(b);
@@ -641,7 +665,7 @@ parallel::Layout choose_layout(const TrainOptions& o, int devices, const DeviceA
     DLF_CHECK(false, o.run.model, " does not fit ", devices, " devices of ", spec.name,
               " in any dp x tp x pp layout: use more devices or a smaller --batch");
   }
-  return chosen->options.layout;
+  return {chosen->options.layout, table};
 }
 
 // "; compiled, ...": when a run out of memory on a sim device was eager and graph mode plans its
@@ -687,11 +711,14 @@ double run_train(TrainOptions o) {
   if (!o.given.contains("--min-lr") && o.run.min_lr > o.run.lr) o.run.min_lr = o.run.lr / 10;
   DLF_CHECK(o.run.min_lr <= o.run.lr, "--min-lr ", o.run.min_lr, " is above --lr ", o.run.lr,
             ": the cosine decays from --lr down to --min-lr");
+  if (!o.resume && !o.checkpoint.empty())
+    check_not_replacing(o.checkpoint, o.overwrite,
+                        "continue it with --resume, or start a new run over it with --overwrite");
   install_interrupt_handlers();
   std::optional<nn::Checkpoint> ckpt;
   if (o.resume) ckpt = nn::load_checkpoint(o.checkpoint);
   RunConfig run = ckpt ? resumed_config(o, *ckpt) : o.run;
-  if (run.batch == 0) run.batch = default_batch(run.model);
+  if (run.batch == 0) run.batch = models::default_batch(run.model);
   o.run = run;
 
   // The ranks: this process's threads, or one per process under mpirun.
@@ -717,7 +744,7 @@ double run_train(TrainOptions o) {
   const bool gpt = models::model_family(run.model) == models::ModelFamily::gpt;
   const int64_t seq = gpt ? sequence_length(run, models::gpt_config(run.model)) : 0;
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
-  const parallel::Layout layout = choose_layout(o, ranks, device, seq, lead);
+  const auto [layout, layout_table] = choose_layout(o, ranks, device, seq, lead);
   offload_flag(o.offload, o.zero);  // a valid combination
   DLF_CHECK(!o.compile || o.zero < 2 || layout.dp == 1 || o.offload == "none", "--compile --zero ",
             o.zero, " --offload ", o.offload, ": ZeRO-", o.zero,
@@ -775,23 +802,19 @@ double run_train(TrainOptions o) {
     initial = initial_state(run);
   }
 
+  // Every output is checked before the first step, not found unwritable after the last.
   std::ofstream metrics;
-  if (!o.metrics.empty() && lead) {
-    const std::filesystem::path parent = std::filesystem::path(o.metrics).parent_path();
-    std::error_code ignored;  // a failure shows as the open's error below
-    if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
-    metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
-    DLF_CHECK(metrics.good(), "cannot write the metrics file ", o.metrics);
-  }
-  if (!o.report.empty() && lead) {  // refused now rather than after the run
-    const std::filesystem::path parent = std::filesystem::absolute(o.report).parent_path();
-    std::error_code ignored;  // a failure shows as the check below
-    std::filesystem::create_directories(parent, ignored);
-    DLF_CHECK(std::filesystem::is_directory(parent) && access(parent.c_str(), W_OK) == 0,
-              "cannot write the report ", o.report, ": ", parent.string(),
-              " is not a writable directory");
-    DLF_CHECK(!std::filesystem::is_directory(o.report), "--report ", o.report,
-              " is a directory: give the HTML file's name");
+  if (lead) {
+    if (!o.checkpoint.empty())
+      nn::check_writable(std::filesystem::path(o.checkpoint) / "checkpoint.h5", "--checkpoint",
+                         checkpoint_room(o.checkpoint, parameter_count(run)));
+    if (!o.trace.empty()) nn::check_writable(o.trace, "--trace");
+    if (!o.report.empty()) nn::check_writable(o.report, "--report");
+    if (!o.metrics.empty()) {
+      nn::check_writable(o.metrics, "--metrics");
+      metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
+      DLF_CHECK(metrics.good(), "cannot write the metrics file ", o.metrics);
+    }
   }
   const Job job{
       o,
@@ -810,6 +833,12 @@ double run_train(TrainOptions o) {
           " zero " + std::to_string(o.zero) + " recompute " + o.recompute + " offload " +
           o.offload + " precision " + o.precision + " grad-reduce " + o.grad_reduce,
       o.profile && device.type == DeviceType::cpu ? measure_cpu() : device.spec};
+  if (o.device == "auto" && device.type == DeviceType::sim && lead)  // all checked: said first
+    std::fprintf(stderr,
+                 "%d ranks on simulated %s devices (this CPU computes; memory and time are the "
+                 "simulator's): --device cpu runs them on this CPU\n",
+                 ranks, device.spec.name.c_str());
+  if (lead) std::fprintf(stderr, "%s", layout_table.c_str());
   if (!o.trace.empty()) trace::start();  // after measuring the CPU: its ops are not the run's
   RankResult result;
   auto rank = [&](parallel::Communicator& world) {

@@ -15,6 +15,7 @@ struct TrainOptions {
   RunConfig run;
   std::string checkpoint;  ///< directory; empty: no checkpoints
   bool resume = false;     ///< continue from the checkpoint (its run config wins)
+  bool overwrite = false;  ///< start anew over a checkpoint already in `checkpoint`
   std::string init_from;   ///< weights to start from (read_weights); empty: the seed's
   /// The options given on the command line ("--lr"): on resume they replace the checkpoint's
   /// (the schedule's) or are refused (what the data and the model depend on); a default
@@ -46,7 +47,7 @@ struct TrainOptions {
   std::string report;  ///< a self-contained HTML report of the run (report.h); empty: none
 };
 
-/// A run stopped by SIGINT or SIGTERM after saving what it could; `what()` says where.
+/// A run stopped by SIGINT, SIGTERM or SIGHUP after saving what it could; `what()` says where.
 class Interrupted : public Error {
  public:
   Interrupted(int signal, const std::string& message) : Error(message), signal_(signal) {}
@@ -56,7 +57,7 @@ class Interrupted : public Error {
   int signal_;
 };
 
-/// Returns the last training loss. Throws Interrupted after a SIGINT or SIGTERM.
+/// Returns the last training loss. Throws Interrupted after a SIGINT, SIGTERM or SIGHUP.
 double run_train(TrainOptions options);
 
 }  // namespace dlf::app

@@ -59,6 +59,29 @@ RunConfig run_for_weights(const Weights& weights, const std::string& path,
   return run;
 }
 
+std::string describe_weights(const std::string& path) {
+  try {
+    if (is_safetensors(path)) {
+      const Weights w = read_weights(path);
+      return w.run ? w.run->model + " weights"
+                   : "weights of " + std::to_string(w.tensors.size()) + " tensors";
+    }
+    const nn::Checkpoint ckpt = nn::load_checkpoint(checkpoint_dir(path));
+    return "a " + run_config_from_json(ckpt.config).model + " checkpoint at step " +
+           std::to_string(ckpt.step);
+  } catch (const Error&) {
+    return "a file that does not read as weights";
+  }
+}
+
+void check_not_replacing(const std::string& path, bool overwrite, const std::string& choices) {
+  if (overwrite) return;
+  const fs::path p(path);
+  const fs::path file =
+      is_safetensors(p) || p.filename() == "checkpoint.h5" ? p : p / "checkpoint.h5";
+  DLF_CHECK(!fs::exists(file), path, " holds ", describe_weights(path), ": ", choices);
+}
+
 void write_weights(const std::string& path, const nn::NamedTensors& state, const RunConfig& run,
                    WeightNames names) {
   const bool gpt = models::model_family(run.model) == models::ModelFamily::gpt;

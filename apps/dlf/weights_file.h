@@ -29,6 +29,14 @@ Weights read_weights(const std::string& path);
 RunConfig run_for_weights(const Weights& weights, const std::string& path,
                           const std::string& model);
 
+/// What PATH holds, for a message that refuses to replace it: "a gpt-nano checkpoint at step
+/// 300", "bert-tiny weights", or "a file" when it does not read as weights.
+std::string describe_weights(const std::string& path);
+
+/// A dlf::Error unless PATH is free to write: it holds no checkpoint or file yet, or
+/// `overwrite` says to replace it. `choices` ends the message ("give --overwrite to replace it").
+void check_not_replacing(const std::string& path, bool overwrite, const std::string& choices);
+
 /// Writes a model's whole state to PATH — a .safetensors file (tied tensors once, `names`
 /// choosing GPT's) or a dlf checkpoint directory (or its checkpoint.h5, always dlf's names) —
 /// with the run's config.

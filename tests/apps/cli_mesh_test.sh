@@ -168,6 +168,9 @@ same_losses "$tmp/unet1.jsonl" "$tmp/unet2.jsonl" || fail "unet dp=2 losses diff
   fail "samples.png is not a PNG"
 expect_error 1 generate --checkpoint "$tmp/unet" --samples 4
 expect_error 1 generate --model vit-tiny --checkpoint "$tmp/unet" --out "$tmp/x.png"
+# an --out that cannot be written is refused before sampling (1000 steps would take a while)
+expect_error 1 generate --checkpoint "$tmp/unet" --out /proc/dlf-x.png
+echo "$err" | grep -q "^dlf: --out: cannot write in /proc" || fail "generate --out /proc: $err"
 
 # MPI: one rank per process gives the in-process run's losses, bit for bit; checkpoints too
 mpi() { mpirun --allow-run-as-root --oversubscribe -np "$1" "$dlf" --threads 1 train --model gpt-nano \

@@ -119,7 +119,26 @@ expect_error 2 plan --model gpt-small
 # global options anywhere; an unknown option gets the closest known one; --version; help
 "$dlf" demo --steps 1 --threads 1 | grep -q ", 1 threads" || fail "--threads after the command"
 err=$("$dlf" train --stpes 3 2>&1 >/dev/null); [ $? -eq 2 ] || fail "--stpes: exit code"
-[ "$err" = "dlf: unknown option --stpes (did you mean --steps?) (see dlf --help)" ] || fail "--stpes: $err"
+[ "$err" = "dlf: unknown option --stpes of dlf train (did you mean --steps?) (see dlf help train)" ] ||
+  fail "--stpes: $err"
+# a suggestion is an option of that command (eval takes its model from the checkpoint), and a
+# mistyped command gets the command
+err=$("$dlf" eval --checkpoint x --model gpt-nano 2>&1 >/dev/null)
+[ "$err" = "dlf: unknown option --model of dlf eval (see dlf help eval)" ] || fail "eval --model: $err"
+err=$("$dlf" trian --model gpt-nano 2>&1 >/dev/null); [ $? -eq 2 ] || fail "trian: exit code"
+[ "$err" = "dlf: unknown command trian (did you mean train?) (see dlf --help)" ] || fail "trian: $err"
+# --zero's help says what a run without it does (no sharding), and --zero alone is stage 1
+"$dlf" help train | grep -- "--zero" | grep -q "(default: no sharding; --zero alone: 1)" ||
+  fail "--zero's help: $("$dlf" help train | grep -- "--zero")"
+! "$dlf" help train | grep -- "--zero INT[^ ]*=" || fail "--zero's help shows a default stage"
+# one default batch: dlf plan plans the batch dlf train runs, on any number of devices
+for m in gpt-nano bert-tiny vit-tiny unet-tiny; do
+  "$dlf" --threads 1 train --model $m --steps 1 --devices 2 --device cpu 2>"$tmp/log" >/dev/null ||
+    fail "train $m on 2: $(cat "$tmp/log")"
+  trained=$(sed -n 's/.*parameters, batch \([0-9]*\).*/\1/p' "$tmp/log")
+  planned=$("$dlf" plan --model $m --devices 2 --json | sed 's/.*"batch":\([0-9]*\).*/\1/')
+  [ -n "$trained" ] && [ "$trained" = "$planned" ] || fail "$m on 2 devices: train's batch $trained, plan's $planned"
+done
 "$dlf" --version | grep -qx "dlf [0-9]*\.[0-9]*\.[0-9]*" || fail "--version: $("$dlf" --version)"
 "$dlf" help | grep -q "Usage: dlf \[OPTIONS\] SUBCOMMAND" || fail "dlf help"
 "$dlf" help train | grep -q "Usage: dlf train" || fail "dlf help train"
@@ -132,4 +151,38 @@ grep -q "resuming with --lr 0.0005 (the checkpoint's run used 0.001)" "$tmp/log"
 grep -q "gpt-nano: .*resuming from step 2" "$tmp/log" || fail "--resume without --model: $(cat "$tmp/log")"
 expect_error 1 train --checkpoint "$tmp/override" --resume --batch 16 --steps 6
 expect_error 1 train --checkpoint "$tmp/override" --resume --seed 7 --steps 6
+# nothing is overwritten unasked: a checkpoint directory holding a run, a convert's output
+train --steps 2 --checkpoint "$tmp/kept" 2>/dev/null || fail "train for the overwrite checks"
+cp "$tmp/kept/checkpoint.h5" "$tmp/kept.h5"
+expect_error 1 train --steps 2 --checkpoint "$tmp/kept"
+[ "$err" = "dlf: $tmp/kept holds a gpt-nano checkpoint at step 2: continue it with --resume, or start a new run over it with --overwrite" ] ||
+  fail "train over a checkpoint: $err"
+"$dlf" --threads 1 train --model bert-tiny --steps 1 --seq 16 --checkpoint "$tmp/bert" 2>/dev/null || fail "bert-tiny"
+cp "$tmp/bert/checkpoint.h5" "$tmp/bert.h5"
+expect_error 1 convert "$tmp/kept" "$tmp/bert"
+[ "$err" = "dlf: $tmp/bert holds a bert-tiny checkpoint at step 1: give --overwrite to replace it" ] ||
+  fail "convert over a checkpoint: $err"
+cmp -s "$tmp/bert/checkpoint.h5" "$tmp/bert.h5" || fail "a refused convert changed the checkpoint"
+"$dlf" convert "$tmp/kept" "$tmp/kept.safetensors" >/dev/null || fail "convert to safetensors"
+expect_error 1 convert "$tmp/kept" "$tmp/kept.safetensors"
+echo "$err" | grep -q "kept.safetensors holds gpt-nano weights: give --overwrite" || fail "convert over a file: $err"
+"$dlf" convert "$tmp/kept" "$tmp/bert" --overwrite >/dev/null || fail "convert --overwrite"
+train --steps 3 --checkpoint "$tmp/kept" --overwrite 2>"$tmp/log" || fail "train --overwrite: $(cat "$tmp/log")"
+grep -q "training from step 0 to 3" "$tmp/log" || fail "--overwrite did not start anew: $(cat "$tmp/log")"
+expect_error 2 train --steps 3 --checkpoint "$tmp/kept" --overwrite --resume
+# outputs that cannot be written are refused before the first step, in one line
+for args in "--checkpoint /proc/dlf-x" "--metrics /proc/dlf-x.jsonl" "--trace /proc/dlf-x.json" \
+  "--report /proc/dlf-x.html" "--checkpoint $tmp/kept/checkpoint.h5"; do
+  # shellcheck disable=SC2086
+  expect_error 1 train --model gpt-nano --steps 100000 $args
+done
+expect_error 1 train --model gpt-nano --steps 1 --report "$tmp"
+expect_error 1 calibrate --out /proc/dlf-x.json
+expect_error 1 graph --model gpt-nano --dot /proc/dlf-x.dot
+# the first line of a run says when nothing will be saved, and what --devices N means here
+train --steps 1 2>&1 >/dev/null | head -n 1 | grep -q "nothing will be saved (no --checkpoint)" ||
+  fail "no word that nothing is saved"
+train --steps 1 --devices 2 2>&1 >/dev/null | head -n 1 |
+  grep -q "^2 ranks on simulated a100-40gb devices .*--device cpu runs them on this CPU" ||
+  fail "--devices 2 does not say it simulates"
 echo "cli: all checks passed"

@@ -20,16 +20,27 @@ err=$( (ulimit -f 100; train --steps 4 --checkpoint "$tmp/full" --resume) 2>&1 >
 echo "$err" | grep -q "the previous checkpoint is unchanged" || fail "ulimit -f: $err"
 cmp -s "$tmp/full/checkpoint.h5" "$tmp/good.h5" || fail "the failed save changed the checkpoint"
 [ "$(ls "$tmp/full")" = "checkpoint.h5" ] || fail "a failed save left files behind: $(ls "$tmp/full")"
-# On a real full disk (a 2 MB tmpfs), where we may mount one.
-if [ "$(id -u)" -eq 0 ] && mkdir -p "$tmp/tiny" && mount -t tmpfs -o size=2m tmpfs "$tmp/tiny" 2>/dev/null; then
+# On a real disk that fills up during the run (a tmpfs, where we may mount one): the save at the
+# interrupt fails, the checkpoint stays as it was; a disk without room for the run's checkpoints
+# is refused at step 0.
+if [ "$(id -u)" -eq 0 ] && mkdir -p "$tmp/tiny" && mount -t tmpfs -o size=8m tmpfs "$tmp/tiny" 2>/dev/null; then
   train --steps 2 --checkpoint "$tmp/tiny/run" 2>/dev/null || { umount "$tmp/tiny"; fail "tmpfs: first save"; }
   cp "$tmp/tiny/run/checkpoint.h5" "$tmp/tiny.h5"
-  err=$(train --steps 4 --checkpoint "$tmp/tiny/run" --resume 2>&1 >/dev/null); code=$?
+  train_bg --steps 100000 --checkpoint "$tmp/tiny/run" --resume --metrics "$tmp/fill.jsonl" 2>"$tmp/fill.log" &
+  pid=$!
+  for _ in $(seq 200); do [ "$(lines_of "$tmp/fill.jsonl")" -ge 2 ] && break; sleep 0.05; done
+  dd if=/dev/zero of="$tmp/tiny/filler" bs=64k status=none 2>/dev/null
+  kill -INT "$pid"; wait "$pid"; code=$?
   cmp -s "$tmp/tiny/run/checkpoint.h5" "$tmp/tiny.h5"; same=$?
+  rm -f "$tmp/tiny/filler"
+  err=$("$dlf" train --model gpt-mini --steps 2 --checkpoint "$tmp/tiny/big" 2>&1 >/dev/null); code_room=$?
   umount "$tmp/tiny"
-  [ "$code" -eq 1 ] || fail "a full tmpfs: exit $code: $err"
-  echo "$err" | grep -q "No space left on device.*the previous checkpoint is unchanged" || fail "tmpfs: $err"
+  [ "$code" -eq 1 ] || fail "a full tmpfs: exit $code: $(cat "$tmp/fill.log")"
+  grep -q "No space left on device.*the previous checkpoint is unchanged" "$tmp/fill.log" ||
+    fail "tmpfs: $(cat "$tmp/fill.log")"
   [ "$same" -eq 0 ] || fail "the save on a full disk changed the checkpoint"
+  [ "$code_room" -eq 1 ] && one_line "$err" "no room" || fail "no room for gpt-mini's checkpoints: exit $code_room: $err"
+  echo "$err" | grep -q "free, and writing checkpoint.h5 needs" || fail "no room: $err"
 else
   echo "reliability_test: cannot mount a tmpfs here; the full-disk case ran under ulimit -f only" >&2
 fi
@@ -65,15 +76,23 @@ train --steps 100000 --until $((n + 2)) --checkpoint "$tmp/sig" --resume --metri
 train --steps 100000 --until $((n + 2)) --metrics "$tmp/straight.jsonl" 2>/dev/null || fail "straight run"
 [ "$(losses "$tmp/sig.jsonl")" = "$(losses "$tmp/straight.jsonl")" ] ||
   fail "interrupted + resumed losses differ from the straight run's"
-# SIGTERM under two in-process ranks: every rank stops after the same step.
-train_bg --steps 100000 --dp 2 --device cpu --checkpoint "$tmp/term" --metrics "$tmp/term.jsonl" \
-  2>"$tmp/term.log" &
-pid=$!
-for _ in $(seq 200); do [ "$(lines_of "$tmp/term.jsonl")" -ge 3 ] && break; sleep 0.05; done
-kill -TERM "$pid"; wait "$pid"; code=$?
-[ "$code" -eq 143 ] || fail "SIGTERM: exit $code, expected 143: $(tail -3 "$tmp/term.log")"
-grep -q "interrupted by SIGTERM after step" "$tmp/term.log" || fail "SIGTERM: $(tail -3 "$tmp/term.log")"
-"$dlf" eval --checkpoint "$tmp/term" --batches 1 >/dev/null || fail "the checkpoint saved on SIGTERM does not load"
+# stopped_by SIGNAL EXIT NAME ARGS...: a run signalled after its third step saves, exits EXIT
+# and its checkpoint loads. SIGTERM under two in-process ranks: every rank stops after the same
+# step. SIGHUP, a closed terminal or ssh session, as SIGTERM.
+stopped_by() {
+  local signal=$1 exit=$2 name=$3; shift 3
+  train_bg --steps 100000 --checkpoint "$tmp/$name" --metrics "$tmp/$name.jsonl" "$@" 2>"$tmp/$name.log" &
+  pid=$!
+  for _ in $(seq 200); do [ "$(lines_of "$tmp/$name.jsonl")" -ge 3 ] && break; sleep 0.05; done
+  kill -"$signal" "$pid"; wait "$pid"; code=$?
+  [ "$code" -eq "$exit" ] || fail "SIG$signal: exit $code, expected $exit: $(tail -3 "$tmp/$name.log")"
+  grep -q "interrupted by SIG$signal after step .*checkpoint saved" "$tmp/$name.log" ||
+    fail "SIG$signal: $(tail -3 "$tmp/$name.log")"
+  "$dlf" eval --checkpoint "$tmp/$name" --batches 1 >/dev/null ||
+    fail "the checkpoint saved on SIG$signal does not load"
+}
+stopped_by TERM 143 term --dp 2 --device cpu
+stopped_by HUP 129 hup
 # A second signal ends the run at once: no save.
 exec_dlf() { exec "$dlf" "$@"; }
 exec_dlf --threads 1 train --model gpt-mini --batch 8 --steps 100000 --until 200 \

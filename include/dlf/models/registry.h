@@ -21,5 +21,10 @@ ModelFamily model_family(const std::string& name);
 GPTConfig gpt_config(const std::string& name);
 /// Parameters of a GPT of this config without building it (the head is tied to wte).
 int64_t gpt_parameter_count(const GPTConfig& config);
+/// The global batch (sequences or images a step) that `dlf train` and `dlf plan` take for
+/// `model` when none is given, whatever the layout: the zoo's sizes that train here 8 (GPT),
+/// 16 (BERT), 64 (ViT) or 32 (UNet); the planning-only GPTs their published one. An empty name
+/// (a GPT given by its dimensions) takes GPT's.
+int64_t default_batch(const std::string& model);
 
 }  // namespace dlf::models

@@ -1,5 +1,6 @@
 // Replacing a file so that a crash, a full disk or an error midway leaves the old one whole.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -12,10 +13,11 @@ namespace dlf::nn {
 /// previous file is unchanged. Temporaries of killed writers (whose process is gone) are removed.
 void replace_file(const std::filesystem::path& target, const std::string& what,
                   const std::function<void(const std::filesystem::path& temp)>& write);
-/// Creates the directory `target` goes in and returns it, or throws the dlf::Error that
-/// replace_file() would: a command that works long before it writes checks with it first.
-std::filesystem::path make_directory_for(const std::filesystem::path& target,
-                                         const std::string& what);
+/// What a command that works long before it writes `target` checks first: creates the
+/// directory `target` goes in, writes and removes a file there, and finds `bytes` free on its
+/// file system. Returns the directory; else a dlf::Error, prefixed by `what`, says which.
+std::filesystem::path check_writable(const std::filesystem::path& target, const std::string& what,
+                                     uint64_t bytes = 0);
 /// replace_file() writing `text`.
 void replace_file(const std::filesystem::path& target, const std::string& what,
                   const std::string& text);
