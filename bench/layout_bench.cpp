@@ -9,14 +9,13 @@
 //
 // Layouts whose simulated devices would not fit in this machine's memory are predicted only.
 // A step is what `dlf train` does: micro-batches through the pipeline, DDP's average, clipping
-// at 1.0 and AdamW, each rank its stage and shard (models::DistributedGPT).
+// at 1.0 and AdamW, each rank its stage and shard (train::RankStep).
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
 #include <dlf/dlf.h>
-#include <dlf/models/gpt_distributed.h>
 #include <dlf/models/plan.h>
 
 #include "bench/bench_cli.h"
@@ -65,11 +64,11 @@ Measured run(const Options& o, const models::Plan& plan, const nn::NamedTensors&
   parallel::run_ranks(devices, [&](parallel::Communicator& world) {
     parallel::Mesh mesh(world, layout);
     const int64_t rows = o.batch / layout.dp;
-    models::DistributedGPT gpt(
-        plan.options.model, mesh, initial,
-        {.micro_batches = int(rows / plan.options.micro_batch), .schedule = plan.options.schedule});
-    nn::optim::AdamW opt(nn::optim::decay_groups(gpt.module().named_parameters(), 0.1),
-                         {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+    const train::PartOptions part{.micro_batches = int(rows / plan.options.micro_batch),
+                                  .schedule = plan.options.schedule};
+    train::RankStep step(
+        train::make_pipeline_model(plan.options.model, mesh, initial, part), mesh,
+        {.part = part, .adamw = {.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8}});
     const Tensor xs = x.narrow(0, mesh.dp_rank() * rows, rows).contiguous();
     const Tensor ys = y.narrow(0, mesh.dp_rank() * rows, rows).contiguous();
     Allocator& memory = allocator_for(world.device());
@@ -77,10 +76,9 @@ Measured run(const Options& o, const models::Plan& plan, const nn::NamedTensors&
       const double start = sim::timeline(world.device()).now();
       memory.reset_peak();
       const double wall = bench::time_once_ms([&] {
-        opt.zero_grad();
-        gpt.forward_backward(xs, ys);
-        gpt.clip_grad_norm(1.0);
-        opt.step();
+        step.zero_grad();
+        step.forward_backward({xs, ys});
+        step.update();
         world.barrier();  // the step ends when the slowest rank's does
       });
       Tensor worst = from_vector<double>({sim::timeline(world.device()).now() - start,

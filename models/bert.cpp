@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "named_config.h"
+
 namespace dlf::models {
 namespace {
 
@@ -65,13 +67,7 @@ const std::vector<BertConfig>& bert_configs() {
 }
 
 BertConfig bert_config(const std::string& name) {
-  const auto& configs = bert_configs();
-  auto it = std::find_if(configs.begin(), configs.end(),
-                         [&](const BertConfig& c) { return c.name == name; });
-  if (it != configs.end()) return *it;
-  std::string known;
-  for (const auto& c : configs) known += (known.empty() ? "" : ", ") + c.name;
-  throw Error("unknown BERT model '" + name + "'; known: " + known);
+  return detail::config_named(bert_configs(), name, "BERT");
 }
 
 BertEmbeddings::BertEmbeddings(const BertConfig& c)

@@ -2,7 +2,7 @@
 #include <dlf/core/factory.h>
 #include <dlf/core/op_profile.h>
 #include <dlf/json_line.h>
-#include <dlf/models/ddpm.h>
+#include <dlf/models/family.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/optim/optimizer.h>
@@ -27,50 +27,23 @@ struct Replica {
 };
 
 Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
-  const Device d = kPlanDevice;
-  DefaultDeviceGuard on_plan_device(d);
-  MemoryScope parameters(MemoryCategory::parameters);
-  auto input = [&](const Shape& shape, DType dtype) {
-    MemoryScope scope(MemoryCategory::activations);
-    return Tensor::empty(shape, dtype, d);
-  };
-  switch (model_family(o.model)) {
-    case ModelFamily::gpt: {
-      GPTConfig c = gpt_config(o.model);
-      const int64_t seq = o.seq > 0 ? o.seq : c.context;
-      DLF_CHECK(seq <= c.context, "plan: --seq ", seq, " is longer than ", o.model, "'s context ",
-                c.context);
-      auto m = std::make_shared<GPT>(c);
-      const Tensor x = input({batch, seq}, DType::i64), y = input({batch, seq}, DType::i64);
-      return {m, [m, x, y] { return m->loss(x, y); }, "tokens", double(batch * seq)};
-    }
-    case ModelFamily::bert: {
-      BertConfig c = bert_config(o.model);
-      const int64_t seq = o.seq > 0 ? o.seq : c.max_positions;
-      DLF_CHECK(seq <= c.max_positions, "plan: --seq ", seq, " is longer than ", o.model, "'s ",
-                c.max_positions, " positions");
-      auto m = std::make_shared<BertForMaskedLM>(c);
-      const Tensor x = input({batch, seq}, DType::i64), y = input({batch, seq}, DType::i64);
-      return {m, [m, x, y] { return m->loss(x, y); }, "tokens", double(batch * seq)};
-    }
-    case ModelFamily::vit: {
-      ViTConfig c = vit_config(o.model);
-      auto m = std::make_shared<VisionTransformer>(c);
-      const Tensor x = input({batch, c.channels, c.image, c.image}, DType::f32);
-      const Tensor y = input({batch}, DType::i64);
-      return {m, [m, x, y] { return m->loss(x, y); }, "images", double(batch)};
-    }
-    case ModelFamily::unet: {
-      UNetConfig c = unet_config(o.model);
-      auto m = std::make_shared<UNet>(c);
-      const Shape shape{batch, c.channels, c.image, c.image};
-      const Tensor x0 = input(shape, DType::f32), noise = input(shape, DType::f32);
-      const Tensor t = input({batch}, DType::i64);
-      return {m, [m, x0, noise, t] { return DDPM().loss(*m, x0, noise, t); }, "images",
-              double(batch)};
-    }
+  const Family& family = family_of(o.model);
+  const int64_t seq = family.sequence(o.model, o.seq);
+  Generator gen(0);  // values do not matter on the plan device: only shapes
+  ExampleBatch b = family.example_batch(o.model, batch, seq, gen);
+  DefaultDeviceGuard on_plan_device(kPlanDevice);
+  std::shared_ptr<nn::Module> m;
+  {
+    MemoryScope parameters(MemoryCategory::parameters);
+    m = family.build(o.model, {});
   }
-  throw Error("plan: unknown model family");
+  {
+    MemoryScope activations(MemoryCategory::activations);
+    for (Tensor& t : b.batch) t = t.to(kPlanDevice);
+  }
+  const bool text = family.unit == "tok";
+  return {m, [m, loss = family.loss, x = b.batch] { return loss(*m, x); },
+          text ? "tokens" : "images", double(text ? batch * b.seq : batch)};
 }
 
 int64_t category(const BytesByCategory& bytes, MemoryCategory c) {

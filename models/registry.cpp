@@ -1,6 +1,7 @@
 #include <dlf/models/registry.h>
 
-#include <algorithm>
+#include "families.h"
+#include "named_config.h"
 
 namespace dlf::models {
 namespace {
@@ -45,55 +46,17 @@ int64_t gpt_parameter_count(const GPTConfig& c) {
   return c.vocab * C + c.context * C + c.layers * block + 2 * C;
 }
 
-int64_t default_batch(const std::string& model) {
-  // Megatron-LM's batches (Narayanan et al. 2021, table 1): 1536 sequences for GPT-3 175B,
-  // 3072 for the 1T GPT.
-  if (model == "gpt3-175b") return 1536;
-  if (model == "gpt-1t") return 3072;
-  if (model.empty()) return 8;
-  switch (model_family(model)) {
-    case ModelFamily::gpt:
-      return 8;
-    case ModelFamily::bert:
-      return 16;
-    case ModelFamily::vit:
-      return 64;
-    case ModelFamily::unet:
-      return 32;
-  }
-  return 8;
-}
+std::vector<std::string> gpt_names() { return detail::names_of(gpt_configs()); }
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
-  for (const auto& c : gpt_configs()) names.push_back(c.name);
-  for (const auto& c : bert_configs()) names.push_back(c.name);
-  for (const auto& c : vit_configs()) names.push_back(c.name);
-  for (const auto& c : unet_configs()) names.push_back(c.name);
+  for (const Family& f : families()) names.insert(names.end(), f.models.begin(), f.models.end());
   return names;
 }
 
-ModelFamily model_family(const std::string& name) {
-  auto named = [&](const auto& configs) {
-    return std::any_of(configs.begin(), configs.end(),
-                       [&](const auto& c) { return c.name == name; });
-  };
-  if (named(gpt_configs())) return ModelFamily::gpt;
-  if (named(bert_configs())) return ModelFamily::bert;
-  if (named(vit_configs())) return ModelFamily::vit;
-  if (named(unet_configs())) return ModelFamily::unet;
-  std::string known;
-  for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error("unknown model '" + name + "'; known models: " + known);
-}
-
 GPTConfig gpt_config(const std::string& name) {
-  const auto& configs = gpt_configs();
-  auto it = std::find_if(configs.begin(), configs.end(),
-                         [&](const GPTConfig& c) { return c.name == name; });
-  if (it != configs.end()) return *it;
-  model_family(name);  // throws for a name no family has
-  throw Error("'" + name + "' is not a GPT model");
+  DLF_CHECK(family_of(name).gpt, "'", name, "' is not a GPT model");
+  return detail::config_named(gpt_configs(), name, "GPT");
 }
 
 }  // namespace dlf::models

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <map>
 
+#include "named_config.h"
+
 namespace dlf::models {
 namespace {
 
@@ -36,13 +38,7 @@ const std::vector<UNetConfig>& unet_configs() {
 }
 
 UNetConfig unet_config(const std::string& name) {
-  const auto& configs = unet_configs();
-  auto it = std::find_if(configs.begin(), configs.end(),
-                         [&](const UNetConfig& c) { return c.name == name; });
-  if (it != configs.end()) return *it;
-  std::string known;
-  for (const auto& c : configs) known += (known.empty() ? "" : ", ") + c.name;
-  throw Error("unknown UNet '" + name + "'; known UNets: " + known);
+  return detail::config_named(unet_configs(), name, "UNet");
 }
 
 Tensor timestep_embedding(const Tensor& t, int64_t dim, DType dtype) {

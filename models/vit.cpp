@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+#include "named_config.h"
+
 namespace dlf::models {
 
 const std::vector<ViTConfig>& vit_configs() {
@@ -19,13 +21,7 @@ const std::vector<ViTConfig>& vit_configs() {
 }
 
 ViTConfig vit_config(const std::string& name) {
-  const auto& configs = vit_configs();
-  auto it = std::find_if(configs.begin(), configs.end(),
-                         [&](const ViTConfig& c) { return c.name == name; });
-  if (it != configs.end()) return *it;
-  std::string known;
-  for (const auto& c : configs) known += (known.empty() ? "" : ", ") + c.name;
-  throw Error("unknown ViT '" + name + "'; known: " + known);
+  return detail::config_named(vit_configs(), name, "ViT");
 }
 
 nn::TransformerOptions vit_block_options(const ViTConfig& c) {

@@ -8,8 +8,8 @@ namespace dlf::parallel {
 
 PlanningCommunicator::PlanningCommunicator(Device device, int rank, int size, std::string name)
     : device_(device), rank_(rank), size_(size), name_(std::move(name)) {
-  DLF_CHECK(!device.has_data(), "a planning group runs on a meta device, not ", device.str(),
-            ": its collectives make no data");
+  DLF_CHECK(size == 1 || !device.has_data(), "a planning group of ", size,
+            " runs on a meta device, not ", device.str(), ": its collectives make no data");
   DLF_CHECK(size > 0 && rank >= 0 && rank < size, "a planning group's rank ", rank,
             " is not in 0..", size - 1);
 }
@@ -27,12 +27,14 @@ Work PlanningCommunicator::run_allreduce(Tensor& t, ReduceOp, bool) {
 
 Work PlanningCommunicator::run_allgather(const Tensor& t, Tensor& out, bool) {
   check(t, "allgather");
+  if (device_.has_data()) out.copy_(t.reshape(out.shape()));  // a group of one: itself
   collectives_.push_back({sim::Collective::allgather, double(out.nbytes())});
   return {};
 }
 
-Work PlanningCommunicator::run_reduce_scatter(const Tensor& t, Tensor&, ReduceOp, bool) {
+Work PlanningCommunicator::run_reduce_scatter(const Tensor& t, Tensor& out, ReduceOp, bool) {
   check(t, "reduce_scatter");
+  if (device_.has_data()) out.copy_(t.reshape(out.shape()));  // a group of one: itself
   collectives_.push_back({sim::Collective::reduce_scatter, double(t.nbytes())});
   return {};
 }

@@ -9,183 +9,80 @@
 #include <dlf/dlf.h>
 #include <dlf/nn/atomic_file.h>
 #include <dlf/parallel/planning_communicator.h>
+#include <dlf/train/rank_step.h>
 
 #include "devices.h"
 
 namespace dlf::app {
 namespace {
 
-// A zoo model's training step under graph::Compiled, as `dlf train --compile` runs it: on one
-// device, over data-parallel replicas (DDP or FSDP, and ZeRO, over a planning group) of a model
-// whole or (BERT, ViT) one tensor-parallel rank's shard of it, or a GPT as one rank of a mesh
-// (models::DistributedGPT over planning groups).
+// A zoo model's (or a GPT's by its configuration) training step under graph mode, as `dlf
+// train --compile` runs it (train::RankStep): on one device, or as one rank of a mesh whose
+// groups are planning communicators (the rank dp 0, tp 0 of stage `stage`).
 struct CapturedStep {
-  std::unique_ptr<parallel::PlanningCommunicator> tp = {};  // outlives the shard's linears
-  models::ExampleStep step = {};
-  std::unique_ptr<parallel::Mesh> mesh = {};  // outlives the GPT over it
-  std::unique_ptr<models::DistributedGPT> gpt = {};
-  std::vector<Tensor> params = {};
-  std::unique_ptr<parallel::PlanningCommunicator> dp = {};
-  std::unique_ptr<parallel::DistributedDataParallel> ddp = {};
-  std::unique_ptr<parallel::FullyShardedDataParallel> fsdp = {};  // ZeRO-3, instead of ddp
-  std::unique_ptr<nn::optim::AdamW> opt = {};
-  std::unique_ptr<parallel::ZeroOptimizer> zero = {};
-  std::unique_ptr<graph::Compiled> compiled = {};
-  parallel::ShardedParameters* zero3 = nullptr;  // FSDP's shards, the parameters' bytes
-  DType precision = DType::f32;
+  std::unique_ptr<parallel::Mesh> mesh = {};  // outlives the step over it
+  std::unique_ptr<train::RankStep> step = {};
+  std::vector<Tensor> batch = {};  // a replica's rows, on the host
+  int64_t rows = 0, seq = 0;
+  bool zero3 = false;  // the parameters sharded (FSDP): their shards' bytes count
 
   void run() {
-    for (const Tensor& p : params) p.set_grad({});  // frees the last run's arena
-    AutocastGuard autocast(autocast_for(precision));
-    if (zero) {
-      zero->begin_step();
-    } else {
-      opt->begin_step();
-    }
-    if (gpt) {
-      (void)gpt->step(step.batch[0], step.batch[1]);
-    } else {
-      (void)(*compiled)(step.batch);
-    }
+    step->zero_grad();  // frees the last run's arena
+    step->run_captured(batch);
   }
   // The step's graph::Compiled.
-  const graph::Compiled& captured() const { return gpt ? *gpt->compiled() : *compiled; }
+  const graph::Compiled& captured() const { return *step->model().compiled(); }
 };
-
-// c.opt's state, sharded over `dp` under ZeRO (over `shards`).
-void init_optimizer_state(CapturedStep& c, int zero, parallel::Communicator* dp,
-                          parallel::ShardedParameters* shards) {
-  if (zero > 0) {
-    c.zero = std::make_unique<parallel::ZeroOptimizer>(*c.opt, *dp, *shards);
-    c.zero->init_state();
-  } else {
-    c.opt->init_state();
-  }
-}
-
-// What runs after backward inside the step: clipping the gradients' norm over `norm_scope`, and
-// the update.
-std::function<void()> clip_and_update(const CapturedStep& c, parallel::NormScope norm_scope) {
-  return [opt = c.opt.get(), zero = c.zero.get(), params = c.params, norm_scope] {
-    if (zero) {
-      zero->clip_and_update(params, 1.0, norm_scope);
-    } else {
-      nn::optim::clip_and_update(*opt, params, 1.0, [&](const auto& ps) {
-        return parallel::global_norm_on_device(ps, norm_scope);
-      });
-    }
-  };
-}
-
-// A GPT as one rank of `r`'s mesh, as dlf train runs it: its stage and shard of the example's
-// GPT over planning groups, the example's batch its replica's rows.
-void capture_on_mesh(CapturedStep& c, const models::GPTConfig& config, const Replicas& r) {
-  const Device d = default_device();
-  c.mesh = std::make_unique<parallel::Mesh>(
-      parallel::Layout{.dp = r.dp, .tp = r.tp, .pp = r.pp},
-      std::make_unique<parallel::PlanningCommunicator>(d, 0, r.dp, "dp"),
-      std::make_unique<parallel::PlanningCommunicator>(d, 0, r.tp, "tp"),
-      std::make_unique<parallel::PlanningCommunicator>(d, r.stage, r.pp, "pp"));
-  const int64_t rows = c.step.batch_size;
-  DLF_CHECK(r.micro_batch == 0 || rows % r.micro_batch == 0, "a rank's batch of ", rows,
-            " sequences does not split into micro-batches of ", r.micro_batch);
-  c.gpt = std::make_unique<models::DistributedGPT>(
-      config, *c.mesh, c.step.model->state_dict(),
-      models::DistributedGPTOptions{
-          .micro_batches = r.micro_batch > 0 ? int(rows / r.micro_batch) : 1,
-          .schedule = r.schedule,
-          .virtual_stages = r.virtual_stages,
-          .bucket_bytes = r.bucket_bytes,
-          .zero = r.zero,
-          .reduce_in_bf16 = r.reduce_in_bf16,
-          .compile = true});
-  c.step.model = nullptr;  // the whole GPT: the rank's stage and shard hold what it keeps
-  c.step.loss = nullptr;
-  c.params = c.gpt->module().parameters();
-  c.opt = std::make_unique<nn::optim::AdamW>(c.params);
-  init_optimizer_state(c, r.dp > 1 ? r.zero : 0, &c.mesh->dp(), c.gpt->shards());
-  c.gpt->set_after_backward(clip_and_update(c, c.gpt->norm_scope()));
-  if (r.dp > 1 && r.zero == 3) c.zero3 = c.gpt->shards();
-}
-
-// The gradients' norm of a tensor-parallel rank's shard: every parameter counted on tp rank 0
-// (the one captured) and summed over the tp group, as ReplicaTask's; none without tp.
-parallel::NormScope tensor_parallel_norm(const CapturedStep& c) {
-  if (!c.tp) return {};
-  return {.counts = {}, .groups = {c.tp.get()}};
-}
-
-// Any family over `r.dp` replicas (one: a device of its own), as dlf train runs them; under
-// tensor parallelism (c.tp) the gradients' norm is summed over the tp group too.
-void capture_replica(CapturedStep& c, const std::vector<std::string>& skip_passes,
-                     const Replicas& r) {
-  c.params = c.step.model->parameters();
-  c.opt = std::make_unique<nn::optim::AdamW>(c.params);
-  parallel::ShardedParameters* shards = nullptr;
-  if (r.dp > 1) {
-    c.dp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, r.dp, "dp");
-    if (r.zero == 3) {
-      c.fsdp = std::make_unique<parallel::FullyShardedDataParallel>(
-          *c.step.model, *c.dp, parallel::FSDPOptions{.reduce_in_bf16 = r.reduce_in_bf16});
-      shards = c.zero3 = c.fsdp.get();
-    } else {
-      c.ddp = std::make_unique<parallel::DistributedDataParallel>(
-          *c.step.model, *c.dp,
-          parallel::DDPOptions{.bucket_bytes = r.bucket_bytes,
-                               .shard_gradients = r.zero == 2,
-                               .reduce_in_bf16 = r.reduce_in_bf16});
-      shards = c.ddp.get();
-    }
-  }
-  init_optimizer_state(c, r.zero, c.dp.get(), shards);
-  c.compiled = std::make_unique<graph::Compiled>(
-      graph::backward_step(
-          [loss = c.step.loss, fsdp = c.fsdp.get()](const std::vector<Tensor>& batch) {
-            if (fsdp) fsdp->unshard();
-            return loss(batch);
-          },
-          [ddp = c.ddp.get(), fsdp = c.fsdp.get(),
-           update = clip_and_update(c, tensor_parallel_norm(c))] {
-            if (ddp) ddp->synchronize();
-            if (fsdp) fsdp->synchronize();
-            update();
-          }),
-      skip_passes);
-}
 
 // The step of `model` on the default device, run once: captured, optimised and planned.
 CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
                           const std::string& precision,
                           const std::vector<std::string>& skip_passes = {},
-                          const Replicas& replicas = {}) {
-  DLF_CHECK(replicas.zero >= 0 && replicas.zero <= 3 && (replicas.dp > 1 || replicas.zero == 0),
+                          const Replicas& r = {}) {
+  DLF_CHECK(r.zero >= 0 && r.zero <= 3 && (r.dp > 1 || r.zero == 0),
             "a captured step runs plain data parallelism or ZeRO-1, -2 or -3 over replicas (got "
             "dp ",
-            replicas.dp, ", zero ", replicas.zero, ")");
-  DLF_CHECK(replicas.pp == 1 || model.gpt, model.name,
-            " has no pipeline stages: --pp is for the GPT models");
-  DLF_CHECK(replicas.tp == 1 || model.gpt ||
-                models::model_family(model.name) != models::ModelFamily::unet,
-            model.name, " trains data-parallel only: --tp is for the GPT, BERT and ViT models");
+            r.dp, ", zero ", r.zero, ")");
   manual_seed(1234);
   Generator data(1234);
-  CapturedStep c;
-  if (!model.gpt && replicas.tp > 1) {
-    c.tp = std::make_unique<parallel::PlanningCommunicator>(default_device(), 0, replicas.tp, "tp");
-  }
-  c.step = model.gpt
-               ? models::gpt_example_step(*model.gpt, batch, seq, data)
-               : models::example_step(model.name, batch, seq, data,
-                                      c.tp ? parallel::megatron_linears(*c.tp) : nn::LinearMaker{});
-  if (model.gpt && (replicas.ranks() > 1 ||
-                    (replicas.micro_batch > 0 && replicas.micro_batch < c.step.batch_size))) {
-    DLF_CHECK(skip_passes.empty(),
-              "a GPT over several ranks or in micro-batches is captured with every pass");
-    capture_on_mesh(c, *model.gpt, replicas);
-  } else {
-    capture_replica(c, skip_passes, replicas);
-  }
-  c.precision = precision == "bf16" ? DType::bf16 : DType::f32;
+  const models::Family* family = model.gpt ? nullptr : &models::family_of(model.name);
+  // The whole model, whose state the rank's part takes; the batch drawn on the host.
+  std::unique_ptr<nn::Module> whole =
+      family ? family->build(model.name, {}) : std::make_unique<models::GPT>(*model.gpt);
+  models::ExampleBatch b = [&] {
+    DefaultDeviceGuard host(kCPU);
+    return family ? family->example_batch(model.name, batch, seq, data)
+                  : models::gpt_batch(*model.gpt, batch, seq, data);
+  }();
+  const int64_t rows = b.batch[0].size(0);
+  DLF_CHECK(r.micro_batch == 0 || rows % r.micro_batch == 0, "a rank's batch of ", rows,
+            " sequences does not split into micro-batches of ", r.micro_batch);
+  const Device d = default_device();
+  CapturedStep c{.mesh = std::make_unique<parallel::Mesh>(
+                     parallel::Layout{.dp = r.dp, .tp = r.tp, .pp = r.pp},
+                     std::make_unique<parallel::PlanningCommunicator>(d, 0, r.dp, "dp"),
+                     std::make_unique<parallel::PlanningCommunicator>(d, 0, r.tp, "tp"),
+                     std::make_unique<parallel::PlanningCommunicator>(d, r.stage, r.pp, "pp")),
+                 .batch = std::move(b.batch),
+                 .rows = rows,
+                 .seq = b.seq,
+                 .zero3 = r.dp > 1 && r.zero == 3};
+  const train::PartOptions part{.micro_batches = r.micro_batch > 0 ? int(rows / r.micro_batch) : 1,
+                                .schedule = r.schedule,
+                                .virtual_stages = r.virtual_stages,
+                                .bucket_bytes = r.bucket_bytes,
+                                .zero = r.zero,
+                                .reduce_in_bf16 = r.reduce_in_bf16,
+                                .compile = true,
+                                .skip_passes = skip_passes};
+  std::unique_ptr<train::RankModel> rank_model =
+      family ? train::make_rank_model(*family, model.name, *c.mesh, whole->state_dict(), part)
+             : train::make_pipeline_model(*model.gpt, *c.mesh, whole->state_dict(), part);
+  whole.reset();  // the rank's part holds what it keeps
+  c.step = std::make_unique<train::RankStep>(
+      std::move(rank_model), *c.mesh,
+      train::StepOptions{.part = part,
+                         .precision = precision == "bf16" ? DType::bf16 : DType::f32});
   c.run();
   return c;
 }
@@ -194,16 +91,16 @@ CapturedStep capture_step(const StepModel& model, int64_t batch, int64_t seq,
 CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
   const graph::Graph& g = c.captured().last_executable().graph();
   CompiledStepMemory m{.model = model,
-                       .batch = c.step.batch_size,
-                       .seq = c.step.seq,
+                       .batch = c.rows,
+                       .seq = c.seq,
                        .nodes = g.nodes.size(),
                        .arena = int64_t(g.arena_bytes)};
   std::set<const Storage*> counted;  // the parameters', then each external one once
-  for (const Tensor& p : c.params)   // ZeRO-3's released between uses: their shards instead
-    if (!p.storage()->released() && counted.insert(p.storage().get()).second)
+  for (const auto& [name, p] : c.step->parameters())  // ZeRO-3's released between uses: their
+    if (!p.storage()->released() && counted.insert(p.storage().get()).second)  // shards instead
       m.parameters += int64_t(p.storage()->nbytes());
   if (c.zero3)
-    for (const parallel::OwnedPiece& piece : c.zero3->owned_pieces())
+    for (const parallel::OwnedPiece& piece : c.step->model().shards()->owned_pieces())
       if (counted.insert(piece.value.storage().get()).second)
         m.parameters += int64_t(piece.value.storage()->nbytes());
   for (const graph::Buffer& b : g.buffers) {
@@ -211,8 +108,8 @@ CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
     if (b.kind == graph::BufferKind::external && counted.insert(b.storage.get()).second)
       m.optimizer_state += int64_t(b.storage->nbytes());
   }
-  for (const Tensor& p : c.params) p.set_grad({});  // the last arena gone before the peak resets
-  Allocator& allocator = allocator_for(c.params.front().device());
+  c.step->zero_grad();  // the last arena gone before the peak resets
+  Allocator& allocator = allocator_for(c.step->parameters().front().second.device());
   allocator.reset_peak();
   c.run();
   m.measured_peak = allocator.stats().peak_bytes;
@@ -222,7 +119,7 @@ CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
 }  // namespace
 
 StepModel::StepModel(std::string zoo_name) : name(std::move(zoo_name)) {
-  if (models::model_family(name) == models::ModelFamily::gpt) gpt = models::gpt_config(name);
+  if (models::family_of(name).gpt) gpt = models::family_of(name).gpt(name);
 }
 
 StepModel::StepModel(models::GPTConfig config) : name(config.name), gpt(std::move(config)) {}
@@ -258,13 +155,12 @@ void run_graph(const GraphCommand& o) {
   const std::vector<Device> devices = setup_devices(1, parse_device_arg(o.device));
   DefaultDeviceGuard on(devices[0]);
   CapturedStep c = capture_step(o.model, o.batch, o.seq, o.precision, o.skip_passes);
-  const models::ExampleStep& s = c.step;
   const graph::Compiled& compiled = c.captured();
   const graph::CompileReport& r = compiled.last_report();
   const graph::Graph& g = compiled.last_executable().graph();
   std::printf(
       "%s: one training step (forward, backward, clipping, AdamW), batch %lld x %lld, %s, %s\n",
-      o.model.c_str(), static_cast<long long>(s.batch_size), static_cast<long long>(s.seq),
+      o.model.c_str(), static_cast<long long>(c.rows), static_cast<long long>(c.seq),
       devices[0].str().c_str(), o.precision.c_str());
   std::printf("captured %zu nodes in %.1f ms\n", r.nodes_captured, r.capture_ms);
   std::printf("%-24s %8s %8s %9s\n", "pass", "before", "after", "ms");

@@ -59,7 +59,7 @@ void add_zero_option(CLI::App* cmd, int& zero, const std::string& what) {
 }
 
 void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
-  dlf::app::RunConfig& r = o.run;
+  dlf::train::RunConfig& r = o.run;
   cmd->add_option("--model", r.model,
                   "model name: gpt-nano, gpt-mini, gpt-small, gpt-medium, bert-tiny, bert-mini, "
                   "bert-base, vit-tiny, vit-small, unet-tiny, unet-small")

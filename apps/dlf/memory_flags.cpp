@@ -12,7 +12,7 @@ namespace {
 // The plan of the query's run with `flags`.
 FlagsPlan plan_with(const FlagsQuery& q, const MemoryFlags& flags) {
   FlagsPlan p{.flags = flags};
-  if (q.gpt || models::model_family(q.model) == models::ModelFamily::gpt) {
+  if (q.gpt || models::family_of(q.model).gpt) {
     const models::Plan plan =
         models::plan_gpt({.model = q.gpt ? *q.gpt : models::gpt_config(q.model),
                           .layout = q.layout,
@@ -49,7 +49,7 @@ FlagsPlan plan_with(const FlagsQuery& q, const MemoryFlags& flags) {
 }  // namespace
 
 std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
-  const bool gpt = q.gpt || models::model_family(q.model) == models::ModelFamily::gpt;
+  const bool gpt = q.gpt || models::family_of(q.model).gpt;
   const bool whole_replicas = q.layout.tp * q.layout.pp == 1;
   if (!gpt && !whole_replicas) return {};
   std::vector<FlagsPlan> plans;

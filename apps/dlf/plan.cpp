@@ -7,7 +7,6 @@
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 
-#include "bert_task.h"
 #include "devices.h"
 #include "graph_command.h"
 #include "memory_flags.h"
@@ -33,13 +32,12 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
   DLF_CHECK(c.tp == 1 && c.pp == 1, "dlf plan: ", c.model,
             " plans data-parallel layouts (--tp and --pp plans are GPT's)");
   check_micro_batch(c, c.model, false);
-  const bool bert = models::model_family(c.model) == models::ModelFamily::bert;
   const models::ReplicaPlan plan =
       models::plan_replica({.model = c.model,
                             .dp = c.devices,
                             .spec = device.spec,
                             .global_batch = c.batch,
-                            .seq = bert ? bert_sequence(c.seq) : c.seq,
+                            .seq = c.seq,
                             .dtype = dtype,
                             .recompute = autograd::parse_recompute(c.recompute),
                             .zero = c.zero,
@@ -89,9 +87,7 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, const parallel
   const StepModel model = custom ? StepModel(*custom) : StepModel(c.model);
   // --seq's default as the other plans': a GPT's context, BERT's benchmark length
   const int64_t seq = model.gpt ? (c.seq > 0 ? c.seq : model.gpt->context)
-                      : models::model_family(c.model) == models::ModelFamily::bert
-                          ? bert_sequence(c.seq)
-                          : c.seq;
+                                : models::family_of(c.model).sequence(c.model, c.seq);
   const int zero = dp > 1 ? c.zero : 0;  // ZeRO over one rank is the plain optimizer
   const bool pipeline = c.pp > 1;
   check_micro_batch(c, model.name, model.gpt.has_value());
@@ -171,7 +167,9 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, const parallel
 
 void run_plan(PlanCommand c) {
   const bool batch_given = c.batch > 0;
-  if (!batch_given) c.batch = models::default_batch(gpt_by_dimensions(c) ? "" : c.model);
+  if (!batch_given)
+    c.batch = gpt_by_dimensions(c) ? models::family("gpt").default_batch("")
+                                   : models::family_of(c.model).default_batch(c.model);
   const int64_t tp_pp = int64_t(c.tp) * c.pp;  // each at most 2^20: no overflow in 64 bits
   DLF_CHECK(c.devices % tp_pp == 0, "--devices ", c.devices,
             " is not a multiple of tp x pp = ", tp_pp);
@@ -191,7 +189,7 @@ void run_plan(PlanCommand c) {
   }
   const DType dtype = c.precision == "bf16" ? DType::bf16 : DType::f32;
   const std::optional<models::GPTConfig> custom = gpt_by_dimensions(c);
-  if (!custom && models::model_family(c.model) != models::ModelFamily::gpt) {
+  if (!custom && !models::family_of(c.model).gpt) {
     plan_data_parallel(c, device, dtype);
     return;
   }

@@ -16,19 +16,19 @@
 #include <dlf/nn/data/png.h>
 #include <dlf/parallel/launch.h>
 
-#include "model_io.h"
-#include "progress.h"
-#include "task.h"
+#include <dlf/train/progress.h>
+#include <dlf/train/rank_model.h>
+#include <dlf/train/run.h>
+
 #include "weights_file.h"
 
 namespace dlf::app {
 namespace {
 
-using models::ModelFamily;
-
 void continue_text(const nn::Checkpoint& ckpt, const RunConfig& run, const GenerateOptions& o) {
   DLF_CHECK(!o.prompt.empty(), "--prompt must not be empty");
-  const std::unique_ptr<models::GPT> gpt = build_model(run);
+  manual_seed(run.seed);
+  const auto gpt = std::make_unique<models::GPT>(models::gpt_config(run.model));
   nn::restore_module(*gpt, ckpt);
   Generator gen(o.seed);
   const Tensor prompt = nn::data::TextDataset::encode(o.prompt).unsqueeze(0);
@@ -107,8 +107,8 @@ void sample_images(const nn::Checkpoint& ckpt, const RunConfig& run, const Gener
   nn::restore_module(unet, ckpt);
   Generator gen(o.seed);
   const int64_t steps = std::min<int64_t>(o.sampling_steps, models::DDPM().steps());
-  PhaseProgress progress(true, "sampling " + std::to_string(o.samples) + " images", steps,
-                         "denoising steps");
+  train::PhaseProgress progress(true, "sampling " + std::to_string(o.samples) + " images", steps,
+                                "denoising steps");
   const Tensor images =
       models::DDPM().sample(unet, o.samples, gen, o.sampling_steps,
                             [&](int64_t done, int64_t) { progress.update(done); });
@@ -125,14 +125,14 @@ void run_generate(const GenerateOptions& o) {
   const Weights weights = read_weights(path);
   const RunConfig run = run_for_weights(weights, path, o.model);
   const nn::Checkpoint ckpt{.model = weights.tensors};  // the family's model checks them
-  switch (models::model_family(run.model)) {
-    case ModelFamily::gpt:
+  switch (models::family_of(run.model).generates) {
+    case models::Generates::text:
       return continue_text(ckpt, run, o);
-    case ModelFamily::bert:
+    case models::Generates::filled_masks:
       return fill_masks(ckpt, run, o);
-    case ModelFamily::unet:
+    case models::Generates::images:
       return sample_images(ckpt, run, o);
-    case ModelFamily::vit:
+    case models::Generates::nothing:
       throw Error(run.model +
                   " classifies images and generates nothing: evaluate it with dlf eval (GPT "
                   "continues text, BERT fills masks, UNet samples images)");
@@ -141,30 +141,34 @@ void run_generate(const GenerateOptions& o) {
 
 double run_eval(const EvalOptions& o) {
   const nn::Checkpoint ckpt = nn::load_checkpoint(o.checkpoint);
-  RunConfig run = run_config_from_json(ckpt.config);
-  const ModelFamily family = models::model_family(run.model);
-  const bool text = family == ModelFamily::gpt || family == ModelFamily::bert;
+  RunConfig run = train::run_config_from_json(ckpt.config);
+  const models::Family& family = models::family_of(run.model);
   if (!o.data.empty()) {
-    DLF_CHECK(text, "--data: ", run.model, " evaluates on Fashion-MNIST's test set, not text");
+    DLF_CHECK(family.unit == "tok", "--data: ", run.model,
+              " evaluates on Fashion-MNIST's test set, not text");
     run.data = o.data;
   }
-  const TaskData data = load_task_data(run);
+  const models::TrainData data = train::load_data(run);
   // The whole test set for the classifier, else 16 batches.
-  const int64_t batches = o.batches > 0 ? o.batches : (family == ModelFamily::vit ? 0 : 16);
-  Evaluation e;
-  // The training task on one device evaluates exactly as training does.
+  const int64_t batches = o.batches > 0 ? o.batches : (family.eval_batches == 0 ? 0 : 16);
+  models::Evaluation e;
+  // The training step's model on one device evaluates exactly as training does.
   parallel::run_ranks({kCPU}, [&](parallel::Communicator& world) {
     parallel::Mesh mesh(world, {});
-    const std::unique_ptr<RankTask> task = make_task({.run = run,
-                                                      .mesh = mesh,
-                                                      .initial = ckpt.model,
-                                                      .micro_batch = run.batch,
-                                                      .eval_batches = batches},
-                                                     data);
-    e = task->evaluate();
+    const std::unique_ptr<train::RankModel> model =
+        train::make_rank_model(family, run.model, mesh, ckpt.model, {});
+    const std::unique_ptr<models::Task> task =
+        family.task({.model = run.model,
+                     .data = data,
+                     .batch = run.batch,
+                     .seq = run.seq,
+                     .seed = run.seed,
+                     .eval_batches = batches,
+                     .eval_progress = train::evaluation_progress()});
+    e = model->evaluate(*task);
   });
   std::printf("%s: validation loss %.4f", run.model.c_str(), e.loss);
-  if (family == ModelFamily::gpt) {
+  if (family.generates == models::Generates::text) {
     std::printf(", perplexity %.2f, %.3f bits per byte", std::exp(e.loss),
                 e.loss / std::numbers::ln2);
   }

@@ -6,13 +6,13 @@
 
 #include <dlf/error.h>
 
+#include <dlf/train/run_config.h>
 #include "profile.h"
-#include "run_config.h"
 
 namespace dlf::app {
 
 struct TrainOptions {
-  RunConfig run;
+  train::RunConfig run;
   std::string checkpoint;  ///< directory; empty: no checkpoints
   bool resume = false;     ///< continue from the checkpoint (its run config wins)
   bool overwrite = false;  ///< start anew over a checkpoint already in `checkpoint`

@@ -33,11 +33,11 @@ Weights read_weights(const std::string& path) {
     nn::Safetensors file = nn::load_safetensors(path);
     w.tensors = std::move(file.tensors);
     if (const auto it = file.metadata.find(kConfigKey); it != file.metadata.end())
-      w.run = run_config_from_json(it->second);
+      w.run = train::run_config_from_json(it->second);
   } else {
     const nn::Checkpoint ckpt = nn::load_checkpoint(checkpoint_dir(path));
     w.tensors = ckpt.model;
-    w.run = run_config_from_json(ckpt.config);
+    w.run = train::run_config_from_json(ckpt.config);
   }
   if (models::is_hf_gpt(w.tensors)) w.tensors = models::gpt_from_hf(w.tensors);
   return w;
@@ -55,7 +55,7 @@ RunConfig run_for_weights(const Weights& weights, const std::string& path,
             "the models)");
   RunConfig run;
   run.model = model;
-  models::model_family(model);  // a dlf::Error for an unknown name
+  models::family_of(model);  // a dlf::Error for an unknown name
   return run;
 }
 
@@ -67,7 +67,7 @@ std::string describe_weights(const std::string& path) {
                    : "weights of " + std::to_string(w.tensors.size()) + " tensors";
     }
     const nn::Checkpoint ckpt = nn::load_checkpoint(checkpoint_dir(path));
-    return "a " + run_config_from_json(ckpt.config).model + " checkpoint at step " +
+    return "a " + train::run_config_from_json(ckpt.config).model + " checkpoint at step " +
            std::to_string(ckpt.step);
   } catch (const Error&) {
     return "a file that does not read as weights";
@@ -84,19 +84,19 @@ void check_not_replacing(const std::string& path, bool overwrite, const std::str
 
 void write_weights(const std::string& path, const nn::NamedTensors& state, const RunConfig& run,
                    WeightNames names) {
-  const bool gpt = models::model_family(run.model) == models::ModelFamily::gpt;
+  const bool gpt = bool(models::family_of(run.model).gpt);
   DLF_CHECK(names == WeightNames::nanogpt || gpt,
             "--names hf: Hugging Face GPT-2 names are for "
             "GPT models; ",
             run.model, "'s names are already its family's usual ones");
   if (is_safetensors(path)) {
     nn::save_safetensors(path, names == WeightNames::hf ? models::gpt_to_hf(state) : state,
-                         {{"format", "pt"}, {kConfigKey, to_json(run)}});
+                         {{"format", "pt"}, {kConfigKey, train::to_json(run)}});
     return;
   }
   DLF_CHECK(names == WeightNames::nanogpt, "--names hf: a dlf checkpoint keeps dlf's names ",
             "(write a .safetensors file for GPT-2's)");
-  nn::save_checkpoint(checkpoint_dir(path), {.model = state, .config = to_json(run)});
+  nn::save_checkpoint(checkpoint_dir(path), {.model = state, .config = train::to_json(run)});
 }
 
 }  // namespace dlf::app

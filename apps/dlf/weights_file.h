@@ -6,9 +6,11 @@
 
 #include <dlf/nn/module.h>
 
-#include "run_config.h"
+#include <dlf/train/run_config.h>
 
 namespace dlf::app {
+
+using train::RunConfig;
 
 /// The names a GPT's weights are written under.
 enum class WeightNames { nanogpt, hf };

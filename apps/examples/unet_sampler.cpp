@@ -52,7 +52,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void train(models::UNet& unet, const models::DDPM& ddpm, const Options& o) {
+void fit(models::UNet& unet, const models::DDPM& ddpm, const Options& o) {
   const nn::data::ImageDataset data = nn::data::load_fashion_mnist(true);
   const int64_t n = data.images.size(0), per_epoch = n / o.batch;
   nn::optim::AdamW opt(nn::optim::decay_groups(unet.named_parameters(), 0.0), {.lr = o.lr});
@@ -94,7 +94,7 @@ int main(int argc, char** argv) try {
     nn::restore_module(unet, nn::load_checkpoint(o.checkpoint));
     std::printf("loaded %s\n", o.checkpoint.c_str());
   } else {
-    train(unet, ddpm, o);
+    fit(unet, ddpm, o);
   }
   const auto start = std::chrono::steady_clock::now();
   Generator gen(2);

@@ -45,7 +45,7 @@
 #include <dlf/models/ddpm.h>
 #include <dlf/models/example_step.h>
 #include <dlf/models/gpt.h>
-#include <dlf/models/gpt_distributed.h>
+#include <dlf/models/family.h>
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
@@ -80,3 +80,9 @@
 #include <dlf/parallel/tensor_parallel.h>
 #include <dlf/parallel/transfer.h>
 #include <dlf/parallel/zero.h>
+#include <dlf/train/progress.h>
+#include <dlf/train/rank_model.h>
+#include <dlf/train/rank_step.h>
+#include <dlf/train/run.h>
+#include <dlf/train/run_config.h>
+#include <dlf/train/trainer.h>

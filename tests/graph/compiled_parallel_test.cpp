@@ -107,7 +107,7 @@ RankRun train_rank(parallel::Communicator& world, bool compiled, int steps, int 
   return run;
 }
 
-std::vector<RankRun> train(bool compiled, const std::vector<Device>& devices = {kCPU, kCPU},
+std::vector<RankRun> train_replicas(bool compiled, const std::vector<Device>& devices = {kCPU, kCPU},
                            int steps = 5, int zero = 0) {
   std::vector<RankRun> runs(devices.size());
   parallel::run_ranks(devices, [&](parallel::Communicator& world) {
@@ -141,7 +141,7 @@ void check_trains_as_eager(const std::vector<RankRun>& eager,
 }  // namespace
 
 TEST_CASE("graph: a data-parallel step compiles with its reductions; two ranks train as eager") {
-  const std::vector<RankRun> eager = train(false), compiled = train(true);
+  const std::vector<RankRun> eager = train_replicas(false), compiled = train_replicas(true);
   check_trains_as_eager(eager, compiled);
   for (const RankRun& c : compiled) {
     // One reduction a bucket, launched while backward runs: the first comes before backward's
@@ -158,8 +158,8 @@ TEST_CASE("graph: a data-parallel step compiles with its reductions; two ranks t
 TEST_CASE("graph: ZeRO-1 and -2 compile with their sharded update; two ranks train as eager") {
   for (const int zero : {1, 2}) {
     INFO("ZeRO-" << zero);
-    const std::vector<RankRun> eager = train(false, {kCPU, kCPU}, 5, zero);
-    const std::vector<RankRun> compiled = train(true, {kCPU, kCPU}, 5, zero);
+    const std::vector<RankRun> eager = train_replicas(false, {kCPU, kCPU}, 5, zero);
+    const std::vector<RankRun> compiled = train_replicas(true, {kCPU, kCPU}, 5, zero);
     check_trains_as_eager(eager, compiled);  // every rank gathered the others' pieces
     for (const RankRun& c : compiled) {
       // ZeRO-2 reduce-scatters the buckets instead of reducing them whole; both stages update
@@ -422,9 +422,9 @@ TEST_CASE("graph: on sim devices a compiled step waits for its reductions as the
   for (const int zero : {0, 2}) {  // allreduces, or ZeRO-2's reduce-scatters
     INFO("ZeRO-" << zero);
     slow_link();
-    const std::vector<RankRun> eager = train(false, devices, 1, zero);
+    const std::vector<RankRun> eager = train_replicas(false, devices, 1, zero);
     slow_link();
-    const std::vector<RankRun> compiled = train(true, devices, 1, zero);
+    const std::vector<RankRun> compiled = train_replicas(true, devices, 1, zero);
     for (int r = 0; r < 2; ++r) {
       INFO("rank " << r);
       const RankRun &e = eager[size_t(r)], &c = compiled[size_t(r)];
@@ -444,7 +444,7 @@ TEST_CASE("graph: on sim devices a compiled step waits for its reductions as the
 namespace {
 
 // Losses and this rank's weights of gpt-nano (4 blocks) trained three clipped AdamW steps by
-// models::DistributedGPT over `layout`, eagerly or compiled: each rank's step one graph.
+// train::make_pipeline_model over `layout`, eagerly or compiled: each rank's step one graph.
 std::vector<RankRun> train_mesh(parallel::Layout layout, int micro_batches,
                                 parallel::PipelineSchedule schedule, bool compiled) {
   constexpr double kClip = 0.5;
@@ -457,16 +457,16 @@ std::vector<RankRun> train_mesh(parallel::Layout layout, int micro_batches,
                                                                                    Communicator&
                                                                                        world) {
     parallel::Mesh mesh(world, layout);
-    models::DistributedGPT gpt(
+    const auto gpt = train::make_pipeline_model(
         config, mesh, initial,
         {.micro_batches = micro_batches, .schedule = schedule, .compile = compiled});
-    const std::vector<Tensor> params = gpt.module().parameters();
+    const std::vector<Tensor> params = gpt->module().parameters();
     nn::optim::AdamW opt(params, {.lr = 1e-3});
     opt.init_state();
     if (compiled) {
-      gpt.set_after_backward([&] {
+      gpt->set_after_backward([&] {
         nn::optim::clip_and_update(opt, params, kClip, [&](const auto& ps) {
-          return parallel::global_norm_on_device(ps, gpt.norm_scope());
+          return parallel::global_norm_on_device(ps, gpt->norm_scope());
         });
       });
     }
@@ -480,9 +480,9 @@ std::vector<RankRun> train_mesh(parallel::Layout layout, int micro_batches,
       const Tensor mine_y = y.narrow(0, mesh.dp_rank() * rows, rows);
       opt.zero_grad();
       if (compiled) opt.begin_step();
-      run.losses.push_back(float(gpt.forward_backward(mine_x, mine_y)));
+      run.losses.push_back(float(gpt->step({mine_x, mine_y})));
       if (!compiled) {
-        gpt.clip_grad_norm(kClip);
+        parallel::clip_grad_norm(params, kClip, gpt->norm_scope());
         opt.step();
       }
     }

@@ -1,5 +1,5 @@
-#include <dlf/models/gpt_distributed.h>
 #include <dlf/models/registry.h>
+#include <dlf/train/rank_model.h>
 
 #include <mutex>
 
@@ -133,24 +133,25 @@ TEST_CASE("every dp x tp x pp layout of gpt-nano gives one device's losses after
                                            : parallel::PipelineSchedule::one_f_one_b;
     std::vector<double> losses;
     std::mutex mutex;
-    parallel::run_ranks(parallel::devices_of(DeviceType::cpu, layout.devices()),
-                        [&](parallel::Communicator& world) {
-                          parallel::Mesh mesh(world, layout);
-                          models::DistributedGPT gpt(config, mesh, one.initial,
-                                                     {.micro_batches = 2, .schedule = schedule});
-                          nn::optim::SGD opt({{.params = gpt.module().parameters()}},
-                                             {.lr = 0.1, .momentum = 0.9});
-                          const int64_t rows = kBatch / layout.dp, first = mesh.dp_rank() * rows;
-                          for (int s = 0; s < kSteps; ++s) {
-                            opt.zero_grad();
-                            const double loss = gpt.forward_backward(
-                                data.x[s].narrow(0, first, rows), data.y[s].narrow(0, first, rows));
-                            gpt.clip_grad_norm(kClip);
-                            opt.step();
-                            std::lock_guard lock(mutex);
-                            if (world.rank() == 0) losses.push_back(loss);
-                          }
-                        });
+    parallel::run_ranks(
+        parallel::devices_of(DeviceType::cpu, layout.devices()),
+        [&](parallel::Communicator& world) {
+          parallel::Mesh mesh(world, layout);
+          const auto gpt = train::make_pipeline_model(config, mesh, one.initial,
+                                                      {.micro_batches = 2, .schedule = schedule});
+          nn::optim::SGD opt({{.params = gpt->module().parameters()}},
+                             {.lr = 0.1, .momentum = 0.9});
+          const int64_t rows = kBatch / layout.dp, first = mesh.dp_rank() * rows;
+          for (int s = 0; s < kSteps; ++s) {
+            opt.zero_grad();
+            const double loss =
+                gpt->step({data.x[s].narrow(0, first, rows), data.y[s].narrow(0, first, rows)});
+            parallel::clip_grad_norm(gpt->module().parameters(), kClip, gpt->norm_scope());
+            opt.step();
+            std::lock_guard lock(mutex);
+            if (world.rank() == 0) losses.push_back(loss);
+          }
+        });
     REQUIRE(losses.size() == kSteps);
     for (int s = 0; s < kSteps; ++s)
       CHECK(losses[s] == doctest::Approx(one.losses[s]).epsilon(1e-5));
@@ -177,8 +178,8 @@ TEST_CASE("model-parallel GPT: the gathered whole is the model and its optimizer
     parallel::run_ranks(parallel::devices_of(DeviceType::cpu, layout.devices()),
                         [&](parallel::Communicator& world) {
                           parallel::Mesh mesh(world, layout);
-                          models::DistributedGPT gpt(config, mesh, expected);
-                          auto mine = gpt.gather_whole(gpt.shard_optimizer_state(state));
+                          const auto gpt = train::make_pipeline_model(config, mesh, expected, {});
+                          auto mine = gpt->gather_whole(gpt->shard_optimizer_state(state));
                           if (world.rank() == 0) gathered = std::move(mine);
                         });
     using Pair = std::pair<const nn::NamedTensors*, const nn::NamedTensors*>;

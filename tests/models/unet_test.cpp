@@ -45,7 +45,7 @@ TEST_CASE("UNet: unet-small has the peer's diffusers names, shapes and count") {
   CHECK(unet.num_parameters() == 6138369);
 
   check_error([] { models::unet_config("unet-huge"); },
-              {"unknown UNet 'unet-huge'", "unet-small", "unet-tiny"});
+              {"unknown UNet model 'unet-huge'", "unet-small", "unet-tiny"});
   check_error([] { models::UNet({.name = "odd", .base = 48, .groups = 32}); },
               {"UNet 'odd'", "groups 32"});
 }

@@ -39,7 +39,7 @@ struct Trained {
   std::vector<double> losses;
 };
 
-Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer which,
+Trained train_replicas(const std::vector<Device>& devices, const Batches& data, Optimizer which,
               int zero = 0, double max_norm = 1.0, Offload offload = Offload::none) {
   nn::NamedTensors params, state;
   std::vector<double> losses;
@@ -118,7 +118,7 @@ Trained train(const std::vector<Device>& devices, const Batches& data, Optimizer
 // that add in another order agree there. AdamW is checked by the losses.
 TEST_CASE("DDP: dp=N with global batch B gives one device's parameters after 3 steps") {
   const Batches data = make_batches();
-  const auto [reference, reference_state, reference_losses] = train({kCPU}, data, Optimizer::sgd);
+  const auto [reference, reference_state, reference_losses] = train_replicas({kCPU}, data, Optimizer::sgd);
   REQUIRE(reference_losses.size() == kSteps);
   CHECK(reference_losses.back() < reference_losses.front());
   for (int n : {2, 3, 4, 8}) {
@@ -127,7 +127,7 @@ TEST_CASE("DDP: dp=N with global batch B gives one device's parameters after 3 s
       CAPTURE(n);
       INFO("device type ", Device{type, 0}.str());
       const auto [params, state, losses] =
-          train(parallel::devices_of(type, n), data, Optimizer::sgd);
+          train_replicas(parallel::devices_of(type, n), data, Optimizer::sgd);
       REQUIRE(params.size() == reference.size());
       for (size_t i = 0; i < params.size(); ++i) {
         CAPTURE(params[i].first);
@@ -168,11 +168,11 @@ TEST_CASE(
 
 TEST_CASE("DDP: AdamW under dp=N gives one device's losses") {
   const Batches data = make_batches();
-  const auto reference = train({kCPU}, data, Optimizer::adamw).losses;
+  const auto reference = train_replicas({kCPU}, data, Optimizer::adamw).losses;
   for (int n : {2, 3, 8}) {
     CAPTURE(n);
     const auto losses =
-        train(parallel::devices_of(DeviceType::cpu, n), data, Optimizer::adamw).losses;
+        train_replicas(parallel::devices_of(DeviceType::cpu, n), data, Optimizer::adamw).losses;
     for (int s = 0; s < kSteps; ++s)
       CHECK(losses[s] == doctest::Approx(reference[s]).epsilon(1e-5));
   }
@@ -183,8 +183,8 @@ TEST_CASE("ZeRO-1: sharded optimizer state gives the unsharded run's parameters 
   for (int n : {2, 3}) {
     CAPTURE(n);
     const auto devices = parallel::devices_of(DeviceType::cpu, n);
-    const Trained plain = train(devices, data, Optimizer::adamw);
-    const Trained sharded = train(devices, data, Optimizer::adamw, /*zero=*/1);
+    const Trained plain = train_replicas(devices, data, Optimizer::adamw);
+    const Trained sharded = train_replicas(devices, data, Optimizer::adamw, /*zero=*/1);
     REQUIRE(plain.params.size() == sharded.params.size());
     for (size_t i = 0; i < plain.params.size(); ++i) {
       CAPTURE(plain.params[i].first);
@@ -208,8 +208,8 @@ void check_matches_unsharded(int zero) {
     CAPTURE(n);
     const auto devices = parallel::devices_of(DeviceType::cpu, n);
     const double no_clip = 1e30;
-    const Trained plain = train(devices, data, Optimizer::adamw, 0, no_clip);
-    const Trained sharded = train(devices, data, Optimizer::adamw, zero, no_clip);
+    const Trained plain = train_replicas(devices, data, Optimizer::adamw, 0, no_clip);
+    const Trained sharded = train_replicas(devices, data, Optimizer::adamw, zero, no_clip);
     REQUIRE(plain.params.size() == sharded.params.size());
     for (size_t i = 0; i < plain.params.size(); ++i) {
       CAPTURE(plain.params[i].first);
@@ -221,8 +221,8 @@ void check_matches_unsharded(int zero) {
       test::check_close(sharded.optimizer_state[i].second, plain.optimizer_state[i].second, 0, 0);
     }
     CHECK(sharded.losses == plain.losses);
-    const Trained clipped = train(devices, data, Optimizer::adamw, 0);
-    const Trained clipped_sharded = train(devices, data, Optimizer::adamw, zero);
+    const Trained clipped = train_replicas(devices, data, Optimizer::adamw, 0);
+    const Trained clipped_sharded = train_replicas(devices, data, Optimizer::adamw, zero);
     for (int s = 0; s < kSteps; ++s)
       CHECK(clipped_sharded.losses[s] == doctest::Approx(clipped.losses[s]).epsilon(1e-6));
   }
@@ -242,8 +242,8 @@ TEST_CASE(
     const bool params = c.second == Offload::params;
     CAPTURE(zero);
     CAPTURE(params);
-    const Trained kept = train(devices, data, Optimizer::adamw, zero);
-    const Trained offloaded = train(devices, data, Optimizer::adamw, zero, 1.0, c.second);
+    const Trained kept = train_replicas(devices, data, Optimizer::adamw, zero);
+    const Trained offloaded = train_replicas(devices, data, Optimizer::adamw, zero, 1.0, c.second);
     CHECK(offloaded.losses == kept.losses);
     REQUIRE(offloaded.params.size() == kept.params.size());
     for (size_t i = 0; i < kept.params.size(); ++i)

@@ -2,7 +2,8 @@
 // share of a parallel model on the meta device. Collectives give tensors of the right shape
 // (no data: meta) at once and are recorded, kind and bytes, for the planner to price over the
 // group's links — the model's own collectives, as a run makes them, forward, backward and
-// recomputed.
+// recomputed. A group of one has no peers: on any device, its collectives are exact (each
+// rank's tensor is the result).
 #pragma once
 #include <vector>
 
@@ -21,7 +22,8 @@ struct PlannedCollective {
 /// Rank `rank` of a group of `size` on a meta device, its peers absent (see above).
 class PlanningCommunicator final : public Communicator {
  public:
-  /// A dlf::Error unless `device` is a meta device and 0 <= rank < size.
+  /// A dlf::Error unless `device` is a meta device (or the group has one rank) and
+  /// 0 <= rank < size.
   PlanningCommunicator(Device device, int rank, int size, std::string name = "planned");
   int rank() const override { return rank_; }                   ///< as constructed
   int size() const override { return size_; }                   ///< as constructed

@@ -2,10 +2,12 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
-namespace dlf::app {
+namespace dlf::train {
 
+/// A run's progress (see above).
 class Progress {
  public:
   /// Steps first..total-1 will be reported; `every` spaces the plain lines; throughput is in
@@ -16,7 +18,7 @@ class Progress {
   void update(int64_t step, double loss, double per_s, const std::string& extra = {});
   /// A line of its own (an evaluation, a checkpoint), not overwritten by the bar.
   void note(const std::string& line);
-  void finish();
+  void finish();  ///< ends the bar
 
  private:
   std::string eta(int64_t step) const;
@@ -32,11 +34,12 @@ class Progress {
 /// `show` is false (the other ranks).
 class PhaseProgress {
  public:
+  /// `total` `unit`s of `what` to go through.
   PhaseProgress(bool show, std::string what, int64_t total, std::string unit);
   ~PhaseProgress();
   PhaseProgress(const PhaseProgress&) = delete;
   PhaseProgress& operator=(const PhaseProgress&) = delete;
-  void update(int64_t done);
+  void update(int64_t done);  ///< `done` of the total so far
 
  private:
   bool show_, terminal_;
@@ -45,4 +48,8 @@ class PhaseProgress {
   std::chrono::steady_clock::time_point last_;
 };
 
-}  // namespace dlf::app
+/// An evaluation's progress over the test set (models::TaskSetup::eval_progress) as a
+/// PhaseProgress of images, cleared when done reaches total.
+std::function<void(int64_t done, int64_t total)> evaluation_progress();
+
+}  // namespace dlf::train

@@ -1,13 +1,24 @@
-#include "run_config.h"
+#include <dlf/train/run_config.h>
 
 #include <cereal/archives/json.hpp>
+#include <cereal/cereal.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 #include <sstream>
 
 #include <dlf/error.h>
 
-namespace dlf::app {
+namespace dlf::train {
+
+template <class Archive>
+void serialize(Archive& ar, RunConfig& c) {
+  ar(cereal::make_nvp("model", c.model), cereal::make_nvp("data", c.data),
+     cereal::make_nvp("steps", c.steps), cereal::make_nvp("batch", c.batch),
+     cereal::make_nvp("seq", c.seq), cereal::make_nvp("lr", c.lr),
+     cereal::make_nvp("min_lr", c.min_lr), cereal::make_nvp("warmup", c.warmup),
+     cereal::make_nvp("weight_decay", c.weight_decay), cereal::make_nvp("grad_clip", c.grad_clip),
+     cereal::make_nvp("seed", c.seed), cereal::make_nvp("val_fraction", c.val_fraction));
+}
 
 std::string to_json(const RunConfig& config) {
   std::ostringstream os;
@@ -30,4 +41,4 @@ RunConfig run_config_from_json(const std::string& json) {
   return config;
 }
 
-}  // namespace dlf::app
+}  // namespace dlf::train

@@ -1,6 +1,6 @@
 #include <dlf/device/sim_device.h>
-#include <dlf/models/gpt_distributed.h>
 #include <dlf/models/registry.h>
+#include <dlf/train/rank_model.h>
 
 #include <mutex>
 
@@ -38,15 +38,15 @@ std::pair<std::vector<double>, std::vector<int64_t>> train_pipeline(
   parallel::run_ranks(parallel::devices_of(type, pp), [&](parallel::Communicator& world) {
     if (type != DeviceType::cpu) sim::reset(world.device());  // the clock of an earlier run
     parallel::Mesh mesh(world, {.pp = pp});
-    models::DistributedGPT gpt(
+    const auto gpt = train::make_pipeline_model(
         config, mesh, initial,
         {.micro_batches = micro, .schedule = schedule, .virtual_stages = chunks});
-    nn::optim::SGD opt({{.params = gpt.module().parameters()}}, {.lr = 0.1, .momentum = 0.9});
+    nn::optim::SGD opt({{.params = gpt->module().parameters()}}, {.lr = 0.1, .momentum = 0.9});
     const Device dev = world.device();
     if (type != DeviceType::cpu) allocator_for(dev).reset_peak();
     for (int s = 0; s < kSteps; ++s) {
       opt.zero_grad();
-      const double loss = gpt.forward_backward(data.x[s], data.y[s]);
+      const double loss = gpt->step({data.x[s], data.y[s]});
       opt.step();
       std::lock_guard lock(mutex);
       if (world.rank() == 0) losses.push_back(loss);
@@ -145,21 +145,22 @@ TEST_CASE("pipeline: the forward-only pass (evaluation) gives the stage-less los
   std::mutex mutex;
   parallel::run_ranks(parallel::devices_of(DeviceType::cpu, 4), [&](parallel::Communicator& world) {
     parallel::Mesh mesh(world, {.dp = 2, .pp = 2});
-    models::DistributedGPT gpt(config, mesh, whole.state_dict(), {.micro_batches = 2});
+    const auto gpt =
+        train::make_pipeline_model(config, mesh, whole.state_dict(), {.micro_batches = 2});
     const int64_t rows = kBatch / 2, first = mesh.dp_rank() * rows;
     const double loss =
-        gpt.loss(data.x[0].narrow(0, first, rows), data.y[0].narrow(0, first, rows));
+        gpt->loss({data.x[0].narrow(0, first, rows), data.y[0].narrow(0, first, rows)});
     std::lock_guard lock(mutex);
     CHECK(loss == doctest::Approx(expected).epsilon(1e-6));
-    for (const Tensor& p : gpt.module().parameters()) CHECK(!p.grad().defined());
+    for (const Tensor& p : gpt->module().parameters()) CHECK(!p.grad().defined());
   });
   test::check_error(
       [&] {
         parallel::run_ranks(
             parallel::devices_of(DeviceType::cpu, 1), [&](parallel::Communicator& world) {
               parallel::Mesh mesh(world, {});
-              models::DistributedGPT gpt(config, mesh, whole.state_dict(), {.micro_batches = 3});
-              gpt.loss(data.x[0], data.y[0]);
+              train::make_pipeline_model(config, mesh, whole.state_dict(), {.micro_batches = 3})
+                  ->loss({data.x[0], data.y[0]});
             });
       },
       {"batch of 8 sequences does not split into 3 micro-batches"});

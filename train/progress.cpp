@@ -1,11 +1,13 @@
-#include "progress.h"
+#include <dlf/train/progress.h>
 
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <utility>
 
-namespace dlf::app {
+namespace dlf::train {
 
 Progress::Progress(int64_t first, int64_t total, int64_t every, std::string unit)
     : first_(first),
@@ -81,4 +83,13 @@ void PhaseProgress::update(int64_t done) {
   std::fflush(stderr);
 }
 
-}  // namespace dlf::app
+std::function<void(int64_t done, int64_t total)> evaluation_progress() {
+  auto phase = std::make_shared<std::optional<PhaseProgress>>();
+  return [phase](int64_t done, int64_t total) {
+    if (done == total) return phase->reset();
+    if (!*phase) phase->emplace(true, "test set", total, "images");
+    (*phase)->update(done);
+  };
+}
+
+}  // namespace dlf::train

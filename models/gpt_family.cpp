@@ -1,0 +1,108 @@
+// The GPT family: next-byte prediction on text, in pipeline stages over any dp x tp x pp mesh.
+#include <dlf/core/factory.h>
+#include <dlf/models/family.h>
+#include <dlf/models/gpt.h>
+#include <dlf/models/registry.h>
+
+#include <algorithm>
+
+#include "families.h"
+
+namespace dlf::models {
+namespace {
+
+using nn::data::Split;
+using nn::data::TextBatch;
+
+class GPTTask final : public Task {
+ public:
+  explicit GPTTask(const TaskSetup& s)
+      : data_(*s.data.text),
+        batch_(s.batch),
+        seq_(gpt_family().sequence(s.model, s.seq)),
+        rows_(s.batch / s.replicas),
+        row0_(s.replica * rows_),
+        seed_(s.seed),
+        eval_batches_(s.eval_batches) {}
+
+  std::vector<Tensor> batch(int64_t step) const override {
+    return mine(data_.sample(Split::train, step, batch_, seq_, seed_));
+  }
+  Evaluation evaluate(const EvalModel& model) const override {
+    double total = 0;
+    for (int64_t i = 0; i < eval_batches_; ++i)
+      total += model.loss(mine(data_.window(Split::val, i, batch_, seq_)));
+    return {.loss = total / double(eval_batches_)};
+  }
+  std::string batch_description() const override {
+    return std::to_string(batch_) + " x " + std::to_string(seq_) + " tokens";
+  }
+  double items_per_step() const override { return double(batch_ * seq_); }
+
+ private:
+  // This replica's rows of a batch.
+  std::vector<Tensor> mine(const TextBatch& b) const {
+    if (rows_ == batch_) return {b.x, b.y};
+    return {b.x.narrow(0, row0_, rows_).contiguous(), b.y.narrow(0, row0_, rows_).contiguous()};
+  }
+
+  const nn::data::TextDataset& data_;
+  int64_t batch_, seq_, rows_, row0_;
+  uint64_t seed_;
+  int64_t eval_batches_;
+};
+
+}  // namespace
+
+ExampleBatch gpt_batch(const GPTConfig& config, int64_t batch, int64_t seq, Generator& gen) {
+  const bool small_batch = config.vocab > 256;  // the peer's gpt-small runs 4 x 256
+  const int64_t B = batch ? batch : (small_batch ? 4 : 8);
+  const int64_t T = seq ? seq : std::min<int64_t>(config.context, 256);
+  const Tensor x = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &gen);
+  const Tensor y = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &gen);
+  return {{x, y}, T};
+}
+
+TrainData text_data(const std::vector<std::string>& paths, double val_fraction) {
+  return {.text = nn::data::TextDataset(paths.empty() ? nn::data::default_corpus_paths() : paths,
+                                        val_fraction)};
+}
+
+const Family& gpt_family() {
+  static const Family family{
+      .name = "gpt",
+      .models = gpt_names(),
+      .unit = "tok",
+      .generates = Generates::text,
+      .build =
+          [](const std::string& name, const nn::LinearMaker& linears) {
+            DLF_CHECK(!linears, name, "'s layers are its own: a GPT is sharded in its stages");
+            return std::unique_ptr<nn::Module>(std::make_unique<GPT>(gpt_config(name)));
+          },
+      .gpt = gpt_config,
+      .load_data = text_data,
+      .loss =
+          [](const nn::Module& model, const std::vector<Tensor>& b) {
+            return static_cast<const GPT&>(model).loss(b[0], b[1]);
+          },
+      .task =
+          [](const TaskSetup& s) { return std::unique_ptr<Task>(std::make_unique<GPTTask>(s)); },
+      .example_batch = [](const std::string& name, int64_t batch, int64_t seq,
+                          Generator& gen) { return gpt_batch(gpt_config(name), batch, seq, gen); },
+      // Megatron-LM's batches for the planning sizes (Narayanan et al. 2021, table 1): 1536
+      // sequences for GPT-3 175B, 3072 for the 1T GPT.
+      .default_batch = [](const std::string& name) -> int64_t {
+        return name == "gpt3-175b" ? 1536 : name == "gpt-1t" ? 3072 : 8;
+      },
+      .sequence =
+          [](const std::string& name, int64_t seq) {
+            const int64_t context = gpt_config(name).context;
+            DLF_CHECK(seq <= context, "--seq ", seq, " is longer than ", name, "'s context of ",
+                      context, " tokens");
+            return seq > 0 ? seq : context;
+          },
+  };
+  return family;
+}
+
+}  // namespace dlf::models
