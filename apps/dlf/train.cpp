@@ -342,7 +342,8 @@ RankResult train_rank(parallel::Communicator& world, const Job& job) {
                                         job.virtual_stages),
                      .device = simulated ? sim::spec_of(device).name : "cpu",
                      .flags = "precision " + o.precision + ", recompute " + o.recompute +
-                              ", zero " + std::to_string(o.zero) + ", offload " + o.offload,
+                              ", zero " + std::to_string(zero ? o.zero : 0) + ", offload " +
+                              o.offload,
                      .parameters = job.parameters,
                      .item_unit = task->item_unit()},
         device, stop - first >= 2 ? first + 1 : first);  // a warm step where there is one

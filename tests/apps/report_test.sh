@@ -23,7 +23,8 @@ round_ticks() {
     }'
 }
 
-train --steps 4 --eval-every 2 --report "$tmp/run.html" 2>"$tmp/log" ||
+# --zero 2 on one device: no replicas to shard over, and the flags row says so
+train --steps 4 --eval-every 2 --zero 2 --report "$tmp/run.html" 2>"$tmp/log" ||
   fail "train --report: $(cat "$tmp/log")"
 grep -q "report written to $tmp/run.html" "$tmp/log" || fail "no report line: $(cat "$tmp/log")"
 html=$(cat "$tmp/run.html")
@@ -33,11 +34,15 @@ grep -Eq '(src|href)="?(https?:)?//' <<<"$html" && fail "the report loads someth
 grep -q '<td>matmul</td>' <<<"$html" || fail "no matmul row in the op table"
 grep -q 'validation loss' <<<"$html" || fail "no validation loss curve"
 grep -q 'activations</text>' <<<"$html" || fail "the memory figure has no activations"
+grep -q '<th>flags</th><td>precision fp32, recompute none, zero 0, offload none</td>' <<<"$html" ||
+  fail "the flags row of a run that shards nothing: $(grep -o '<th>flags</th><td>[^<]*' <<<"$html")"
 [ "$(ticks "$tmp/run.html" 1 x | xargs)" = "1 2 3 4" ] ||
   fail "the loss figure's steps are not 1 2 3 4: $(ticks "$tmp/run.html" 1 x | xargs)"
-# on simulated devices the throughput figure has the simulated clock's too
-train --steps 3 --devices 2 --device sim --report "$tmp/sim.html" 2>"$tmp/log" ||
+# on simulated devices the throughput figure has the simulated clock's too; dp 2 shards
+train --steps 3 --devices 2 --device sim --zero 1 --report "$tmp/sim.html" 2>"$tmp/log" ||
   fail "train --report on sim devices: $(cat "$tmp/log")"
+grep -q '<th>layout</th><td>dp 2 x tp 1 x pp 1' "$tmp/sim.html" && grep -q ', zero 1, ' "$tmp/sim.html" ||
+  fail "the sim report's ZeRO-1 over dp 2: $(grep -o '<th>\(layout\|flags\)</th><td>[^<]*' "$tmp/sim.html")"
 for page in run sim; do
   for figure in 1 2 3; do
     for axis in x y; do
