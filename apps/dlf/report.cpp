@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include "report_axis.h"
+
 #include <dlf/nn/atomic_file.h>
 
 #include <algorithm>
@@ -47,37 +49,45 @@ struct Series {
   std::vector<std::pair<double, double>> points;
 };
 
-// A chart's frame: maps data to pixels and draws the axes with five ticks each.
+// A chart's frame: maps data to pixels and draws the axes with their round ticks, which bound
+// it.
 struct Frame {
   static constexpr double kWidth = 730, kHeight = 300, kLeft = 80, kRight = 170, kTop = 30,
                           kBottom = 45;
-  double x0, x1, y0, y1;
+  AxisTicks xs, ys;
 
-  double x(double v) const { return kLeft + (v - x0) / (x1 - x0) * (kWidth - kLeft - kRight); }
+  double x(double v) const {
+    const double x0 = xs.values.front(), x1 = xs.values.back();
+    return kLeft + (v - x0) / (x1 - x0) * (kWidth - kLeft - kRight);
+  }
   double y(double v) const {
+    const double y0 = ys.values.front(), y1 = ys.values.back();
     return kHeight - kBottom - (v - y0) / (y1 - y0) * (kHeight - kTop - kBottom);
   }
 
   std::string axes(const std::string& title, const std::string& x_label,
                    const std::string& y_label) const {
+    const double bottom = y(ys.values.front()), top = y(ys.values.back()),
+                 right = x(xs.values.back());
     std::string s = "<text x=\"" + number(kLeft) + "\" y=\"18\" font-weight=\"bold\">" +
                     escape(title) + "</text>";
-    s += "<line x1=\"" + number(kLeft) + "\" y1=\"" + number(y(y0)) + "\" x2=\"" + number(x(x1)) +
-         "\" y2=\"" + number(y(y0)) + "\" stroke=\"#333\"/>";
-    s += "<line x1=\"" + number(kLeft) + "\" y1=\"" + number(y(y0)) + "\" x2=\"" + number(kLeft) +
-         "\" y2=\"" + number(y(y1)) + "\" stroke=\"#333\"/>";
-    for (int i = 0; i <= 4; ++i) {
-      const double vx = x0 + (x1 - x0) * i / 4, vy = y0 + (y1 - y0) * i / 4;
-      s += "<text x=\"" + number(x(vx)) + "\" y=\"" + number(y(y0) + 16) +
-           "\" text-anchor=\"middle\">" + number(vx) + "</text>";
-      s += "<text x=\"" + number(kLeft - 6) + "\" y=\"" + number(y(vy) + 4) +
-           "\" text-anchor=\"end\">" + number(vy) + "</text>";
-      s += "<line x1=\"" + number(kLeft) + "\" y1=\"" + number(y(vy)) + "\" x2=\"" + number(x(x1)) +
-           "\" y2=\"" + number(y(vy)) + "\" stroke=\"#ddd\"/>";
+    s += "<line x1=\"" + number(kLeft) + "\" y1=\"" + number(bottom) + "\" x2=\"" + number(right) +
+         "\" y2=\"" + number(bottom) + "\" stroke=\"#333\"/>";
+    s += "<line x1=\"" + number(kLeft) + "\" y1=\"" + number(bottom) + "\" x2=\"" + number(kLeft) +
+         "\" y2=\"" + number(top) + "\" stroke=\"#333\"/>";
+    for (size_t i = 0; i < xs.values.size(); ++i)
+      s += "<text class=\"x-tick\" x=\"" + number(x(xs.values[i])) + "\" y=\"" +
+           number(bottom + 16) + "\" text-anchor=\"middle\">" + xs.labels[i] + "</text>";
+    for (size_t i = 0; i < ys.values.size(); ++i) {
+      const double at = y(ys.values[i]);
+      s += "<text class=\"y-tick\" x=\"" + number(kLeft - 6) + "\" y=\"" + number(at + 4) +
+           "\" text-anchor=\"end\">" + ys.labels[i] + "</text>";
+      s += "<line x1=\"" + number(kLeft) + "\" y1=\"" + number(at) + "\" x2=\"" + number(right) +
+           "\" y2=\"" + number(at) + "\" stroke=\"#ddd\"/>";
     }
-    s += "<text x=\"" + number(x((x0 + x1) / 2)) + "\" y=\"" + number(kHeight - 8) +
+    s += "<text x=\"" + number((kLeft + right) / 2) + "\" y=\"" + number(kHeight - 8) +
          "\" text-anchor=\"middle\">" + escape(x_label) + "</text>";
-    s += "<text transform=\"translate(16 " + number(y((y0 + y1) / 2)) +
+    s += "<text transform=\"translate(16 " + number((bottom + top) / 2) +
          ") rotate(-90)\" text-anchor=\"middle\">" + escape(y_label) + "</text>";
     return s;
   }
@@ -106,8 +116,11 @@ std::string line_chart(const std::string& title, const std::string& x_label,
     }
   if (!std::isfinite(x0) || !std::isfinite(y0)) return "";
   if (x1 == x0) x1 = x0 + 1;
-  const double pad = y1 > y0 ? 0.05 * (y1 - y0) : std::max(std::abs(y0) * 0.05, 1e-9);
-  const Frame f{x0, x1, y0 - pad, y1 + pad};
+  if (y1 == y0) {  // one value: a band around it
+    const double pad = y0 != 0 ? std::abs(y0) * 0.05 : 1;
+    y0 -= pad, y1 += pad;
+  }
+  const Frame f{axis_ticks(x0, x1, 5, true), axis_ticks(y0, y1)};
   std::string body = f.axes(title, x_label, y_label);
   int row = 0;
   for (const Series& s : series) {
@@ -133,8 +146,8 @@ std::string memory_chart(const std::vector<MemorySample>& samples) {
     for (int64_t b : s.live_by) live += b;
     top = std::max(top, double(live) / (1 << 20));
   }
-  const Frame f{double(samples.front().op), double(samples.back().op) + 1, 0,
-                top > 0 ? top * 1.05 : 1};
+  const Frame f{axis_ticks(double(samples.front().op), double(samples.back().op) + 1, 5, true),
+                axis_ticks(0, top > 0 ? top : 1)};
   std::string body = f.axes("Memory over the profiled step, by category", "op", "MiB live");
   std::vector<double> below(samples.size(), 0.0);
   for (int c = 0; c < kMemoryCategories; ++c) {

@@ -113,9 +113,14 @@ void sample_images(const nn::Checkpoint& ckpt, const RunConfig& run, const Gener
       models::DDPM().sample(unet, o.samples, gen, o.sampling_steps,
                             [&](int64_t done, int64_t) { progress.update(done); });
   const auto columns = static_cast<int64_t>(std::ceil(std::sqrt(double(o.samples))));
-  nn::data::write_png_grid(o.out, images, columns);
-  std::printf("%s: %ld samples (%ld denoising steps) written to %s\n", run.model.c_str(),
-              static_cast<long>(o.samples), static_cast<long>(o.sampling_steps), o.out.c_str());
+  const int64_t height = images.size(2), width = images.size(3);
+  const int64_t scale = nn::data::readable_png_scale(height, width);
+  nn::data::write_png_grid(o.out, images, columns, scale);
+  std::printf(
+      "%s: %ld samples (%ld denoising steps) written to %s (each %ldx%ld image enlarged "
+      "%ldx)\n",
+      run.model.c_str(), static_cast<long>(o.samples), static_cast<long>(o.sampling_steps),
+      o.out.c_str(), static_cast<long>(height), static_cast<long>(width), static_cast<long>(scale));
 }
 
 }  // namespace

@@ -99,7 +99,8 @@ int main(int argc, char** argv) try {
   const auto start = std::chrono::steady_clock::now();
   Generator gen(2);
   const Tensor samples = ddpm.sample(unet, o.images, gen, o.sampling_steps);
-  nn::data::write_png_grid(o.out, samples, 6);
+  nn::data::write_png_grid(o.out, samples, 6,
+                           nn::data::readable_png_scale(samples.size(2), samples.size(3)));
   std::printf("sampled %lld images in %lld steps (%.1f s) -> %s\n", (long long)o.images,
               (long long)o.sampling_steps, seconds_since(start), o.out.c_str());
   return 0;

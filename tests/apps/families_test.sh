@@ -52,9 +52,14 @@ case "$first" in "The "?"at "?"at") ;; *) fail "fill-mask: the masks are not fil
 [ "$(echo "$out" | grep -c "^  \[MASK\] [12]:")" -eq 2 ] || fail "fill-mask: no candidates per mask: $out"
 err=$("$dlf" generate --checkpoint "$tmp/bert-tiny-cpu" --prompt "no mask" 2>&1 >/dev/null)
 echo "$err" | grep -q "has no \[MASK\]" || fail "fill-mask without a mask: $err"
-"$dlf" generate --checkpoint "$tmp/unet-tiny-cpu" --out "$tmp/s.png" --samples 4 \
-  --sampling-steps 5 >/dev/null 2>&1 || fail "generate unet"
+out=$("$dlf" generate --checkpoint "$tmp/unet-tiny-cpu" --out "$tmp/s.png" --samples 4 \
+  --sampling-steps 5 2>/dev/null) || fail "generate unet"
 [ "$(head -c 8 "$tmp/s.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "unet: no PNG"
+# 4 samples of 32x32 in 2 columns with 2-pixel gutters, enlarged 4x to be seen (128-pixel
+# images): (2·(32+2)+2)·4 = 280 pixels square (IHDR's width and height)
+[ "$(od -An -tu4 --endian=big -j16 -N8 "$tmp/s.png" | xargs)" = "280 280" ] ||
+  fail "unet: the grid is not 280x280 pixels: $(od -An -tu4 --endian=big -j16 -N8 "$tmp/s.png" | xargs)"
+echo "$out" | grep -q "written to $tmp/s.png (each 32x32 image enlarged 4x)" || fail "generate unet: $out"
 err=$("$dlf" generate --checkpoint "$tmp/vit-tiny-cpu" 2>&1 >/dev/null)
 [ $? -eq 1 ] && echo "$err" | grep -q "classifies images and generates nothing" || fail "generate vit: $err"
 echo "families: all checks passed"
