@@ -32,7 +32,7 @@ template <typename T>
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
                const Tensor& out, const Tensor& lse) {
   using A = acc_t<T>;
-  using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  using L = Lse<T>;
   const int64_t tq = q.shape().end()[-2], d = q.shape().back();
   const int64_t tk = k.shape().end()[-2], dv = v.shape().back();
   const Shape lead(out.shape().begin(), out.shape().end() - 2);

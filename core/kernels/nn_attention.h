@@ -6,12 +6,19 @@
 
 namespace dlf::kernels {
 
+/// The dtype of the logsumexp that attention_forward gives for q's dtype: f64, or f32 for bf16.
+/// Not f32 for f32: the backward's probabilities are exp(score - lse), and an f32 lse is off by
+/// half its last bit (3e-5 at lse = 512, a common shift that softmax ignores), which every
+/// probability of the row then carries; the forward normalises by the sum itself.
+inline DType attention_lse_dtype(DType q) { return q == DType::bf16 ? DType::f32 : DType::f64; }
+
 /// Query rows per task: a block's scores (kBlockRows x Tk) stay in the thread's cache.
 inline constexpr int64_t kAttentionBlockRows = 64;
 
 /// out = softmax(q kᵀ · scale [+ causal mask]) v and lse = the log-sum-exp of each row of
 /// scaled, masked scores. q [..., Tq, d], k [..., Tk, d], v [..., Tk, dv] may be strided and
-/// their leading dims broadcast to out's [..., Tq, dv] (contiguous, lse [..., Tq]).
+/// their leading dims broadcast to out's [..., Tq, dv] (contiguous, lse [..., Tq] of
+/// attention_lse_dtype).
 /// Under the causal mask query i sees keys j <= i + Tk - Tq; a row that sees no key gets
 /// zeros and lse = -inf.
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,

@@ -31,15 +31,15 @@ constexpr int64_t kWholeEntryMinBatches = 8;
 template <typename T>
 struct Problem {
   using A = acc_t<T>;
-  using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  static_assert(std::is_same_v<A, L>, "lse and delta are read as runs of the accumulator type");
 
   int64_t tq, tk, d, dv, batches;
   bool causal;
   A scale;
   Operand q, k, v, g;  // g: the gradient of out
   const T *q_base, *k_base, *v_base, *g_base;
-  const L* lse;    // [batches, tq]
+  // The forward's logsumexp (see attention_lse_dtype) as lse_hi + lse_lo, both [batches, tq]:
+  // lse_hi is it rounded to A, lse_lo the rest.
+  const A *lse_hi, *lse_lo;
   const A* delta;  // rowsum(dO ∘ O), [batches, tq], summed in double
 
   /// Keys 0 .. visible(i) - 1 are seen by query row i.
@@ -68,14 +68,28 @@ void store(const std::vector<A>& src, T* dst, int64_t n, A factor) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i] * factor);
 }
 
-/// One query row of P and dS, in place over its scores and dO·Vᵀ (rows padded to whole chunks,
-/// chunk_padded(keys) long): p = exp(score · scale − lse) and ds = p ∘ (ds − delta) for the
-/// keys it sees, 0 for the masked keys seen .. keys - 1.
+/// exp(scaled_score − lse_hi − lse_lo): the difference d = scaled_score − lse_hi rounded and its
+/// rounding error recovered exactly (Knuth's two-sum), then exp(d)·(1 + error − lse_lo). As exact
+/// as an exp of an exact argument: rounding the lse (≈ 4 for 50 keys) or the difference would
+/// shift every probability of the row by up to 2.4e-7 (3e-5 at lse ≈ 512).
 template <typename A>
-void softmax_grad_row(A* p, A* ds, int64_t seen, int64_t keys, A scale, A lse, A delta) {
+Chunk<A> probability(const Chunk<A>& scaled_score, const Chunk<A>& lse_hi, const Chunk<A>& lse_lo) {
+  const Chunk<A> d = scaled_score - lse_hi;
+  const Chunk<A> hi_part = scaled_score - d;  // what of lse_hi the rounded d took away
+  const Chunk<A> error = (scaled_score - (d + hi_part)) + (hi_part - lse_hi);
+  return d.exp() * (A(1) + (error - lse_lo));
+}
+
+/// One query row of P and dS, in place over its scores and dO·Vᵀ (rows padded to whole chunks,
+/// chunk_padded(keys) long): p = exp(score · scale − lse_hi − lse_lo) and ds = p ∘ (ds − delta) for
+/// the keys it sees, 0 for the masked keys seen .. keys - 1.
+template <typename A>
+void softmax_grad_row(A* p, A* ds, int64_t seen, int64_t keys, A scale, A lse_hi, A lse_lo,
+                      A delta) {
+  const Chunk<A> hi = Chunk<A>::Constant(lse_hi), lo = Chunk<A>::Constant(lse_lo);
   for (int64_t j = 0; j < seen; j += kChunk) {
     Eigen::Map<Chunk<A>> pj(p + j), dsj(ds + j);
-    pj = (pj * scale - lse).exp();
+    pj = probability<A>(pj * scale, hi, lo);
     dsj = pj * (dsj - delta);
   }
   const int64_t written = chunk_padded(seen);
@@ -106,7 +120,7 @@ void query_block(const Problem<T>& pr, int64_t b, int64_t i0, int64_t m, T* dq, 
   for (int64_t r = 0; r < m; ++r) {
     const int64_t i = b * pr.tq + i0 + r;
     softmax_grad_row(buf.p.data() + r * ld, buf.dp.data() + r * ld, pr.visible(i0 + r), keys,
-                     pr.scale, static_cast<A>(pr.lse[i]), pr.delta[i]);
+                     pr.scale, pr.lse_hi[i], pr.lse_lo[i], pr.delta[i]);
   }
   buf.dqk.resize(static_cast<size_t>(m * pr.d));
   Rows<A>(buf.dqk.data(), m, pr.d, Eigen::OuterStride<>(pr.d)).noalias() = ds * km;
@@ -166,11 +180,13 @@ void key_block(const Problem<T>& pr, int64_t b, int64_t j0, int64_t n, T* dk, T*
         const int64_t r_min = std::clamp(pr.first_query(j0 + j) - i0, int64_t{0}, m);
         std::fill(p_row, p_row + r_min, A(0));
         std::fill(ds_row, ds_row + r_min, A(0));
-        const A* lse = pr.lse + b * pr.tq + i0;
+        const A* lse_hi = pr.lse_hi + b * pr.tq + i0;
+        const A* lse_lo = pr.lse_lo + b * pr.tq + i0;
         const A* delta = pr.delta + b * pr.tq + i0;
         for (int64_t r = r_min; r < m; r += kChunk) {
           const int64_t n = std::min(kChunk, m - r);
-          const Chunk<A> p = (load_chunk(p_row + r, n) * pr.scale - load_chunk(lse + r, n)).exp();
+          const Chunk<A> p = probability<A>(load_chunk(p_row + r, n) * pr.scale,
+                                            load_chunk(lse_hi + r, n), load_chunk(lse_lo + r, n));
           store_chunk(p, p_row + r, n);
           store_chunk<A>(p * (load_chunk(ds_row + r, n) - load_chunk(delta + r, n)), ds_row + r, n);
         }
@@ -185,10 +201,9 @@ void key_block(const Problem<T>& pr, int64_t b, int64_t j0, int64_t n, T* dk, T*
 
 template <typename T>
 void backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
-              const Tensor& out, const Tensor& lse, bool causal, double scale, const Tensor& dq,
+              const Tensor& out, const Tensor& lse_t, bool causal, double scale, const Tensor& dq,
               const Tensor& dk, const Tensor& dv) {
   using A = acc_t<T>;
-  using L = typename Problem<T>::L;
   const Shape lead(out.shape().begin(), out.shape().end() - 2);
   Problem<T> pr{.tq = q.shape().end()[-2],
                 .tk = k.shape().end()[-2],
@@ -205,13 +220,21 @@ void backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Te
                 .k_base = storage_base<T>(k),
                 .v_base = storage_base<T>(v),
                 .g_base = storage_base<T>(grad_out),
-                .lse = nullptr,
+                .lse_hi = nullptr,
+                .lse_lo = nullptr,
                 .delta = nullptr};
-  const RowMajorData<L> lse_rows(lse);
-  pr.lse = lse_rows.data();
+  const int64_t rows = pr.batches * pr.tq;
+  const RowMajorData<Lse<T>> lse(lse_t);
+  std::vector<A> lse_hi(static_cast<size_t>(rows)), lse_lo(static_cast<size_t>(rows));
+  for (int64_t row = 0; row < rows; ++row) {
+    lse_hi[row] = static_cast<A>(lse.data()[row]);
+    // 0 for a row that sees no key (lse = -inf), whose probabilities are never formed
+    lse_lo[row] = std::isfinite(lse_hi[row]) ? static_cast<A>(lse.data()[row] - lse_hi[row]) : A(0);
+  }
+  pr.lse_hi = lse_hi.data();
+  pr.lse_lo = lse_lo.data();
 
   // delta_i = rowsum(dO ∘ O)_i, accumulated in double.
-  const int64_t rows = pr.batches * pr.tq;
   std::vector<A> delta(static_cast<size_t>(rows));
   const RowMajorData<T> o(out);
   const T* o_data = o.data();

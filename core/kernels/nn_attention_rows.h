@@ -34,6 +34,11 @@ using Chunk = Eigen::Array<A, kChunk, 1>;
 /// so that their softmax reads and writes whole chunks only).
 inline int64_t chunk_padded(int64_t cols) { return (cols + kChunk - 1) / kChunk * kChunk; }
 
+/// What each row's logsumexp is kept in between forward and backward: double, or float for
+/// bf16 (see attention_lse_dtype).
+template <typename T>
+using Lse = std::conditional_t<std::is_same_v<T, bf16>, float, double>;
+
 /// n <= kChunk values from p; lanes past n are 0.
 template <typename A>
 Chunk<A> load_chunk(const A* p, int64_t n) {

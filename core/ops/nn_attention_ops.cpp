@@ -57,7 +57,7 @@ const OpDef& attention_op = register_op({
       out.push_back(q.shape().end()[-2]);
       out.push_back(v.shape().back());
       lse.push_back(q.shape().end()[-2]);
-      return {{out, q.dtype()}, {lse, q.dtype() == DType::f64 ? DType::f64 : DType::f32}};
+      return {{out, q.dtype()}, {lse, kernels::attention_lse_dtype(q.dtype())}};
     },
     .kernel =
         [](Inputs in, const Attrs& a, Outputs out) {

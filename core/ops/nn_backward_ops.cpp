@@ -119,7 +119,7 @@ const OpDef& attention_backward_op = register_op({
            out.shape().end()[-2] == q.shape().end()[-2] && out.shape().back() == v.shape().back() &&
            q.shape().back() == k.shape().back() && k.shape().end()[-2] == v.shape().end()[-2] &&
            lse.shape() == Shape(out.shape().begin(), out.shape().end() - 1) &&
-           lse.dtype() == (q.dtype() == DType::f64 ? DType::f64 : DType::f32);
+           lse.dtype() == kernels::attention_lse_dtype(q.dtype());
       DLF_CHECK(ok, "scaled_dot_product_attention_backward: operands do not match a forward (",
                 attention_operands_str(in), ")");
       Shape dq(out.shape().begin(), out.shape().end() - 2), dk = dq, dv = dq;

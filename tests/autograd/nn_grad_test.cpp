@@ -228,6 +228,33 @@ TEST_CASE("the f32 and bf16 attention backward agree with the f64 one across blo
   for (int i = 0; i < 3; ++i) test::check_close(g16[i], g64[i], 0.1, 0.05);
 }
 
+TEST_CASE("the f32 attention backward loses nothing to a large logsumexp") {
+  // Integer q and k make every score exact in f32; column 0 (32 · 32 · 0.5) adds 512 to each row,
+  // which softmax ignores but which makes lse ≈ 512, where an f32 lse is off by up to 3e-5 and so
+  // is every probability the backward recomputes from it. Batches of 1 and 8 take both backward
+  // paths; dq's column 0 is left out (exactly 0: Σ_j dS_ij = 0, f32 noise in either case).
+  Generator gen(31);
+  for (int64_t batch : {1, 8}) {
+    auto integers = [&](double first_column) {
+      const Tensor rest = randint(-1, 2, {batch, 2, 40, 7}, {.dtype = DType::f64}, &gen);
+      return cat({full({batch, 2, 40, 1}, first_column, {.dtype = DType::f64}), rest}, -1);
+    };
+    const Tensor q = integers(32), k = integers(32), v = randn({batch, 2, 40, 8}, {}, &gen);
+    for (bool causal : {false, true}) {
+      auto grads = [&](DType dtype) {
+        V in = converted({q, k, v}, dtype);
+        const Tensor y = scaled_dot_product_attention(in[0], in[1], in[2], causal, 0.5);
+        return autograd::grad({sum(y * y)}, in);
+      };
+      const V g64 = grads(DType::f64), g32 = grads(DType::f32);
+      INFO("batch ", batch, ", causal ", causal);
+      CHECK(test::relative_error(g32[0].narrow(-1, 1, 7), g64[0].narrow(-1, 1, 7)) < 1e-6);
+      CHECK(test::relative_error(g32[1], g64[1]) < 1e-6);
+      CHECK(test::relative_error(g32[2], g64[2]) < 1e-6);
+    }
+  }
+}
+
 TEST_CASE("the attention and embedding gradients do not depend on the thread count") {
   // Big enough for both kernels to run on several threads: 2 x 3 blocks of query rows, and
   // 300 x 256 gradient elements for embedding_backward.

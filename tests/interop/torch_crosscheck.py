@@ -8,7 +8,8 @@ the same batch and compares with what dlf computed.
 
 DIR holds torch_reference's files for one dtype. Given DIR_F64 (the same model in f64), the
 weights after AdamW are also checked against PyTorch's f64 ones: dlf's f64 weights equal, its
-f32 weights no farther than twice PyTorch's own f32 run.
+f32 weights within F32_ADAMW_BOUND of them (PyTorch's own f32 run is printed beside, and
+judged by nothing: how close it comes depends on the BLAS it runs on).
 
 Exits 0 when everything agrees, 1 with one line per mismatch, 77 (skipped) without torch."""
 import json
@@ -28,6 +29,14 @@ except ImportError as e:
 
 DTYPES = {"F64": np.float64, "F32": np.float32, "I64": np.int64, "I32": np.int32, "BOOL": np.bool_}
 TOLERANCE = {"f32": 1e-5, "f64": 1e-10}
+# How far dlf's f32 weights after AdamW may be from the f64 result (relative, over the elements
+# of non-zero gradient), per family: three times the most measured with oneDNN on AVX2, AVX-512
+# and AVX-512-BF16 (gpt-nano 2.2e-7, bert-tiny 1.7e-7, vit-tiny 1.0e-6). A bound of dlf's own,
+# so that the verdict is the same whichever BLAS PyTorch runs on: its own f32 run ended 2.3e-6
+# to 1.4e-5 from the f64 result by the OpenBLAS kernel (Haswell, SkylakeX, Cooperlake) or
+# Debian's reference BLAS when AdamW's eps was 1e-8 (see torch_reference.cpp), and 9.3e-7 to
+# 1.1e-6 (vit-tiny) with eps 1e-6.
+F32_ADAMW_BOUND = {"gpt": 6e-7, "bert": 5e-7, "vit": 3e-6}
 
 
 def read_safetensors(path):
@@ -208,7 +217,7 @@ MODELS = {"gpt": GPT, "bert": Bert, "vit": ViT}
 
 
 def build(directory):
-    """The model, loaded with dlf's weights, and the batch; the dtype's name."""
+    """The model, loaded with dlf's weights, and the batch; the dtype's name; the family."""
     weights, meta = read_safetensors(f"{directory}/weights.safetensors")
     batch, _ = read_safetensors(f"{directory}/batch.safetensors")
     sizes = {k: int(v) for k, v in meta.items() if k not in ("family", "dtype")}
@@ -222,7 +231,7 @@ def build(directory):
     loaded = {id(p) for n, p in all_named_parameters(model) if n in weights}
     not_loaded = [n for n, p in model.named_parameters() if id(p) not in loaded]
     assert not not_loaded, f"weights.safetensors lacks {not_loaded}"
-    return model, batch, dtype
+    return model, batch, dtype, meta["family"]
 
 
 def relative(a, b, floor=0.0):
@@ -252,8 +261,8 @@ def names_of(model):
 
 def run(directory):
     """Compares one dtype's run. Returns the failures; (dlf's, PyTorch's) weights after AdamW by
-    name; PyTorch's first gradients by name."""
-    model, batch, dtype = build(directory)
+    name; PyTorch's first gradients by name; the family."""
+    model, batch, dtype, family = build(directory)
     dlf, hyper = read_safetensors(f"{directory}/dlf.safetensors")
     tol = TOLERANCE[dtype]
     failures = []
@@ -297,13 +306,13 @@ def run(directory):
         after[name] = (dlf[f"adamw.{name}"], p.detach().clone())
     print(f"{directory} ({dtype}): logits, loss, {len(gradients)} gradients and {len(losses)} "
           "AdamW losses checked")
-    return failures, after, gradients
+    return failures, after, gradients, family
 
 
 def main():
-    failures, after, _ = run(sys.argv[1])
+    failures, after, _, family = run(sys.argv[1])
     if len(sys.argv) > 2:
-        more, reference, gradients = run(sys.argv[2])
+        more, reference, gradients, _ = run(sys.argv[2])
         failures += more
         # Where a gradient is zero in exact arithmetic (the key biases'), AdamW turns rounding
         # noise into steps of lr in either framework: those elements are left out below.
@@ -320,15 +329,16 @@ def main():
         err64 = relative(whole(0, reference), exact)
         if not err64 <= TOLERANCE["f64"]:
             failures.append(f"f64 weights after AdamW differ by {err64:.3g} relative")
-        # f32: dlf's distance to the f64 result no larger than PyTorch's own f32 run's, within 2x
-        # (both are rounding noise, which AdamW amplifies where a gradient is tiny).
+        # f32: dlf's distance to the f64 result within a bound of its own; PyTorch's own f32 run's
+        # for information only.
         dlf_err, torch_err = relative(whole(0, after), exact), relative(whole(1, after), exact)
+        bound = F32_ADAMW_BOUND[family]
         print(f"AdamW weights vs PyTorch's f64 ({left_out} elements of zero gradient left out): "
-              f"dlf f64 {err64:.3g}; f32: dlf {dlf_err:.3g}, PyTorch {torch_err:.3g} "
-              f"({dlf_err / torch_err:.2f}x)")
-        if not dlf_err <= 2 * torch_err:
-            failures.append(f"dlf's f32 AdamW weights are {dlf_err:.3g} from the f64 result, "
-                            f"PyTorch's f32 run {torch_err:.3g}")
+              f"dlf f64 {err64:.3g}; f32: dlf {dlf_err:.3g} (bound {bound:g}), PyTorch's own "
+              f"f32 run {torch_err:.3g} ({dlf_err / torch_err:.2f}x)")
+        if not dlf_err <= bound:
+            failures.append(f"dlf's f32 AdamW weights are {dlf_err:.3g} from the f64 result "
+                            f"(bound {bound:g}; PyTorch's f32 run {torch_err:.3g})")
     for f in failures:
         print(f)
     sys.exit(1 if failures else 0)

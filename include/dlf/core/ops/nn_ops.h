@@ -32,7 +32,7 @@ Tensor dropout(const Tensor& x, double p, bool training = true, Generator* gen =
 /// v [..., Tk, dv]; scale defaults to 1/sqrt(d). The causal mask aligns the last query
 /// with the last key (query i sees keys j <= i + Tk - Tq); a query that sees no key gets
 /// zeros. Leading dims broadcast. The op's second output is the per-row logsumexp [..., Tq]
-/// of the scaled scores (f32, or f64 for f64 inputs), for backward.
+/// of the scaled scores (f64, or f32 for bf16 inputs), for backward.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = false, std::optional<double> scale = {});
 
