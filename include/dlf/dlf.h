@@ -80,3 +80,5 @@
 #include <dlf/parallel/tensor_parallel.h>
 #include <dlf/parallel/transfer.h>
 #include <dlf/parallel/zero.h>
+#include <dlf/tokenizers/tokenizer.h>
+#include <dlf/tokenizers/train.h>
