@@ -41,8 +41,9 @@ class StringMap {
   explicit StringMap(size_t expected = 16) { rehash(std::bit_ceil(expected * 2 + 2)); }
 
   // The value of `key`, or nullptr.
-  const Value* find(std::string_view key) const {
-    const uint64_t h = hash_bytes(key);
+  const Value* find(std::string_view key) const { return find(key, hash_bytes(key)); }
+  // The same, given hash_bytes(key).
+  const Value* find(std::string_view key, uint64_t h) const {
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.length == kEmpty) return nullptr;

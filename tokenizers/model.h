@@ -52,9 +52,10 @@ class Model {
   const Definition& definition() const { return def_; }
   const Pattern& pattern() const { return pattern_; }
 
-  // The token a whole piece is, when pieces are looked up whole first; else nullptr.
-  const uint32_t* whole_piece(std::string_view piece) const {
-    return def_.whole_piece_first ? whole_.find(piece) : nullptr;
+  // The token a whole piece is, when pieces are looked up whole first; else nullptr. `hash` is
+  // hash_bytes(piece).
+  const uint32_t* whole_piece(std::string_view piece, uint64_t hash) const {
+    return def_.whole_piece_first ? whole_.find(piece, hash) : nullptr;
   }
   // Appends the ids BPE makes of `piece` (its bytes merged, lowest priority first, leftmost
   // first among equals): O(n log n) in the piece's bytes.
