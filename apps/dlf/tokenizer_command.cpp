@@ -77,8 +77,9 @@ void run_decode(const TokenizerCommand& o) {
       const size_t stop = text.find_first_of(" \t\r\n\v\f", pos);
       DLF_CHECK(ec == std::errc() && (end == text.data() + text.size() ||
                                       std::isspace(static_cast<unsigned char>(*end))),
-                file, ": \"", text.substr(pos, stop == std::string::npos ? stop : stop - pos),
-                "\" at byte ", pos, " is not a token id (whole numbers separated by whitespace)");
+                file == "-" ? "standard input" : file, ": \"",
+                text.substr(pos, stop == std::string::npos ? stop : stop - pos), "\" at byte ", pos,
+                " is not a token id (whole numbers separated by whitespace)");
       bytes += tokenizer.token_bytes(id);
       pos = size_t(end - text.data());
     }
@@ -111,6 +112,14 @@ void run_train(const TokenizerCommand& o) {
       o.out.c_str(), tokenizer.vocab_size(), o.vocab, files.size(),
       static_cast<unsigned long long>(bytes), trainer.distinct_pieces(), seconds,
       tokenizer.hash_hex().c_str());
+}
+
+void run_save(const TokenizerCommand& o) {
+  nn::check_writable(o.out, "dlf tokenizer save --out");
+  const Tokenizer tokenizer = Tokenizer::load(o.tokenizer);
+  tokenizer.save(o.out);
+  std::printf("%s: %s as a tokenizer.json, %u tokens, hash %s\n", o.out.c_str(),
+              tokenizer.source().c_str(), tokenizer.vocab_size(), tokenizer.hash_hex().c_str());
 }
 
 void run_info(const TokenizerCommand& o) {
@@ -177,6 +186,11 @@ CLI::App* add_tokenizer(CLI::App& app, TokenizerCommand& o) {
       ->check(whole(1, int64_t(1) << 62))
       ->capture_default_str();
 
+  o.save = cmd->add_subcommand(
+      "save", "Write a tokenizer as a Hugging Face tokenizer.json (GPT-2's files, a trained one)");
+  add_tokenizer_option(o.save, o);
+  o.save->add_option("--out", o.out, "the tokenizer.json to write")->required()->check(non_empty());
+
   o.info = cmd->add_subcommand("info",
                                "Print a tokenizer's source, vocabulary size, hash, regex and "
                                "special tokens");
@@ -188,6 +202,7 @@ void run_tokenizer(const TokenizerCommand& o) {
   if (*o.encode) run_encode(o);
   if (*o.decode) run_decode(o);
   if (*o.train) run_train(o);
+  if (*o.save) run_save(o);
   if (*o.info) run_info(o);
 }
 

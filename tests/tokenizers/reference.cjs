@@ -1,9 +1,12 @@
 // The reference side of reference_test.sh, on tiktoken's npm package (Rust compiled to
-// WebAssembly) from the cache scripts/reference_tokenizers.sh fills:
+// WebAssembly) and Hugging Face's (tokenizers: Rust through Node's native API), from the cache
+// scripts/reference_tokenizers.sh fills:
 //   stress TEXT BYTES                     write the stress files (UTF-8; and with bytes that are not)
 //   compare CACHE ENCODING MODE IDS FILE...  tiktoken's ids of each FILE against the lines of IDS
 //                                         (dlf tokenizer encode's output); MODE: ordinary or specials
 //   rank-file CACHE ENCODING OUT          write the encoding's ranks as a .tiktoken file
+//   hf CACHE TOKENIZER_JSON IDS FILE...   Hugging Face tokenizers' ids of each (UTF-8) FILE, which
+//                                         always recognises special tokens, against the lines of IDS
 //
 // tiktoken takes strings, so a file that is not UTF-8 is cut into its UTF-8 runs, each encoded by
 // tiktoken, and the runs of bytes that are not, each merged by tiktoken's byte_pair_merge on
@@ -216,11 +219,34 @@ function stress(textFile, bytesFile) {
   fs.writeFileSync(bytesFile, Buffer.concat(parts));
 }
 
+async function huggingFace(cache, tokenizerJson, idsFile, files) {
+  const { Tokenizer } = require(path.join(cache, "node_modules", "tokenizers"));
+  const tokenizer = Tokenizer.fromFile(tokenizerJson);
+  const lines = fs.readFileSync(idsFile, "utf8").split("\n");
+  let tokens = 0;
+  for (let f = 0; f < files.length; f++) {
+    const encoding = await tokenizer.encode(fs.readFileSync(files[f], "utf8"), null, { addSpecialTokens: false });
+    const want = encoding.getIds().join(" ");
+    if (want !== lines[f]) {
+      const w = want.split(" "), g = (lines[f] || "").split(" ");
+      let i = 0;
+      while (i < w.length && w[i] === g[i]) i++;
+      console.log(`${tokenizerJson}: ${files[f]}: token ${i} of ${w.length} differs`);
+      console.log(`  Hugging Face: ${w.slice(Math.max(0, i - 3), i + 6).join(" ")}`);
+      console.log(`  dlf:          ${g.slice(Math.max(0, i - 3), i + 6).join(" ")}`);
+      process.exit(1);
+    }
+    tokens += encoding.getIds().length;
+  }
+  console.log(`${path.basename(tokenizerJson)}: ${tokens} tokens of ${files.length} files equal to Hugging Face tokenizers'`);
+}
+
 const [command, ...args] = process.argv.slice(2);
 if (command === "stress") stress(args[0], args[1]);
 else if (command === "compare") compare(args[0], args[1], args[2], args[3], args.slice(4));
 else if (command === "rank-file") rankFile(args[0], args[1], args[2]);
+else if (command === "hf") huggingFace(args[0], args[1], args[2], args.slice(3)).catch((e) => { console.error(e); process.exit(1); });
 else {
-  console.error("usage: tiktoken_reference.cjs stress|compare|rank-file ...");
+  console.error("usage: reference.cjs stress|compare|rank-file|hf ...");
   process.exit(2);
 }
