@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <random>
+#include <thread>
 
 #include "tiny_vocab.h"
 
@@ -134,4 +135,25 @@ TEST_CASE("an Encoder's piece cache gives the ids merging gives, also once it fi
     encoder.encode(text, got);
     CHECK(got == expected);
   }
+}
+
+TEST_CASE("one Tokenizer, an Encoder on each of four threads: the same ids as one thread") {
+  Definition d = byte_vocab({"ab", "bc", "abc", "ca"}, R"([a-c]+|\s+)");
+  const Tokenizer tokenizer = make(d);
+  std::mt19937 rng(5);
+  std::string text;
+  for (int k = 0; k < 20000; ++k) text += std::string(1 + rng() % 9, char('a' + rng() % 3)) + " ";
+  const std::vector<uint32_t> expected = tokenizer.encode(text);
+  std::vector<std::vector<uint32_t>> got(4);
+  std::vector<std::thread> threads;
+  for (auto& ids : got)
+    threads.emplace_back([&] {
+      Encoder encoder(tokenizer);
+      for (int pass = 0; pass < 3; ++pass) {
+        ids.clear();
+        encoder.encode(text, ids);
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const auto& ids : got) CHECK(ids == expected);
 }
