@@ -6,9 +6,11 @@
 # 120 s with spinning workers, 68 s without).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-# The tests also cross-check numbers with PyTorch (Debian's python3-torch, with numpy) and
-# render dlf train's HTML report in headless Chromium.
+# The tests also cross-check numbers with PyTorch (Debian's python3-torch, with numpy), render
+# dlf train's HTML report in headless Chromium, and compare token ids with tiktoken's (npm).
 DLF_SETUP_EXTRA="python3-torch python3-numpy chromium ${DLF_SETUP_EXTRA:-}" bash scripts/setup.sh
+# The reference tokenizers (npm: tiktoken, gpt-3-encoder) that tests/tokenizers compare with.
+bash scripts/reference_tokenizers.sh
 jobs=$(nproc)
 for preset in release asan; do
   echo "== $preset: configure and build" >&2

@@ -21,6 +21,7 @@
 #include "graph_command.h"
 #include "plan.h"
 #include "sample.h"
+#include "tokenizer_command.h"
 #include "train.h"
 #include "validators.h"
 
@@ -529,6 +530,8 @@ int run(int argc, char** argv) {
   dlf::app::GraphCommand graph;
   CLI::App* graph_cmd = nullptr;
   add_graph(app, graph, graph_cmd);
+  dlf::app::TokenizerCommand tokenizer;
+  CLI::App* tokenizer_cmd = dlf::app::add_tokenizer(app, tokenizer);
 
   CLI::App* help_cmd = app.add_subcommand("help", "Show the commands, or one command's options");
   std::string help_topic;
@@ -586,6 +589,7 @@ int run(int argc, char** argv) {
     if (*plan_cmd) dlf::app::run_plan(plan);
     if (*convert_cmd) dlf::app::run_convert(convert);
     if (*graph_cmd) dlf::app::run_graph(graph);
+    if (*tokenizer_cmd) dlf::app::run_tokenizer(tokenizer);
   } catch (const dlf::app::Interrupted& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 128 + e.signal();

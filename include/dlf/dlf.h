@@ -80,6 +80,8 @@
 #include <dlf/parallel/tensor_parallel.h>
 #include <dlf/parallel/transfer.h>
 #include <dlf/parallel/zero.h>
+#include <dlf/tokenizers/tokenizer.h>
+#include <dlf/tokenizers/train.h>
 #include <dlf/train/progress.h>
 #include <dlf/train/rank_model.h>
 #include <dlf/train/rank_step.h>

@@ -1,0 +1,209 @@
+#include "tokenizer_command.h"
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include <dlf/error.h>
+#include <dlf/nn/atomic_file.h>
+#include <dlf/nn/data/text_dataset.h>
+#include <dlf/tokenizers/train.h>
+
+#include "validators.h"
+
+namespace dlf::app {
+namespace {
+
+using tokenizers::Tokenizer;
+
+// A file's bytes, or standard input's for "-".
+std::string read_input(const std::string& path) {
+  if (path == "-") {
+    return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  }
+  std::ifstream in(path, std::ios::binary);
+  DLF_CHECK(in.good(), "cannot read ", path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> inputs(const std::vector<std::string>& files) {
+  return files.empty() ? std::vector<std::string>{"-"} : files;
+}
+
+void write(std::string_view bytes) {
+  DLF_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), stdout) == bytes.size(),
+            "writing the output failed");
+}
+
+// Each input's ids on one line, separated by spaces.
+void run_encode(const TokenizerCommand& o) {
+  const Tokenizer tokenizer = Tokenizer::load(o.tokenizer);
+  tokenizers::Encoder encoder(tokenizer);
+  const auto specials =
+      o.specials ? tokenizers::Specials::recognised : tokenizers::Specials::as_text;
+  std::vector<uint32_t> ids;
+  std::string line;
+  for (const std::string& file : inputs(o.files)) {
+    ids.clear();
+    encoder.encode(read_input(file), ids, specials);
+    line.clear();
+    char number[16];
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i > 0) line += ' ';
+      line.append(number, std::to_chars(number, number + sizeof number, ids[i]).ptr);
+    }
+    line += '\n';
+    write(line);
+  }
+}
+
+// The bytes of whitespace-separated ids.
+void run_decode(const TokenizerCommand& o) {
+  const Tokenizer tokenizer = Tokenizer::load(o.tokenizer);
+  std::string bytes;
+  for (const std::string& file : inputs(o.files)) {
+    const std::string text = read_input(file);
+    bytes.clear();
+    for (size_t pos = 0; pos < text.size();) {
+      if (std::isspace(static_cast<unsigned char>(text[pos]))) {
+        ++pos;
+        continue;
+      }
+      uint32_t id = 0;
+      const auto [end, ec] = std::from_chars(text.data() + pos, text.data() + text.size(), id);
+      const size_t stop = text.find_first_of(" \t\r\n\v\f", pos);
+      DLF_CHECK(ec == std::errc() && (end == text.data() + text.size() ||
+                                      std::isspace(static_cast<unsigned char>(*end))),
+                file == "-" ? "standard input" : file, ": \"",
+                text.substr(pos, stop == std::string::npos ? stop : stop - pos), "\" at byte ", pos,
+                " is not a token id (whole numbers separated by whitespace)");
+      bytes += tokenizer.token_bytes(id);
+      pos = size_t(end - text.data());
+    }
+    write(bytes);
+  }
+}
+
+void run_train(const TokenizerCommand& o) {
+  nn::check_writable(o.out, "dlf tokenizer train --out");
+  const std::vector<std::string> files = o.data.empty() ? nn::data::default_corpus_paths() : o.data;
+  tokenizers::BpeTrainer trainer({.vocab_size = o.vocab,
+                                  .pattern = o.pattern,
+                                  .special_tokens = o.special_tokens,
+                                  .min_frequency = o.min_frequency});
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t bytes = 0;
+  for (const std::string& file : files) {
+    DLF_CHECK(!std::filesystem::is_directory(file), "--data ", file,
+              " is a directory: pass its text files");
+    bytes += std::filesystem::file_size(file);
+    trainer.add_file(file);
+  }
+  const Tokenizer tokenizer = trainer.train();
+  tokenizer.save(o.out);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "%s: %u tokens (%u asked) from %zu files, %llu bytes, %zu distinct pieces, in %.1f "
+      "s; hash %s\n",
+      o.out.c_str(), tokenizer.vocab_size(), o.vocab, files.size(),
+      static_cast<unsigned long long>(bytes), trainer.distinct_pieces(), seconds,
+      tokenizer.hash_hex().c_str());
+}
+
+void run_save(const TokenizerCommand& o) {
+  nn::check_writable(o.out, "dlf tokenizer save --out");
+  const Tokenizer tokenizer = Tokenizer::load(o.tokenizer);
+  tokenizer.save(o.out);
+  std::printf("%s: %s as a tokenizer.json, %u tokens, hash %s\n", o.out.c_str(),
+              tokenizer.source().c_str(), tokenizer.vocab_size(), tokenizer.hash_hex().c_str());
+}
+
+void run_info(const TokenizerCommand& o) {
+  const Tokenizer t = Tokenizer::load(o.tokenizer);
+  std::printf("source: %s\nvocab_size: %u\nhash: %s\npattern: %s\nspecial_tokens:",
+              t.source().c_str(), t.vocab_size(), t.hash_hex().c_str(), t.pattern().c_str());
+  for (const tokenizers::SpecialToken& s : t.special_tokens())
+    std::printf(" %s=%u", s.text.c_str(), s.id);
+  std::printf("\n");
+}
+
+void add_tokenizer_option(CLI::App* cmd, TokenizerCommand& o) {
+  cmd->add_option("--tokenizer", o.tokenizer,
+                  "gpt2, r50k_base, p50k_base, cl100k_base or o200k_base (from the npm cache "
+                  "scripts/reference_tokenizers.sh fills), or a path: a tokenizer.json, a "
+                  ".tiktoken rank file, or a directory holding a tokenizer.json or GPT-2's "
+                  "encoder.json + vocab.bpe")
+      ->check(non_empty())
+      ->capture_default_str();
+}
+
+}  // namespace
+
+CLI::App* add_tokenizer(CLI::App& app, TokenizerCommand& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "tokenizer",
+      "Byte-level BPE tokenizers (GPT-2's, tiktoken's, Hugging Face's tokenizer.json): encode "
+      "text to token ids, decode them, train one on a corpus");
+  cmd->require_subcommand(1);
+
+  o.encode = cmd->add_subcommand("encode", "Print each file's token ids, separated by spaces");
+  add_tokenizer_option(o.encode, o);
+  o.encode->add_flag("--specials", o.specials,
+                     "special tokens' texts in the input (<|endoftext|>) are those tokens "
+                     "(default: ordinary text)");
+  o.encode->add_option("files", o.files, "text files (default, or -: standard input)");
+
+  o.decode = cmd->add_subcommand("decode", "Write the bytes of whitespace-separated token ids");
+  add_tokenizer_option(o.decode, o);
+  o.decode->add_option("files", o.files, "files of ids (default, or -: standard input)");
+
+  o.train = cmd->add_subcommand(
+      "train", "Train a byte-level BPE on text files and save it as a tokenizer.json");
+  o.train
+      ->add_option("--vocab", o.vocab,
+                   "tokens in all: the 256 bytes, the merges and the special tokens")
+      ->check(whole(257, 1 << 24))
+      ->capture_default_str();
+  o.train->add_option("--data", o.data, "text files (default: the fortunes corpus)");
+  o.train->add_option("--out", o.out, "the tokenizer.json to write")
+      ->required()
+      ->check(non_empty());
+  o.train
+      ->add_option("--pattern", o.pattern,
+                   "the pre-tokenisation regex: gpt2, cl100k_base, o200k_base (theirs) or a "
+                   "regex")
+      ->check(non_empty())
+      ->capture_default_str();
+  o.train->add_option("--special", o.special_tokens, "special tokens, given the last ids")
+      ->capture_default_str();
+  o.train
+      ->add_option("--min-frequency", o.min_frequency,
+                   "pairs seen fewer times are not merged (training may stop short of --vocab)")
+      ->check(whole(1, int64_t(1) << 62))
+      ->capture_default_str();
+
+  o.save = cmd->add_subcommand(
+      "save", "Write a tokenizer as a Hugging Face tokenizer.json (GPT-2's files, a trained one)");
+  add_tokenizer_option(o.save, o);
+  o.save->add_option("--out", o.out, "the tokenizer.json to write")->required()->check(non_empty());
+
+  o.info = cmd->add_subcommand("info",
+                               "Print a tokenizer's source, vocabulary size, hash, regex and "
+                               "special tokens");
+  add_tokenizer_option(o.info, o);
+  return cmd;
+}
+
+void run_tokenizer(const TokenizerCommand& o) {
+  if (*o.encode) run_encode(o);
+  if (*o.decode) run_decode(o);
+  if (*o.train) run_train(o);
+  if (*o.save) run_save(o);
+  if (*o.info) run_info(o);
+}
+
+}  // namespace dlf::app
