@@ -9,6 +9,8 @@ packages=(
   # libraries
   libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libcereal-dev libcli11-dev
   libhdf5-dev zlib1g-dev libpng-dev doctest-dev
+  # the benchmark history (dlf bench)
+  libsqlite3-dev
   # MPI backend of the communicator (mpirun)
   libopenmpi-dev openmpi-bin
   # the API reference (the docs target, checked by the tests)

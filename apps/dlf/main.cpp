@@ -16,6 +16,7 @@
 #include <dlf/dlf.h>
 #include <dlf/parallel/mpi.h>
 
+#include "bench_command.h"
 #include "convert.h"
 #include "demo.h"
 #include "graph_command.h"
@@ -530,6 +531,9 @@ int run(int argc, char** argv) {
   CLI::App* graph_cmd = nullptr;
   add_graph(app, graph, graph_cmd);
 
+  dlf::app::BenchCommand bench;
+  CLI::App* bench_cmd = dlf::app::add_bench(app, bench);
+
   CLI::App* help_cmd = app.add_subcommand("help", "Show the commands, or one command's options");
   std::string help_topic;
   help_cmd->add_option("command", help_topic, "the command to explain");
@@ -586,6 +590,7 @@ int run(int argc, char** argv) {
     if (*plan_cmd) dlf::app::run_plan(plan);
     if (*convert_cmd) dlf::app::run_convert(convert);
     if (*graph_cmd) dlf::app::run_graph(graph);
+    if (*bench_cmd) return dlf::app::run_bench(bench);  // its own exit codes (check: 1, 2)
   } catch (const dlf::app::Interrupted& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 128 + e.signal();
