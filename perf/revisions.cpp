@@ -64,23 +64,20 @@ RevisionBuild build_revision(const std::filesystem::path& repo, const std::strin
       "reading the worktree's revision", {"git", "-C", b.source.string(), "rev-parse", "HEAD"}));
   DLF_CHECK(head == b.commit, "the cached worktree ", b.source.string(), " is at ", head, ", not ",
             rev, " (", b.commit, "); remove it and run again");
+  bool laid = false;  // a harness file new or changed: CMake must glob bench/ again
   for (const std::string& file : harness_files()) {
     const std::string ours = read_all(harness_source / file);
     DLF_CHECK(!ours.empty(), "the suite's harness file ", (harness_source / file).string(),
               " is missing");
     if (read_all(b.source / file) != ours) {  // copied only when it differs: no needless rebuild
       std::ofstream(b.source / file, std::ios::binary) << ours;
+      laid = true;
     }
   }
-  if (!std::filesystem::exists(b.build / "CMakeCache.txt")) {
+  if (laid || !std::filesystem::exists(b.build / "CMakeCache.txt")) {
     say("configuring " + b.build.string());
-    std::vector<std::string> configure = {"cmake",
-                                          "-S",
-                                          b.source.string(),
-                                          "-B",
-                                          b.build.string(),
-                                          "-DCMAKE_BUILD_TYPE=Release",
-                                          "-DDLF_BUILD_TESTS=OFF"};
+    std::vector<std::string> configure = {"cmake", "-S", b.source.string(), "-B", b.build.string(),
+                                          "-DCMAKE_BUILD_TYPE=Release", "-DDLF_BUILD_TESTS=OFF"};
     if (installed("ccache")) {
       configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache");
       configure.push_back("-DCMAKE_C_COMPILER_LAUNCHER=ccache");
