@@ -9,14 +9,12 @@
 namespace dlf::perf {
 namespace {
 
+// Sides of at least this many points are compared with Welch's test (each its own variance: a
+// segment that mixes two levels does not hide the change next to it); shorter ones pooled.
+constexpr double kWelchPoints = 5;
+
 double mean_of(const std::vector<double>& x) {
   return std::accumulate(x.begin(), x.end(), 0.0) / double(x.size());
-}
-
-double variance_of(const std::vector<double>& x, double mean) {
-  double s = 0;
-  for (double v : x) s += (v - mean) * (v - mean);
-  return s / double(x.size() - 1);
 }
 
 // The continued fraction of the regularised incomplete beta function (modified Lentz).
@@ -88,10 +86,14 @@ std::vector<double> slice(const std::vector<double>& x, size_t begin, size_t end
   return {x.begin() + std::ptrdiff_t(begin), x.begin() + std::ptrdiff_t(end)};
 }
 
+// The split at `tau` of [begin, end), tested as the best of the segment's end - begin - 1
+// splits: the t-test's p-value corrected for that many tries (Sidak), which keeps the false-alarm
+// rate of a stationary segment near max_p rather than many times it.
 ChangePoint assess(const std::vector<double>& x, size_t begin, size_t tau, size_t end) {
   const std::vector<double> before = slice(x, begin, tau), after = slice(x, tau, end);
+  const double tries = double(end - begin - 1);
   return {.index = tau,
-          .p_value = t_test(before, after),
+          .p_value = -std::expm1(tries * std::log1p(-t_test(before, after))),
           .mean_before = mean_of(before),
           .mean_after = mean_of(after),
           .points_before = before.size(),
@@ -110,21 +112,22 @@ double student_t_two_sided(double t, double df) {
 }
 
 double t_test(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.empty() || b.empty() || (a.size() < 2 && b.size() < 2)) return 1;
+  const double na = double(a.size()), nb = double(b.size());
+  if (a.empty() || b.empty() || na + nb < 3) return 1;
   const double ma = mean_of(a), mb = mean_of(b);
-  if (a.size() < 2 || b.size() < 2) {  // one point against the other side's spread
-    const std::vector<double>& many = a.size() < 2 ? b : a;
-    const double one = a.size() < 2 ? ma : mb, m = a.size() < 2 ? mb : ma;
-    const double n = double(many.size()), s = std::sqrt(variance_of(many, m));
-    if (s == 0) return one == m ? 1 : 0;
-    return student_t_two_sided((one - m) / (s * std::sqrt(1 + 1 / n)), n - 1);
+  double sa = 0, sb = 0;  // squared deviations
+  for (double v : a) sa += (v - ma) * (v - ma);
+  for (double v : b) sb += (v - mb) * (v - mb);
+  if (sa + sb == 0) return ma == mb ? 1 : 0;
+  if (na >= kWelchPoints && nb >= kWelchPoints) {  // Welch: each side's own variance
+    const double va = sa / (na - 1) / na, vb = sb / (nb - 1) / nb;
+    const double df = (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1));
+    return student_t_two_sided((ma - mb) / std::sqrt(va + vb), df);
   }
-  const double va = variance_of(a, ma) / double(a.size()),
-               vb = variance_of(b, mb) / double(b.size());
-  if (va + vb == 0) return ma == mb ? 1 : 0;
-  const double df =
-      (va + vb) * (va + vb) / (va * va / double(a.size() - 1) + vb * vb / double(b.size() - 1));
-  return student_t_two_sided((ma - mb) / std::sqrt(va + vb), df);
+  // Pooled: a short side borrows the other side's spread, where its own estimate (of a degree
+  // of freedom or two) would make chance look like a change.
+  const double df = na + nb - 2;
+  return student_t_two_sided((ma - mb) / std::sqrt((sa + sb) / df * (1 / na + 1 / nb)), df);
 }
 
 double energy_statistic(const std::vector<double>& x, size_t tau) {

@@ -21,6 +21,7 @@ std::vector<Finding> find_changes(const std::vector<Series>& series, const std::
   std::vector<Finding> out;
   for (const Series& s : series) {
     if (!metric.empty() && metric != "all" && s.metric != metric) continue;
+    if (s.points.front().result.bench == "peak") continue;  // the host's, not the code's
     std::vector<double> values;
     for (const SeriesPoint& p : s.points) values.push_back(p.result.value);
     for (const ChangePoint& c : e_divisive(values, options)) {

@@ -76,8 +76,13 @@ RevisionBuild build_revision(const std::filesystem::path& repo, const std::strin
   }
   if (laid || !std::filesystem::exists(b.build / "CMakeCache.txt")) {
     say("configuring " + b.build.string());
-    std::vector<std::string> configure = {"cmake", "-S", b.source.string(), "-B", b.build.string(),
-                                          "-DCMAKE_BUILD_TYPE=Release", "-DDLF_BUILD_TESTS=OFF"};
+    std::vector<std::string> configure = {"cmake",
+                                          "-S",
+                                          b.source.string(),
+                                          "-B",
+                                          b.build.string(),
+                                          "-DCMAKE_BUILD_TYPE=Release",
+                                          "-DDLF_BUILD_TESTS=OFF"};
     if (installed("ccache")) {
       configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache");
       configure.push_back("-DCMAKE_C_COMPILER_LAUNCHER=ccache");

@@ -74,18 +74,18 @@ void run(const BenchCommand& o) {
   const std::filesystem::path build =
       !o.rev.empty() ? revision(o, o.rev).build
                      : (o.build.empty() ? perf::own_build_dir() : std::filesystem::path(o.build));
+  const std::vector<perf::SuiteCase> cases = perf::cases_of(tier, o.cases);
   perf::RunInfo info = perf::describe_build(build);
   info.tier = perf::tier_name(tier);
   perf::History history(o.db);
   say("running the " + info.tier + " tier on " + info.commit.substr(0, 12) + " (" + info.subject +
       ") from " + build.string());
   const perf::SuiteRun r =
-      perf::run_suite(history, info, build, perf::cases_of(tier, o.cases), run_options(o),
-                      [](const perf::Result& x) {
-                        std::printf("%-44s %10.4f ms  %10.4g %s\n", x.case_name.c_str(), x.value,
-                                    x.headline, x.headline_unit.c_str());
-                        std::fflush(stdout);
-                      });
+      perf::run_suite(history, info, build, cases, run_options(o), [](const perf::Result& x) {
+        std::printf("%-44s %10.4f ms  %10.4g %s\n", x.case_name.c_str(), x.value, x.headline,
+                    x.headline_unit.c_str());
+        std::fflush(stdout);
+      });
   for (const std::string& f : r.failures) say("left out: " + f);
   say("run " + std::to_string(r.run_id) + " written to " + o.db + " (" +
       std::to_string(r.results.size()) + " results)");

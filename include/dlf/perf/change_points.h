@@ -9,8 +9,8 @@ namespace dlf::perf {
 
 /// When a proposed split counts.
 struct ChangePointOptions {
-  /// The t-test's two-sided p-value must be below this. The split tested is the best of many,
-  /// so the false-alarm rate per series is above it (tests/perf measure it on stationary noise).
+  /// The t-test's two-sided p-value, corrected for the splits the best one was chosen from, must
+  /// be below this (tests/perf measure the false-alarm rate this gives on stationary noise).
   double max_p = 0.001;
   /// And the means must differ by at least this share of the earlier one: a real change too
   /// small to matter (an instruction count moving 0.1 %) is not reported.
@@ -30,10 +30,10 @@ struct ChangePoint {
 };
 
 /// The change points of `series`, in order. Each segment's split is the one of largest energy
-/// statistic (alpha 1); it is kept when a t-test of the points on either side passes `options`
-/// (Welch's with two or more points a side; with one point on a side, that point against the
-/// prediction interval of the other side's points). Splitting goes on in the segments until no
-/// split passes; then each kept point is tested again against its final neighbours.
+/// statistic (alpha 1); it is kept when a t-test of the points on either side passes `options`,
+/// its p-value corrected for the segment's number of possible splits (Sidak), since the split
+/// tested is the best of them. Splitting goes on in the segments until no split passes; then
+/// each kept point is tested again against its final neighbours.
 std::vector<ChangePoint> e_divisive(const std::vector<double>& series,
                                     const ChangePointOptions& options = {});
 
@@ -42,9 +42,10 @@ std::vector<ChangePoint> e_divisive(const std::vector<double>& series,
 /// n m / (n + m).
 double energy_statistic(const std::vector<double>& x, size_t tau);
 
-/// The two-sided p-value that `a` and `b` have the same mean: Welch's t-test with two or more
-/// points in each; with one point on a side, that point against the other side's prediction
-/// interval; 1 when both have one point. Constant sides: 0 when their values differ, else 1.
+/// The two-sided p-value that `a` and `b` have the same mean: Welch's t-test when both sides
+/// have 5 points or more; else Student's, the variance pooled over both (a side of one point is
+/// then that point against the other side's prediction interval); 1 when both have one point.
+/// Constant sides: 0 when their means differ, else 1.
 double t_test(const std::vector<double>& a, const std::vector<double>& b);
 
 /// P(|T| >= |t|) for Student's t with `df` degrees of freedom.

@@ -13,7 +13,7 @@ namespace dlf::perf {
 struct DashboardOptions {
   std::string title = "dlf benchmarks";  ///< the page's heading
   /// The summary lists the changes after this commit (a hash or its prefix); "": every change
-  std::string since;
+  std::string since = {};
 };
 
 /// The page: a summary table of `findings` (those after options.since), then one chart per case

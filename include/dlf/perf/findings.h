@@ -28,7 +28,8 @@ struct Finding {
 };
 
 /// The change points of every series of `metric` ("" or "all": every metric), each series'
-/// points its runs' medians, in commit order.
+/// points its runs' medians, in commit order. The host peaks' series are left out: they tell
+/// how the machine was, not what the code did.
 std::vector<Finding> find_changes(const std::vector<Series>& series, const std::string& metric,
                                   const ChangePointOptions& options = {});
 

@@ -31,7 +31,7 @@ struct SuiteCase {
 /// Every case, peaks first.
 const std::vector<SuiteCase>& suite_cases();
 /// The cases of `tier`, peaks included; with `only`, just the cases whose names start with one
-/// of them (and the peaks). A dlf::Error when `only` names nothing.
+/// of them, whatever their tier (and the peaks). A dlf::Error when `only` names nothing.
 std::vector<SuiteCase> cases_of(Tier tier, const std::vector<std::string>& only = {});
 
 /// How cases are run.
