@@ -126,48 +126,45 @@ Case matmul_case(DType dtype, int64_t m, int64_t k, int64_t n, Generator& gen) {
           .baseline = [bare] { (*bare)(); }};
 }
 
-// One training step (zero_grad, forward, loss, backward, AdamW) of a zoo model on a fixed batch.
-Case unet_step(const std::string& model, int64_t batch, Generator& gen) {
-  const models::UNetConfig config = models::unet_config(model);
+// One training step of `model`: zero_grad, `loss` (forward on a fixed batch), backward, AdamW
+// (lr 3e-4, betas 0.9/0.95, weight decay 0.1, as the peer's).
+Case training_step(const std::shared_ptr<nn::Module>& model, std::function<Tensor()> loss,
+                   double items, const std::string& item_unit) {
+  auto opt = std::make_shared<nn::optim::AdamW>(
+      std::vector<nn::optim::ParamGroup>{{.params = model->parameters(), .weight_decay = 0.1}},
+      nn::optim::AdamWOptions{.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  return {.bench = "train",
+          .call =
+              [model, opt, loss] {
+                opt->zero_grad();
+                loss().backward();
+                opt->step();
+              },
+          .items = items,
+          .item_unit = item_unit};
+}
+
+Case unet_step(const std::string& name, int64_t batch, Generator& gen) {
+  const models::UNetConfig config = models::unet_config(name);
   auto unet = std::make_shared<models::UNet>(config);
   auto ddpm = std::make_shared<models::DDPM>();
   const int64_t s = config.image;
   const Tensor x0 = rand({batch, config.channels, s, s}, {}, &gen) * 2.0 - 1.0;
   const Tensor noise = randn({batch, config.channels, s, s}, {}, &gen);
   const Tensor t = randint(0, ddpm->steps(), {batch}, {.dtype = DType::i64}, &gen);
-  auto opt = std::make_shared<nn::optim::AdamW>(
-      std::vector<nn::optim::ParamGroup>{{.params = unet->parameters(), .weight_decay = 0.1}},
-      nn::optim::AdamWOptions{.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
-  return {.bench = "train",
-          .call =
-              [=] {
-                opt->zero_grad();
-                ddpm->loss(*unet, x0, noise, t).backward();
-                opt->step();
-              },
-          .items = double(batch),
-          .item_unit = "img/s"};
+  return training_step(
+      unet, [unet, ddpm, x0, noise, t] { return ddpm->loss(*unet, x0, noise, t); }, double(batch),
+      "img/s");
 }
 
-Case gpt_step(const std::string& model, int64_t batch, int64_t seq, bool recompute,
-              Generator& gen) {
-  const models::GPTConfig config = models::gpt_config(model);
+Case gpt_step(const std::string& name, int64_t batch, int64_t seq, bool recompute, Generator& gen) {
+  const models::GPTConfig config = models::gpt_config(name);
   auto gpt = std::make_shared<models::GPT>(config);
   if (recompute) gpt->recompute();  // full: every block (the default since this case began)
   const Tensor x = randint(0, config.vocab, {batch, seq}, {.dtype = DType::i64}, &gen);
   const Tensor y = randint(0, config.vocab, {batch, seq}, {.dtype = DType::i64}, &gen);
-  auto opt = std::make_shared<nn::optim::AdamW>(
-      std::vector<nn::optim::ParamGroup>{{.params = gpt->parameters(), .weight_decay = 0.1}},
-      nn::optim::AdamWOptions{.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
-  return {.bench = "train",
-          .call =
-              [=] {
-                opt->zero_grad();
-                gpt->loss(x, y).backward();
-                opt->step();
-              },
-          .items = double(batch * seq),
-          .item_unit = "tok/s"};
+  return training_step(
+      gpt, [gpt, x, y] { return gpt->loss(x, y); }, double(batch * seq), "tok/s");
 }
 
 // Every case by name. Element-wise and normalisation cases count the bytes they must move at

@@ -26,11 +26,17 @@ struct CompareOptions {
 
 /// One case compared.
 struct CaseComparison {
-  std::string case_name;               ///< the case
-  std::vector<double> a_time, b_time;  ///< each round's median ms a call, wall clock
-  std::vector<double> a_cpu, b_cpu;    ///< each round's median CPU ms a call
-  RatioEstimate time;                  ///< B / A of the wall-clock times
-  RatioEstimate cpu_time;              ///< B / A of the CPU times
+  std::string case_name;  ///< the case
+  /// Each round's median ms a call of A and of B, wall clock
+  ///@{
+  std::vector<double> a_time, b_time;
+  ///@}
+  /// Each round's median CPU ms a call of A and of B
+  ///@{
+  std::vector<double> a_cpu, b_cpu;
+  ///@}
+  RatioEstimate time;      ///< B / A of the wall-clock times
+  RatioEstimate cpu_time;  ///< B / A of the CPU times
   /// "slower", "faster" or "same", from the options' metric
   std::string verdict;
 };
