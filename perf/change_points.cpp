@@ -86,12 +86,19 @@ std::vector<double> slice(const std::vector<double>& x, size_t begin, size_t end
   return {x.begin() + std::ptrdiff_t(begin), x.begin() + std::ptrdiff_t(end)};
 }
 
-// The split at `tau` of [begin, end), tested as the best of the segment's end - begin - 1
-// splits: the t-test's p-value corrected for that many tries (Sidak), which keeps the false-alarm
-// rate of a stationary segment near max_p rather than many times it.
-ChangePoint assess(const std::vector<double>& x, size_t begin, size_t tau, size_t end) {
+// Whether a change may fall between point i - 1 and point i: between groups only.
+bool splits_at(const std::vector<size_t>& groups, size_t i) {
+  return groups.empty() || groups[i - 1] != groups[i];
+}
+
+// The split at `tau` of [begin, end), tested as the best of the segment's possible splits: the
+// t-test's p-value corrected for that many tries (Sidak), which keeps the false-alarm rate of a
+// stationary segment near max_p rather than many times it.
+ChangePoint assess(const std::vector<double>& x, const std::vector<size_t>& groups, size_t begin,
+                   size_t tau, size_t end) {
   const std::vector<double> before = slice(x, begin, tau), after = slice(x, tau, end);
-  const double tries = double(end - begin - 1);
+  double tries = 0;
+  for (size_t i = begin + 1; i < end; ++i) tries += splits_at(groups, i);
   return {.index = tau,
           .p_value = -std::expm1(tries * std::log1p(-t_test(before, after))),
           .mean_before = mean_of(before),
@@ -136,8 +143,11 @@ double energy_statistic(const std::vector<double>& x, size_t tau) {
   return energy(DistanceSums(x, 0, x.size()), tau, x.size());
 }
 
-std::vector<ChangePoint> e_divisive(const std::vector<double>& x, const ChangePointOptions& o) {
+std::vector<ChangePoint> e_divisive(const std::vector<double>& x, const ChangePointOptions& o,
+                                    const std::vector<size_t>& groups) {
   for (double v : x) DLF_CHECK(std::isfinite(v), "e_divisive: the series has a non-finite value");
+  DLF_CHECK(groups.empty() || groups.size() == x.size(), "e_divisive: ", groups.size(),
+            " groups for ", x.size(), " points");
   std::vector<size_t> bounds = {0, x.size()};
   for (;;) {
     std::optional<ChangePoint> best;
@@ -145,13 +155,15 @@ std::vector<ChangePoint> e_divisive(const std::vector<double>& x, const ChangePo
       const size_t begin = bounds[s], end = bounds[s + 1];
       if (end - begin < 3) continue;
       const DistanceSums d(x, begin, end);
-      size_t tau = 1;
+      size_t tau = 0;
       double q = -INFINITY;
       for (size_t t = 1; t < end - begin; ++t) {
+        if (!splits_at(groups, begin + t)) continue;
         const double e = energy(d, t, end - begin);
         if (e > q) q = e, tau = t;
       }
-      const ChangePoint c = assess(x, begin, begin + tau, end);
+      if (tau == 0) continue;  // one group: nothing to split
+      const ChangePoint c = assess(x, groups, begin, begin + tau, end);
       if (passes(c, o) && (!best || c.p_value < best->p_value)) best = c;
     }
     if (!best) break;
@@ -161,7 +173,7 @@ std::vector<ChangePoint> e_divisive(const std::vector<double>& x, const ChangePo
   for (bool dropped = true; dropped;) {
     dropped = false;
     for (size_t i = 1; i + 1 < bounds.size(); ++i) {
-      if (passes(assess(x, bounds[i - 1], bounds[i], bounds[i + 1]), o)) continue;
+      if (passes(assess(x, groups, bounds[i - 1], bounds[i], bounds[i + 1]), o)) continue;
       bounds.erase(bounds.begin() + std::ptrdiff_t(i));
       dropped = true;
       break;
@@ -169,7 +181,7 @@ std::vector<ChangePoint> e_divisive(const std::vector<double>& x, const ChangePo
   }
   std::vector<ChangePoint> out;
   for (size_t i = 1; i + 1 < bounds.size(); ++i)
-    out.push_back(assess(x, bounds[i - 1], bounds[i], bounds[i + 1]));
+    out.push_back(assess(x, groups, bounds[i - 1], bounds[i], bounds[i + 1]));
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace dlf::perf {
 namespace {
@@ -44,13 +45,13 @@ struct CommitAxis {
   std::map<std::string, std::string> subject;
 
   explicit CommitAxis(const std::vector<Series>& series) {
-    std::set<std::pair<std::string, std::string>> dated;  // (date, commit)
+    std::set<std::tuple<std::string, int64_t, std::string>> ordered;  // (date, depth, commit)
     for (const Series& s : series)
       for (const SeriesPoint& p : s.points) {
-        dated.insert({p.run.commit_date, p.run.commit});
+        ordered.insert({p.run.commit_date, p.run.commit_depth, p.run.commit});
         subject[p.run.commit] = p.run.subject;
       }
-    for (const auto& [date, commit] : dated) {
+    for (const auto& [date, depth, commit] : ordered) {
       if (position.emplace(commit, commits.size()).second) commits.push_back(commit);
     }
   }
@@ -58,7 +59,7 @@ struct CommitAxis {
 
 // One chart's plotting area: commits across, the metric up.
 struct Plot {
-  static constexpr double kWidth = 860, kHeight = 300, kLeft = 70, kRight = 20, kTop = 28,
+  static constexpr double kWidth = 860, kHeight = 310, kLeft = 70, kRight = 20, kTop = 40,
                           kBottom = 80;
   size_t commits;
   double low, high;
@@ -115,19 +116,25 @@ std::string chart(const std::string& case_name, const std::string& metric,
   }
   for (size_t h = 0; h < hosts.size(); ++h) {
     const char* colour = kHostColours[h % std::size(kHostColours)];
-    std::string line;
+    std::map<size_t, std::vector<double>> runs;  // each commit's run medians, by position
     for (const SeriesPoint& p : hosts[h]->points) {
-      const double x = plot.x(double(axis.position.at(p.run.commit)));
+      const size_t at = axis.position.at(p.run.commit);
       for (double v : p.result.repetitions)
-        svg += "<circle cx=\"" + fmt(x) + "\" cy=\"" + fmt(plot.y(v)) + "\" r=\"2\" fill=\"" +
-               colour + "\" fill-opacity=\"0.35\"/>";
-      line += fmt(x) + "," + fmt(plot.y(p.result.value)) + " ";
+        svg += "<circle cx=\"" + fmt(plot.x(double(at))) + "\" cy=\"" + fmt(plot.y(v)) +
+               "\" r=\"2\" fill=\"" + colour + "\" fill-opacity=\"0.35\"/>";
+      runs[at].push_back(p.result.value);
+    }
+    std::string line;
+    for (auto& [at, values] : runs) {
+      std::sort(values.begin(), values.end());
+      const size_t n = values.size();
+      const double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+      line += fmt(plot.x(double(at))) + "," + fmt(plot.y(median)) + " ";
     }
     svg += "<polyline fill=\"none\" stroke=\"" + std::string(colour) +
            "\" stroke-width=\"1.5\" points=\"" + line + "\"/>";
-    svg += "<text x=\"" + fmt(Plot::kWidth - Plot::kRight) + "\" y=\"" +
-           fmt(16 + 12.0 * double(h)) + "\" text-anchor=\"end\" fill=\"" + colour + "\">" +
-           html_text(hosts[h]->host_class) + "</text>";
+    svg += "<text x=\"" + fmt(Plot::kLeft) + "\" y=\"" + fmt(30 + 12.0 * double(h)) + "\" fill=\"" +
+           colour + "\">" + html_text(hosts[h]->host_class) + "</text>";
   }
   return svg + "</svg>\n";
 }

@@ -23,8 +23,13 @@ std::vector<Finding> find_changes(const std::vector<Series>& series, const std::
     if (!metric.empty() && metric != "all" && s.metric != metric) continue;
     if (s.points.front().result.bench == "peak") continue;  // the host's, not the code's
     std::vector<double> values;
-    for (const SeriesPoint& p : s.points) values.push_back(p.result.value);
-    for (const ChangePoint& c : e_divisive(values, options)) {
+    std::vector<size_t> commits;  // a change falls between commits, not between runs of one
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const bool next = i > 0 && s.points[i].run.commit != s.points[i - 1].run.commit;
+      commits.push_back(i == 0 ? 0 : commits.back() + (next ? 1 : 0));
+      values.push_back(s.points[i].result.value);
+    }
+    for (const ChangePoint& c : e_divisive(values, options, commits)) {
       const SeriesPoint& after = s.points[c.index];
       out.push_back({.host_class = s.host_class,
                      .case_name = s.case_name,

@@ -116,6 +116,8 @@ const std::vector<std::string>& migrations() {
          ALTER TABLE results ADD COLUMN normalised REAL;
          ALTER TABLE results ADD COLUMN normalised_to TEXT NOT NULL DEFAULT '';
          CREATE INDEX results_of_run ON results(run_id);)",
+      // 4: the commit's depth, which orders commits made in the same second
+      R"(ALTER TABLE runs ADD COLUMN commit_depth INTEGER;)",
   };
   return steps;
 }
@@ -224,9 +226,9 @@ std::vector<Series> History::series(const std::string& host_class) const {
               "SELECT runs.id, commit_sha, commit_date, subject, build_flags, tier, started, "
               "load_1m, load_5m, load_15m, hosts.name, cpu_model, isa_flags, cores, results.id, "
               "bench, case_name, impl, threads, metric, unit, results.value, headline, "
-              "headline_unit, normalised, normalised_to FROM results JOIN runs ON "
+              "headline_unit, normalised, normalised_to, commit_depth FROM results JOIN runs ON "
               "results.run_id = runs.id JOIN hosts ON runs.host_id = hosts.id "
-              "ORDER BY commit_date, started, runs.id, results.id");
+              "ORDER BY commit_date, commit_depth, started, runs.id, results.id");
   Statement reps(db, "SELECT value FROM repetitions WHERE result_id = ? ORDER BY idx");
   std::map<std::tuple<std::string, std::string, std::string>, Series> by_key;
   std::vector<std::tuple<std::string, std::string, std::string>> order;
@@ -243,6 +245,7 @@ std::vector<Series> History::series(const std::string& host_class) const {
     x.threads = int(s.integer(18)), x.metric = s.text(19), x.unit = s.text(20);
     x.value = s.real(21), x.headline = s.real(22), x.headline_unit = s.text(23);
     x.normalised = s.real(24), x.normalised_to = s.text(25);
+    r.commit_depth = s.integer(26);
     const std::string cls = r.host.host_class();
     if (!host_class.empty() && cls != host_class) continue;
     reps.bind(s.integer(14));
@@ -279,7 +282,8 @@ RunWriter::RunWriter(History& history, const RunInfo& run) : history_(&history) 
   host.step();
   Statement(db,
             "INSERT INTO runs(host_id, commit_sha, commit_date, subject, build_flags, tier, "
-            "started, load_1m, load_5m, load_15m) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            "started, load_1m, load_5m, load_15m, commit_depth) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
       .bind(host.integer(0))
       .bind(run.commit)
       .bind(run.commit_date)
@@ -290,6 +294,7 @@ RunWriter::RunWriter(History& history, const RunInfo& run) : history_(&history) 
       .bind(run.load_1m)
       .bind(run.load_5m)
       .bind(run.load_15m)
+      .bind(run.commit_depth)
       .run();
   run_id_ = sqlite3_last_insert_rowid(db);
 }

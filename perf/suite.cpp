@@ -159,6 +159,8 @@ RunInfo describe_build(const std::filesystem::path& build_dir) {
   std::getline(lines, info.commit);
   std::getline(lines, info.commit_date);
   std::getline(lines, info.subject);
+  info.commit_depth = std::stoll(detail::run_or_throw(
+      "counting the build's commits", {"git", "-C", source, "rev-list", "--count", "HEAD"}));
   const std::string changes = detail::run_or_throw(
       "reading the build's changes",
       {"git", "-C", source, "status", "--porcelain", "--untracked-files=no", "--", ".",

@@ -93,6 +93,19 @@ TEST_CASE("deterministic series (instruction counts): any change above min_chang
   CHECK(c[0].p_value == 0);
 }
 
+TEST_CASE("with groups (the commits of runs), a change falls between groups only") {
+  // 3 runs of each of commits a b c d; b's last run is at the new level already
+  const std::vector<double> x = {10, 10, 10, 10, 10, 20, 20, 20, 20, 20, 20, 20};
+  const std::vector<size_t> commits = {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3};
+  REQUIRE(e_divisive(x).size() == 1);
+  CHECK(e_divisive(x)[0].index == 5);  // inside commit b
+  const std::vector<ChangePoint> c = e_divisive(x, {.max_p = 0.05}, commits);
+  REQUIRE(c.size() == 1);
+  CHECK((c[0].index == 3 || c[0].index == 6));
+  CHECK(e_divisive(x, {}, std::vector<size_t>(12, 0)).empty());  // one commit: nothing to split
+  dlf::test::check_error([&] { e_divisive(x, {}, {0, 1}); }, {"2 groups for 12 points"});
+}
+
 TEST_CASE("a non-finite value is refused") {
   dlf::test::check_error([] { e_divisive({1, NAN, 2}); }, {"non-finite"});
 }

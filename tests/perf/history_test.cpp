@@ -34,6 +34,7 @@ RunInfo run_of(const std::string& commit, const std::string& date) {
   r.started = date;
   r.host = {"box", "CPU X", "avx2", 2};
   r.load_1m = 1.5, r.load_5m = 1.25, r.load_15m = 1;
+  r.commit_depth = commit == "aaa" ? 1 : 2;
   return r;
 }
 
@@ -100,6 +101,7 @@ TEST_CASE("a run is written whole and read back as series in commit order") {
   CHECK(first.run.commit == "aaa");  // by commit date, not by when it was written
   CHECK(first.run.subject == "subject of aaa");
   CHECK(first.run.load_1m == 3.5);
+  CHECK(first.run.commit_depth == 1);
   CHECK(first.result.repetitions == std::vector<double>{1.0, 1.1, 0.9});
   CHECK(first.result.normalised == 0.5);
   CHECK(first.result.headline_unit == "GB/s");
@@ -152,7 +154,7 @@ TEST_CASE("a process killed in the middle of a run leaves no half-written rows")
   CHECK(h.runs() == 2);
 }
 
-TEST_CASE("a database of schema version 1 migrates to the current one, its runs kept") {
+TEST_CASE("a database of schema version 1 migrates through every version to the current one") {
   const std::string path = fresh_db("v1.db");
   {
     const History old(path, 1);
@@ -169,6 +171,8 @@ TEST_CASE("a database of schema version 1 migrates to the current one, its runs 
     const History two(path, 2);
     CHECK(two.schema_version() == 2);
     dlf::test::check_error([&] { two.series(); }, {"schema version 2", "migrate"});
+    const History three(path, 3);
+    CHECK(three.schema_version() == 3);
   }
   History h(path);
   CHECK(h.schema_version() == History::kSchemaVersion);
@@ -179,6 +183,7 @@ TEST_CASE("a database of schema version 1 migrates to the current one, its runs 
   CHECK(p.run.commit == "aaa");
   CHECK(std::isnan(p.run.load_1m));
   CHECK(p.run.subject.empty());
+  CHECK(p.run.commit_depth == 0);
   CHECK(std::isnan(p.result.normalised));
   CHECK(p.result.repetitions == std::vector<double>{1.9, 2.0, 2.1});
   RunWriter w = h.begin_run(run_of("bbb", "2026-11-25T09:00:00+00:00"));  // new runs beside it

@@ -33,9 +33,12 @@ struct ChangePoint {
 /// statistic (alpha 1); it is kept when a t-test of the points on either side passes `options`,
 /// its p-value corrected for the segment's number of possible splits (Sidak), since the split
 /// tested is the best of them. Splitting goes on in the segments until no split passes; then
-/// each kept point is tested again against its final neighbours.
+/// each kept point is tested again against its final neighbours. With `groups` (one a point,
+/// in order: the commit each run measured), a change falls only between two groups, so
+/// several runs of one commit stay on one side.
 std::vector<ChangePoint> e_divisive(const std::vector<double>& series,
-                                    const ChangePointOptions& options = {});
+                                    const ChangePointOptions& options = {},
+                                    const std::vector<size_t>& groups = {});
 
 /// The energy statistic Q of splitting `x` before index `tau` (0 < tau < x.size()): how much
 /// further apart the two parts' points are than the points within each part, scaled by

@@ -17,7 +17,8 @@ struct DashboardOptions {
 };
 
 /// The page: a summary table of `findings` (those after options.since), then one chart per case
-/// and metric: each run's repetitions as points, its median joined by a line per host class,
+/// and metric: each run's repetitions as points, a line through each commit's median run per
+/// host class,
 /// each change point marked between its two commits with its size. Charts are SVG elements of
 /// class "chart"; a script marks the body with data-charts (how many) and data-drawn (how many
 /// the browser laid out with their points), so a headless browser can tell they were drawn.

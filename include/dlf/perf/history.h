@@ -28,6 +28,8 @@ Host this_host();
 struct RunInfo {
   std::string commit;       ///< the revision's full hash
   std::string commit_date;  ///< its committer date, ISO 8601 (orders the history)
+  /// Its commits in all (git rev-list --count): orders commits of the same second; 0 unknown
+  int64_t commit_depth = 0;
   std::string subject;      ///< its subject line
   std::string build_flags;  ///< compiler and flags the revision was built with
   std::string tier;         ///< quick or full
@@ -74,7 +76,8 @@ struct SeriesPoint {
   Result result;       ///< the case's result in it
 };
 
-/// The runs of one case and metric on one host class, oldest commit first (then by start).
+/// The runs of one case and metric on one host class, oldest commit first (by commit date, then
+/// depth), then by start.
 struct Series {
   std::string host_class;           ///< Host::host_class() of its runs
   std::string case_name;            ///< the case
@@ -90,8 +93,9 @@ class RunWriter;
 class History {
  public:
   /// The schema this code writes: 1 runs, hosts, results, repetitions; 2 the load of each run;
-  /// 3 the host's peaks of each run, normalised figures and headlines, the commit's subject.
-  static constexpr int kSchemaVersion = 3;
+  /// 3 the host's peaks of each run, normalised figures and headlines, the commit's subject;
+  /// 4 the commit's depth.
+  static constexpr int kSchemaVersion = 4;
 
   /// Opens (creating) the database at `path` and migrates it to `version` (tests migrate to an
   /// older one to make a database as an older dlf wrote it). A dlf::Error names the file and
