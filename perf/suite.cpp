@@ -180,6 +180,9 @@ std::filesystem::path own_build_dir() {
 SuiteRun run_suite(History& history, RunInfo info, const std::filesystem::path& build_dir,
                    const std::vector<SuiteCase>& cases, const RunOptions& options,
                    const std::function<void(const Result&)>& progress) {
+  DLF_CHECK(std::filesystem::exists(build_dir / "bench" / "suite_bench"), "no ",
+            (build_dir / "bench" / "suite_bench").string(),
+            " (a build with the benchmarks: DLF_BUILD_BENCH=ON, target suite_bench)");
   info.started = utc_now();
   info.host = this_host();
   info.load_1m = info.load_5m = info.load_15m = NAN;
@@ -210,6 +213,8 @@ SuiteRun run_suite(History& history, RunInfo info, const std::filesystem::path& 
     }
     if (progress) progress(r.time);
   }
+  DLF_CHECK(!run.results.empty(), "every case failed, the run is not kept; the first: ",
+            run.failures.empty() ? "no case" : run.failures.front());
   double load[3] = {NAN, NAN, NAN};
   std::ifstream("/proc/loadavg") >> load[0] >> load[1] >> load[2];
   writer.set_load(load[0], load[1], load[2]);

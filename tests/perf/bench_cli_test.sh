@@ -73,8 +73,10 @@ FAKE_HANG="dispatch add f32 [16]" FAKE_PIDFILE=$tmp/hang.pid \
 runner=$!
 for _ in $(seq 100); do [ -s "$tmp/hang.pid" ] && break; sleep 0.1; done
 [ -s "$tmp/hang.pid" ] || fail "the run never reached its second case"
-kill -9 "$runner"
-wait "$runner" 2>/dev/null
+{
+  kill -9 "$runner"
+  wait "$runner"
+} 2>/dev/null  # bash's "Killed" line
 kill "$(cat "$tmp/hang.pid")"
 "$dlf" bench check --db "$tmp/slow.db" | grep -q "over 10 runs" ||
   fail "a killed run left rows: $("$dlf" bench check --db "$tmp/slow.db" | tail -1)"
@@ -96,7 +98,25 @@ dom=$(timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-bac
 grep -q "data-charts=\"$charts\"" <<<"$dom" && grep -q "data-drawn=\"$charts\"" <<<"$dom" ||
   fail "chromium did not draw the $charts charts: $(grep -o '<body[^>]*>' <<<"$dom")"
 
-# the real suite, one case, into a history of its own
+# a build without the suite, and a suite whose every case fails: exit 2, no run kept
+refused() {  # refused ARGS...: exit 2, the last line on stderr the error
+  "$dlf" bench run "$@" >/dev/null 2>"$tmp/log" && fail "bench run $* succeeded"
+  [ $? -eq 2 ] || fail "bench run $*: not exit 2"
+  tail -1 "$tmp/log" | grep -q '^dlf: ' || fail "bench run $*: no error line: $(cat "$tmp/log")"
+}
+echo "CMAKE_HOME_DIRECTORY:INTERNAL=$repo" >"$tmp/repo/CMakeCache.txt"
+refused --build "$tmp/repo" --db "$tmp/x.db" --lock ''
+grep -q "no $tmp/repo/bench/suite_bench" "$tmp/log" || fail "no suite_bench not named: $(cat "$tmp/log")"
+printf '#!/bin/sh\nexit 3\n' >"$build/bench/suite_bench"
+refused --build "$build" --db "$tmp/slow.db" --case group_norm --lock ''
+grep -q "every case failed" "$tmp/log" || fail "the failed cases are not named: $(cat "$tmp/log")"
+"$dlf" bench check --db "$tmp/slow.db" | grep -q "over 10 runs" || fail "a failed run left rows"
+
+# the real suite, one case, into a history of its own (a build with the benchmarks only)
+if [ ! -x "$(dirname "$dlf")/../bench/suite_bench" ]; then
+  echo "dlf bench: all checks passed (the real suite skipped: no bench/suite_bench in this build)"
+  exit 0
+fi
 "$dlf" bench run --tier quick --db "$tmp/real.db" --case dispatch --reps 3 --lock '' >"$tmp/out" 2>"$tmp/log" ||
   fail "the real suite: $(cat "$tmp/log")"
 grep -q '^dispatch add f32 \[16\] ' "$tmp/out" || fail "no dispatch result: $(cat "$tmp/out")"

@@ -75,8 +75,9 @@ struct SuiteRun {
 /// Runs `cases` (peaks first) against `build_dir` and writes them to `history` as one run of
 /// `info`, in one transaction: a killed run leaves nothing. Each result of a case with a
 /// GFLOP/s or GB/s figure is normalised by the run's matching peak. A case that fails (it may
-/// not exist at an old revision) is left out and named in failures. `progress` sees each
-/// result as it comes.
+/// not exist at an old revision) is left out and named in failures; when every case fails, or
+/// the build has no suite_bench, a dlf::Error and nothing written. `progress` sees each result
+/// as it comes.
 SuiteRun run_suite(History& history, RunInfo info, const std::filesystem::path& build_dir,
                    const std::vector<SuiteCase>& cases, const RunOptions& options,
                    const std::function<void(const Result&)>& progress = {});
