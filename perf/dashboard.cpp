@@ -198,7 +198,7 @@ std::string render_dashboard(const std::vector<Series>& series,
       "tr.improvement td:first-child{color:#2ca02c}</style></head>\n<body>\n<h1>" +
       html_text(o.title) + "</h1>\n<p>" + std::to_string(axis.commits.size()) + " commits, " +
       std::to_string(series.size()) +
-      " series. Points: every repetition of a run; lines: each run's median; dashed: change "
+      " series. Points: every repetition of a run; lines: each commit's median run; dashed: change "
       "points (red slower, green faster) from E-divisive means with a t-test.</p>\n";
   html += summary(findings, o, axis);
   std::map<std::pair<std::string, std::string>, std::vector<const Series*>> charts;

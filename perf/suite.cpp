@@ -134,7 +134,6 @@ CaseResults run_case(const std::filesystem::path& build_dir, const SuiteCase& c,
   t.threads = c.threads;
   t.headline = number(line.find("value"), "value");
   t.headline_unit = text(line.find("unit"));
-  t.normalised = NAN;
   t.repetitions = numbers(line.find("reps_ms"), "reps_ms");
   t.value = median(t.repetitions);
   Result& cpu = out.cpu_time;

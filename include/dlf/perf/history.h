@@ -2,6 +2,7 @@
 // every repetition, the host's peaks), its schema versioned and migrated on open.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,7 +59,7 @@ struct Result {
   std::string headline_unit;        ///< its unit
   /// The headline as a share of the same run's peak (matmul GFLOP/s, copy GB/s): figures of
   /// different hosts and days compare; NaN when the case has none
-  double normalised = 0;
+  double normalised = std::numeric_limits<double>::quiet_NaN();
   std::string normalised_to;  ///< the peak it is a share of
 };
 
