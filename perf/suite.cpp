@@ -165,8 +165,11 @@ RunInfo describe_build(const std::filesystem::path& build_dir) {
       {"git", "-C", source, "status", "--porcelain", "--untracked-files=no", "--", ".",
        ":(exclude)bench"});  // the harness of a revision build is today's (build_revision)
   if (!changes.empty()) info.subject = "(with uncommitted changes) " + info.subject;
-  info.build_flags = cache_entry(cache, "CMAKE_CXX_COMPILER") + " " +
-                     cache_entry(cache, "CMAKE_BUILD_TYPE") + " " +
+  const std::string compiler = cache_entry(cache, "CMAKE_CXX_COMPILER");
+  std::string version =
+      compiler.empty() ? "" : detail::run_process({compiler, "-dumpfullversion"}).out;
+  while (!version.empty() && version.back() == '\n') version.pop_back();
+  info.build_flags = compiler + " " + version + " " + cache_entry(cache, "CMAKE_BUILD_TYPE") + " " +
                      cache_entry(cache, "CMAKE_CXX_FLAGS") +
                      " DLF_NATIVE=" + cache_entry(cache, "DLF_NATIVE");
   return info;
