@@ -229,7 +229,7 @@ int run_bench(const BenchCommand& o) {
     if (*o.check) return check(o);
     if (*o.compare) compare(o);
     if (*o.dashboard) dashboard(o);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // dlf::Error, or the file system's: exit 2 either way
     std::cerr << "dlf: " << e.what() << "\n";
     return 2;
   }
