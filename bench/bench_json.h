@@ -75,4 +75,19 @@ inline JsonLine& add_timing(JsonLine& line, const Timing& t) {
   return line.add("median_ms", t.median_ms).add("min_ms", t.min_ms).add("max_ms", t.max_ms);
 }
 
+/// The JSON object `object` (JsonLine::str()) with one more field: `key` holding `values` as an
+/// array of numbers (every repetition of a case, say).
+inline std::string with_array(const std::string& object, const std::string& key,
+                              const std::vector<double>& values) {
+  std::string field = JsonLine().add(key, int64_t(0)).str();  // the key, escaped as JsonLine does
+  field = field.substr(1, field.size() - 3) + "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", std::isfinite(values[i]) ? values[i] : 0.0);
+    field += (i ? "," : "") + std::string(text);
+  }
+  std::string out = object.substr(0, object.size() - 1);  // without the closing brace
+  return out + (out.size() > 1 ? "," : "") + field + "]}";
+}
+
 }  // namespace dlf::bench

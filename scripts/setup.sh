@@ -11,6 +11,8 @@ packages=(
   libhdf5-dev zlib1g-dev libpng-dev doctest-dev
   # the tokenizers' pre-tokenisation regex (Unicode classes, JIT)
   libpcre2-dev
+  # the benchmark history (dlf bench)
+  libsqlite3-dev
   # MPI backend of the communicator (mpirun)
   libopenmpi-dev openmpi-bin
   # the API reference (the docs target, checked by the tests)

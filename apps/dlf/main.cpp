@@ -16,6 +16,7 @@
 #include <dlf/dlf.h>
 #include <dlf/parallel/mpi.h>
 
+#include "bench_command.h"
 #include "convert.h"
 #include "demo.h"
 #include "graph_command.h"
@@ -533,6 +534,9 @@ int run(int argc, char** argv) {
   dlf::app::TokenizerCommand tokenizer;
   CLI::App* tokenizer_cmd = dlf::app::add_tokenizer(app, tokenizer);
 
+  dlf::app::BenchCommand bench;
+  CLI::App* bench_cmd = dlf::app::add_bench(app, bench);
+
   CLI::App* help_cmd = app.add_subcommand("help", "Show the commands, or one command's options");
   std::string help_topic;
   help_cmd->add_option("command", help_topic, "the command to explain");
@@ -590,6 +594,7 @@ int run(int argc, char** argv) {
     if (*convert_cmd) dlf::app::run_convert(convert);
     if (*graph_cmd) dlf::app::run_graph(graph);
     if (*tokenizer_cmd) dlf::app::run_tokenizer(tokenizer);
+    if (*bench_cmd) return dlf::app::run_bench(bench);  // its own exit codes (check: 1, 2)
   } catch (const dlf::app::Interrupted& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 128 + e.signal();
