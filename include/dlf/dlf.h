@@ -29,6 +29,7 @@
 #include <dlf/core/tensor.h>
 #include <dlf/device/allocator.h>
 #include <dlf/device/device.h>
+#include <dlf/device/device_memory.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/sim_spec.h>
 #include <dlf/device/threads.h>

@@ -7,7 +7,7 @@
 #include <string>
 
 #include <dlf/device/device.h>
-#include <dlf/device/sim_device.h>
+#include <dlf/device/stream.h>
 
 namespace dlf::trace {
 
