@@ -1,7 +1,7 @@
 // save() and load(): cereal's JSON archives over mirror records of the IR (ops by name, attrs
 // tagged by type), the external bytes in a safetensors file beside the JSON.
+#include <dlf/device/atomic_file.h>
 #include <dlf/graph/io.h>
-#include <dlf/nn/atomic_file.h>
 #include <dlf/nn/safetensors.h>
 #include <cereal/archives/json.hpp>
 #include <cereal/types/string.hpp>
@@ -228,7 +228,7 @@ void save(const Graph& g, const std::string& path) {
     archive(cereal::make_nvp("graph", r));
   }
   nn::save_safetensors(path + ".safetensors", bytes);
-  nn::replace_file(path, "graph", os.str());
+  replace_file(path, "graph", os.str());
 }
 
 Graph load(const std::string& path) {

@@ -12,7 +12,7 @@
 #include <optional>
 #include <set>
 
-#include <dlf/nn/atomic_file.h>
+#include <dlf/device/atomic_file.h>
 #include "json.h"
 
 namespace dlf::nn {

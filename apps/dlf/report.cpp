@@ -1,6 +1,6 @@
 #include "report.h"
 
-#include <dlf/nn/atomic_file.h>
+#include <dlf/device/atomic_file.h>
 
 #include <algorithm>
 #include <cmath>
@@ -247,7 +247,7 @@ void RunReport::write(const std::string& path) const {
   }
   html += kRenderCheck;
   html += "</body></html>\n";
-  nn::replace_file(path, "report", html);
+  replace_file(path, "report", html);
 }
 
 }  // namespace dlf::app

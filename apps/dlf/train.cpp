@@ -16,12 +16,12 @@
 
 #include <dlf/core/calibrate.h>
 #include <dlf/core/factory.h>
+#include <dlf/device/atomic_file.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 #include <dlf/json_line.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
-#include <dlf/nn/atomic_file.h>
 #include <dlf/nn/checkpoint.h>
 #include <dlf/parallel/launch.h>
 #include <dlf/parallel/mpi.h>
@@ -428,12 +428,12 @@ double run_train(TrainOptions o) {
   std::ofstream metrics;
   if (lead) {
     if (!o.checkpoint.empty())
-      nn::check_writable(std::filesystem::path(o.checkpoint) / "checkpoint.h5", "--checkpoint",
-                         checkpoint_room(o.checkpoint, parameters));
-    if (!o.trace.empty()) nn::check_writable(o.trace, "--trace");
-    if (!o.report.empty()) nn::check_writable(o.report, "--report");
+      check_writable(std::filesystem::path(o.checkpoint) / "checkpoint.h5", "--checkpoint",
+                     checkpoint_room(o.checkpoint, parameters));
+    if (!o.trace.empty()) check_writable(o.trace, "--trace");
+    if (!o.report.empty()) check_writable(o.report, "--report");
     if (!o.metrics.empty()) {
-      nn::check_writable(o.metrics, "--metrics");
+      check_writable(o.metrics, "--metrics");
       metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
       DLF_CHECK(metrics.good(), "cannot write the metrics file ", o.metrics);
     }
