@@ -25,6 +25,7 @@
 #include <dlf/core/ops/optim.h>
 #include <dlf/core/ops/reduce.h>
 #include <dlf/core/random.h>
+#include <dlf/core/safetensors.h>
 #include <dlf/core/shape.h>
 #include <dlf/core/tensor.h>
 #include <dlf/device/allocator.h>
@@ -70,7 +71,6 @@
 #include <dlf/nn/normalization.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
-#include <dlf/nn/safetensors.h>
 #include <dlf/nn/transformer.h>
 #include <dlf/parallel/communicator.h>
 #include <dlf/parallel/ddp.h>
