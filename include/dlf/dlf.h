@@ -18,6 +18,7 @@
 #include <dlf/core/op_profile.h>
 #include <dlf/core/ops/conv.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/fused.h>
 #include <dlf/core/ops/join.h>
 #include <dlf/core/ops/linalg.h>
 #include <dlf/core/ops/nn_ops.h>
