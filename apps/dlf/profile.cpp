@@ -1,6 +1,6 @@
 #include "profile.h"
 
-#include <dlf/core/calibrate.h>
+#include <dlf/autograd/calibrate.h>
 #include <dlf/device/atomic_file.h>
 #include <dlf/device/threads.h>
 
@@ -94,8 +94,8 @@ void StepProfiler::print(std::ostream& os, const std::string& what) const {
 
 void run_calibrate(const std::string& out) {
   if (!out.empty()) check_writable(out, "device spec");  // before measuring
-  SimSpec spec = measure_cpu();
-  spec.efficiency = measure_kernel_efficiency(spec);
+  SimSpec spec = autograd::measure_cpu();
+  spec.efficiency = autograd::measure_kernel_efficiency(spec);
   if (!out.empty()) {
     replace_file(out, "device spec", to_json(spec));
   }

@@ -14,7 +14,7 @@
 #include <map>
 #include <optional>
 
-#include <dlf/core/calibrate.h>
+#include <dlf/autograd/calibrate.h>
 #include <dlf/core/factory.h>
 #include <dlf/device/atomic_file.h>
 #include <dlf/device/sim_device.h>
@@ -440,7 +440,7 @@ double run_train(TrainOptions o) {
   }
   const parallel::PipelineSchedule schedule = parallel::parse_schedule(o.schedule);
   const SimSpec roofline =
-      o.profile && device.type == DeviceType::cpu ? measure_cpu() : device.spec;
+      o.profile && device.type == DeviceType::cpu ? autograd::measure_cpu() : device.spec;
   RunHooks hooks(o, run, layout,
                  train::describe_layout(layout, int(run.batch / layout.dp / micro), micro, schedule,
                                         o.virtual_stages),

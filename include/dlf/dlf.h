@@ -3,13 +3,13 @@
 
 #include <dlf/autograd/anomaly.h>
 #include <dlf/autograd/backward.h>
+#include <dlf/autograd/calibrate.h>
 #include <dlf/autograd/checkpoint.h>
 #include <dlf/autograd/function.h>
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/autograd/gradcheck.h>
 #include <dlf/autograd/node.h>
 #include <dlf/core/autocast.h>
-#include <dlf/core/calibrate.h>
 #include <dlf/core/checksum.h>
 #include <dlf/core/dtype.h>
 #include <dlf/core/factory.h>
