@@ -126,7 +126,7 @@ int main(int argc, char** argv) try {
   const double rss_mib = peak_rss_mib();  // the training's, before measuring the peak's tensors
   // MFU's denominator: the matmul rate this process reaches now, at a GPT-2-sized shape.
   const double peak =
-      measure_cpu().peak_flops(bf16 ? MathPrecision::bf16 : MathPrecision::f32) / 1e9;
+      autograd::measure_cpu().peak_flops(bf16 ? MathPrecision::bf16 : MathPrecision::f32) / 1e9;
   const double mfu = step_flops / (t.median_ms / 1e3) / (peak * 1e9);
   bench::JsonLine line;
   line.add("bench", "train").add("case", o.model).add("impl", "dlf").add("threads", o.threads);

@@ -2,7 +2,7 @@
 #include <dlf/core/autocast.h>
 #include <dlf/core/op.h>
 
-#include <dlf/device/allocator.h>
+#include <dlf/device/device_memory.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/threads.h>
 #include <dlf/device/trace.h>

@@ -1,4 +1,5 @@
 #include <dlf/core/memory_profile.h>
+#include <dlf/device/device_memory.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 

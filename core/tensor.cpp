@@ -1,5 +1,5 @@
 #include <dlf/core/tensor.h>
-#include <dlf/device/allocator.h>
+#include <dlf/device/device_memory.h>
 #include <algorithm>
 
 #include <ostream>

@@ -1,5 +1,4 @@
 #include <dlf/device/allocator.h>
-#include <dlf/device/sim_device.h>
 
 #include <algorithm>
 #include <bit>
@@ -168,10 +167,6 @@ class HostAllocator final : public Allocator {
 Allocator& host_allocator() {
   static HostAllocator host;
   return host;
-}
-
-Allocator& allocator_for(Device device) {
-  return device.type == DeviceType::cpu ? host_allocator() : sim::device_allocator(device);
 }
 
 }  // namespace dlf

@@ -1,3 +1,4 @@
+#include <dlf/device/atomic_file.h>
 #include <dlf/device/trace.h>
 #include <dlf/error.h>
 
@@ -159,16 +160,12 @@ void stop_and_write(const std::string& path) {
     records.swap(s.records);
     thread_names.swap(s.thread_names);
   }
-  const std::string temp = path + ".tmp";
-  {
+  replace_file(path, "trace", [&](const std::filesystem::path& temp) {
     std::ofstream out(temp);
-    DLF_CHECK(out, "cannot write trace file '", temp, "'");
+    DLF_CHECK(out, "cannot write ", temp.string());
     write_json(out, records, thread_names);
-    DLF_CHECK(out.flush(), "writing trace file '", temp, "' failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  DLF_CHECK(!ec, "cannot rename '", temp, "' to '", path, "': ", ec.message());
+    DLF_CHECK(out.flush(), "writing ", temp.string(), " failed");
+  });
 }
 
 void span(Device device, sim::Stream stream, std::string name, double start, double seconds,

@@ -1,8 +1,8 @@
 // save() and load(): cereal's JSON archives over mirror records of the IR (ops by name, attrs
 // tagged by type), the external bytes in a safetensors file beside the JSON.
+#include <dlf/core/safetensors.h>
+#include <dlf/device/atomic_file.h>
 #include <dlf/graph/io.h>
-#include <dlf/nn/atomic_file.h>
-#include <dlf/nn/safetensors.h>
 #include <cereal/archives/json.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
@@ -201,7 +201,7 @@ void check_loaded(const Graph& g, const std::string& path) {
 void save(const Graph& g, const std::string& path) {
   GraphRecord r;
   r.arena_bytes = g.arena_bytes;
-  nn::NamedTensors bytes;
+  NamedTensors bytes;
   for (size_t b = 0; b < g.buffers.size(); ++b) {
     const Buffer& buf = g.buffers[b];
     r.buffers.push_back({.kind = kind_name(buf.kind),
@@ -227,8 +227,8 @@ void save(const Graph& g, const std::string& path) {
     cereal::JSONOutputArchive archive(os);
     archive(cereal::make_nvp("graph", r));
   }
-  nn::save_safetensors(path + ".safetensors", bytes);
-  nn::replace_file(path, "graph", os.str());
+  save_safetensors(path + ".safetensors", bytes);
+  replace_file(path, "graph", os.str());
 }
 
 Graph load(const std::string& path) {
@@ -244,7 +244,7 @@ Graph load(const std::string& path) {
     throw Error("graph: '" + path + "' is not a saved graph: " + e.what());
   }
   DLF_CHECK(r.version == 1, "graph: '", path, "' has version ", r.version, ", this dlf reads 1");
-  const nn::Safetensors bytes = nn::load_safetensors(path + ".safetensors");
+  const Safetensors bytes = load_safetensors(path + ".safetensors");
   Graph g;
   g.arena_bytes = r.arena_bytes;
   for (size_t b = 0; b < r.buffers.size(); ++b) {

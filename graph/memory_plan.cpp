@@ -1,12 +1,11 @@
 // Best-fit offset assignment over buffer lifetimes (the "greedy by size" of TFLite's and
 // ggml's graph allocators), with element-wise ops and fused products writing over an input that
 // dies with them.
+#include <dlf/core/ops/fused.h>
 #include <dlf/graph/memory_plan.h>
 
 #include <algorithm>
 #include <numeric>
-
-#include "graph/fused_epilogue.h"
 
 namespace dlf::graph {
 namespace {

@@ -1,5 +1,6 @@
 #include <dlf/core/autocast.h>
 #include <dlf/core/op.h>
+#include <dlf/device/device_memory.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
 #include <dlf/models/gpt_parallel.h>

@@ -1,6 +1,7 @@
 #include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/op_profile.h>
+#include <dlf/device/device_memory.h>
 #include <dlf/json_line.h>
 #include <dlf/models/family.h>
 #include <dlf/models/plan.h>

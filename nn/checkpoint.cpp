@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include <dlf/nn/atomic_file.h>
+#include <dlf/device/atomic_file.h>
 #include "checkpoint_seal.h"
 #include "hdf5_file.h"
 

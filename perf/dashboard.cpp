@@ -1,5 +1,5 @@
 #include <dlf/error.h>
-#include <dlf/nn/atomic_file.h>
+#include <dlf/device/atomic_file.h>
 #include <dlf/perf/dashboard.h>
 
 #include <algorithm>
@@ -215,7 +215,7 @@ std::string render_dashboard(const std::vector<Series>& series,
 
 void write_dashboard(const std::string& path, const std::vector<Series>& series,
                      const std::vector<Finding>& findings, const DashboardOptions& o) {
-  nn::replace_file(path, "dashboard", render_dashboard(series, findings, o));
+  replace_file(path, "dashboard", render_dashboard(series, findings, o));
 }
 
 }  // namespace dlf::perf

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include <dlf/nn/atomic_file.h>
+#include <dlf/device/atomic_file.h>
 
 #include "files.h"
 #include "model.h"
@@ -65,7 +65,7 @@ std::string Tokenizer::hash_hex() const {
 }
 
 void Tokenizer::save(const std::filesystem::path& tokenizer_json) const {
-  nn::replace_file(tokenizer_json, "tokenizer", detail::to_tokenizer_json(model_->definition()));
+  replace_file(tokenizer_json, "tokenizer", detail::to_tokenizer_json(model_->definition()));
 }
 
 }  // namespace dlf::tokenizers

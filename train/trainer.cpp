@@ -12,6 +12,7 @@
 #include <dlf/autograd/anomaly.h>
 #include <dlf/core/checksum.h>
 #include <dlf/core/factory.h>
+#include <dlf/device/device_memory.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 #include <dlf/json_line.h>

@@ -6,8 +6,8 @@
 #include <memory>
 #include <set>
 
+#include <dlf/device/atomic_file.h>
 #include <dlf/dlf.h>
-#include <dlf/nn/atomic_file.h>
 #include <dlf/parallel/planning_communicator.h>
 #include <dlf/train/rank_step.h>
 
@@ -150,8 +150,8 @@ CompiledPlan plan_compiled_stages(const SimSpec& spec, const StepModel& model, i
 }
 
 void run_graph(const GraphCommand& o) {
-  if (!o.dot.empty()) nn::check_writable(o.dot, "--dot");  // before capturing
-  if (!o.json.empty()) nn::check_writable(o.json, "--json");
+  if (!o.dot.empty()) check_writable(o.dot, "--dot");  // before capturing
+  if (!o.json.empty()) check_writable(o.json, "--json");
   const std::vector<Device> devices = setup_devices(1, parse_device_arg(o.device));
   DefaultDeviceGuard on(devices[0]);
   CapturedStep c = capture_step(o.model, o.batch, o.seq, o.precision, o.skip_passes);
@@ -187,7 +187,7 @@ void run_graph(const GraphCommand& o) {
               format_bytes(double(g.arena_bytes)).c_str(),
               format_bytes(double(graph::arena_lower_bound(g))).c_str());
   if (!o.dot.empty()) {
-    nn::replace_file(o.dot, "DOT file", graph::to_dot(g));
+    replace_file(o.dot, "DOT file", graph::to_dot(g));
     std::printf("wrote %s (render: dot -Tsvg %s -o step.svg)\n", o.dot.c_str(), o.dot.c_str());
   }
   if (!o.json.empty()) {

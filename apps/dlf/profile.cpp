@@ -1,8 +1,8 @@
 #include "profile.h"
 
-#include <dlf/core/calibrate.h>
+#include <dlf/autograd/calibrate.h>
+#include <dlf/device/atomic_file.h>
 #include <dlf/device/threads.h>
-#include <dlf/nn/atomic_file.h>
 
 #include <cstdio>
 #include <iostream>
@@ -93,11 +93,11 @@ void StepProfiler::print(std::ostream& os, const std::string& what) const {
 }
 
 void run_calibrate(const std::string& out) {
-  if (!out.empty()) nn::check_writable(out, "device spec");  // before measuring
-  SimSpec spec = measure_cpu();
-  spec.efficiency = measure_kernel_efficiency(spec);
+  if (!out.empty()) check_writable(out, "device spec");  // before measuring
+  SimSpec spec = autograd::measure_cpu();
+  spec.efficiency = autograd::measure_kernel_efficiency(spec);
   if (!out.empty()) {
-    nn::replace_file(out, "device spec", to_json(spec));
+    replace_file(out, "device spec", to_json(spec));
   }
   std::fprintf(stderr,
                "this CPU on %d threads: matmul %.1f GFLOP/s f32, %.1f bf16, %.1f f64; copy "

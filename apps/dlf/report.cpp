@@ -2,7 +2,7 @@
 
 #include "report_axis.h"
 
-#include <dlf/nn/atomic_file.h>
+#include <dlf/device/atomic_file.h>
 
 #include <algorithm>
 #include <cmath>
@@ -260,7 +260,7 @@ void RunReport::write(const std::string& path) const {
   }
   html += kRenderCheck;
   html += "</body></html>\n";
-  nn::replace_file(path, "report", html);
+  replace_file(path, "report", html);
 }
 
 }  // namespace dlf::app

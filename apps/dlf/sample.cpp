@@ -8,10 +8,10 @@
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/normalization.h>
 #include <dlf/core/ops/reduce.h>
+#include <dlf/device/atomic_file.h>
 #include <dlf/models/bert.h>
 #include <dlf/models/ddpm.h>
 #include <dlf/models/registry.h>
-#include <dlf/nn/atomic_file.h>
 #include <dlf/nn/checkpoint.h>
 #include <dlf/nn/data/png.h>
 #include <dlf/parallel/launch.h>
@@ -102,7 +102,7 @@ void fill_masks(const nn::Checkpoint& ckpt, const RunConfig& run, const Generate
 
 void sample_images(const nn::Checkpoint& ckpt, const RunConfig& run, const GenerateOptions& o) {
   DLF_CHECK(!o.out.empty(), "--out FILE.png: where to write the samples of ", run.model);
-  nn::check_writable(o.out, "--out");  // before sampling
+  check_writable(o.out, "--out");  // before sampling
   models::UNet unet(models::unet_config(run.model));
   nn::restore_module(unet, ckpt);
   Generator gen(o.seed);

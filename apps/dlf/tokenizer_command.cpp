@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include <dlf/error.h>
-#include <dlf/nn/atomic_file.h>
+#include <dlf/device/atomic_file.h>
 #include <dlf/nn/data/text_dataset.h>
 #include <dlf/tokenizers/train.h>
 
@@ -88,7 +88,7 @@ void run_decode(const TokenizerCommand& o) {
 }
 
 void run_train(const TokenizerCommand& o) {
-  nn::check_writable(o.out, "dlf tokenizer train --out");
+  check_writable(o.out, "dlf tokenizer train --out");
   const std::vector<std::string> files = o.data.empty() ? nn::data::default_corpus_paths() : o.data;
   tokenizers::BpeTrainer trainer({.vocab_size = o.vocab,
                                   .pattern = o.pattern,
@@ -115,7 +115,7 @@ void run_train(const TokenizerCommand& o) {
 }
 
 void run_save(const TokenizerCommand& o) {
-  nn::check_writable(o.out, "dlf tokenizer save --out");
+  check_writable(o.out, "dlf tokenizer save --out");
   const Tokenizer tokenizer = Tokenizer::load(o.tokenizer);
   tokenizer.save(o.out);
   std::printf("%s: %s as a tokenizer.json, %u tokens, hash %s\n", o.out.c_str(),

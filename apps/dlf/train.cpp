@@ -14,14 +14,14 @@
 #include <map>
 #include <optional>
 
-#include <dlf/core/calibrate.h>
+#include <dlf/autograd/calibrate.h>
 #include <dlf/core/factory.h>
+#include <dlf/device/atomic_file.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 #include <dlf/json_line.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
-#include <dlf/nn/atomic_file.h>
 #include <dlf/nn/checkpoint.h>
 #include <dlf/parallel/launch.h>
 #include <dlf/parallel/mpi.h>
@@ -428,19 +428,19 @@ double run_train(TrainOptions o) {
   std::ofstream metrics;
   if (lead) {
     if (!o.checkpoint.empty())
-      nn::check_writable(std::filesystem::path(o.checkpoint) / "checkpoint.h5", "--checkpoint",
-                         checkpoint_room(o.checkpoint, parameters));
-    if (!o.trace.empty()) nn::check_writable(o.trace, "--trace");
-    if (!o.report.empty()) nn::check_writable(o.report, "--report");
+      check_writable(std::filesystem::path(o.checkpoint) / "checkpoint.h5", "--checkpoint",
+                     checkpoint_room(o.checkpoint, parameters));
+    if (!o.trace.empty()) check_writable(o.trace, "--trace");
+    if (!o.report.empty()) check_writable(o.report, "--report");
     if (!o.metrics.empty()) {
-      nn::check_writable(o.metrics, "--metrics");
+      check_writable(o.metrics, "--metrics");
       metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
       DLF_CHECK(metrics.good(), "cannot write the metrics file ", o.metrics);
     }
   }
   const parallel::PipelineSchedule schedule = parallel::parse_schedule(o.schedule);
   const SimSpec roofline =
-      o.profile && device.type == DeviceType::cpu ? measure_cpu() : device.spec;
+      o.profile && device.type == DeviceType::cpu ? autograd::measure_cpu() : device.spec;
   RunHooks hooks(o, run, layout,
                  train::describe_layout(layout, int(run.batch / layout.dp / micro), micro, schedule,
                                         o.virtual_stages),

@@ -1,9 +1,9 @@
 #include "weights_file.h"
 
+#include <dlf/core/safetensors.h>
 #include <dlf/models/gpt_names.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/checkpoint.h>
-#include <dlf/nn/safetensors.h>
 
 #include <filesystem>
 
@@ -30,7 +30,7 @@ std::string checkpoint_dir(const fs::path& path) {
 Weights read_weights(const std::string& path) {
   Weights w;
   if (is_safetensors(path)) {
-    nn::Safetensors file = nn::load_safetensors(path);
+    Safetensors file = load_safetensors(path);
     w.tensors = std::move(file.tensors);
     if (const auto it = file.metadata.find(kConfigKey); it != file.metadata.end())
       w.run = train::run_config_from_json(it->second);
@@ -90,8 +90,8 @@ void write_weights(const std::string& path, const nn::NamedTensors& state, const
             "GPT models; ",
             run.model, "'s names are already its family's usual ones");
   if (is_safetensors(path)) {
-    nn::save_safetensors(path, names == WeightNames::hf ? models::gpt_to_hf(state) : state,
-                         {{"format", "pt"}, {kConfigKey, train::to_json(run)}});
+    save_safetensors(path, names == WeightNames::hf ? models::gpt_to_hf(state) : state,
+                     {{"format", "pt"}, {kConfigKey, train::to_json(run)}});
     return;
   }
   DLF_CHECK(names == WeightNames::nanogpt, "--names hf: a dlf checkpoint keeps dlf's names ",

@@ -1,5 +1,5 @@
 // matmul's and linear's products as their kernels build them, for the ops that fuse more into
-// the same product (graph::fuse_epilogues' matmul_add and linear_add).
+// the same product (fused_epilogue_ops.cpp's matmul_add and linear_add).
 #pragma once
 #include <dlf/core/op.h>
 

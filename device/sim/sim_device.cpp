@@ -11,18 +11,6 @@
 
 namespace dlf::sim {
 
-std::string_view stream_name(Stream stream) {
-  switch (stream) {
-    case Stream::compute:
-      return "compute";
-    case Stream::comm:
-      return "comm";
-    case Stream::host:
-      return "host";
-  }
-  return "compute";
-}
-
 double Timeline::run(Stream stream, double seconds, double not_before) {
   double& now = now_[static_cast<int>(stream)];
   const double start = std::max(now, not_before);

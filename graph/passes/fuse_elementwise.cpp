@@ -3,12 +3,12 @@
 // the chain is (forward's bias + GELU, GELU's backward and the gradient sums after it, residual
 // adds, scaling). The fused node runs where its last member ran, so a chain stays open only
 // while nothing outside it reads what it made and nothing writes in place what it read.
+#include <dlf/core/ops/fused.h>
 #include <dlf/graph/passes.h>
 
 #include <algorithm>
 #include <set>
 
-#include "graph/fused_elementwise.h"
 #include "graph/meta_of.h"
 
 namespace dlf::graph {
@@ -197,6 +197,10 @@ int fuse_elementwise(Graph& g) {
   g.nodes = std::move(nodes);
   g.compact();
   return removed;
+}
+
+std::string fused_chain(const Node& node) {
+  return node.op == &fused_elementwise_op() ? node.attrs.s("ops") : std::string();
 }
 
 }  // namespace dlf::graph

@@ -4,11 +4,10 @@
 // adds the other tensor as it writes (oneDNN's binary or sum post-op), and the product alone
 // never reaches memory. Bias and activation are already linear's own epilogue (nn::Linear and
 // nn::MLP ask for them); this pass adds what only the graph sees: the add that follows.
+#include <dlf/core/ops/fused.h>
 #include <dlf/graph/passes.h>
 
 #include <algorithm>
-
-#include "graph/fused_epilogue.h"
 
 namespace dlf::graph {
 namespace {

@@ -3,13 +3,13 @@
 
 #include <dlf/autograd/anomaly.h>
 #include <dlf/autograd/backward.h>
+#include <dlf/autograd/calibrate.h>
 #include <dlf/autograd/checkpoint.h>
 #include <dlf/autograd/function.h>
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/autograd/gradcheck.h>
 #include <dlf/autograd/node.h>
 #include <dlf/core/autocast.h>
-#include <dlf/core/calibrate.h>
 #include <dlf/core/checksum.h>
 #include <dlf/core/dtype.h>
 #include <dlf/core/factory.h>
@@ -18,6 +18,7 @@
 #include <dlf/core/op_profile.h>
 #include <dlf/core/ops/conv.h>
 #include <dlf/core/ops/elementwise.h>
+#include <dlf/core/ops/fused.h>
 #include <dlf/core/ops/join.h>
 #include <dlf/core/ops/linalg.h>
 #include <dlf/core/ops/nn_ops.h>
@@ -25,10 +26,12 @@
 #include <dlf/core/ops/optim.h>
 #include <dlf/core/ops/reduce.h>
 #include <dlf/core/random.h>
+#include <dlf/core/safetensors.h>
 #include <dlf/core/shape.h>
 #include <dlf/core/tensor.h>
 #include <dlf/device/allocator.h>
 #include <dlf/device/device.h>
+#include <dlf/device/device_memory.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/sim_spec.h>
 #include <dlf/device/threads.h>
@@ -69,7 +72,6 @@
 #include <dlf/nn/normalization.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
-#include <dlf/nn/safetensors.h>
 #include <dlf/nn/transformer.h>
 #include <dlf/parallel/communicator.h>
 #include <dlf/parallel/ddp.h>

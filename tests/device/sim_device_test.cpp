@@ -417,6 +417,28 @@ TEST_CASE("trace: cpu ops are wall-clock spans on a track per thread, memory a c
   std::filesystem::remove(path);
 }
 
+TEST_CASE("trace: a write that fails leaves the previous trace whole and no temporary") {
+  const auto dir = std::filesystem::temp_directory_path() / "dlf_trace_failure_test";
+  std::filesystem::remove_all(dir);
+  const auto path = dir / "trace.json";  // in a directory that does not exist yet
+  trace::start();
+  trace::stop_and_write(path.string());
+  std::stringstream before;
+  before << std::ifstream(path).rdbuf();
+  trace::start();
+  (void)matmul(ones({2, 3}), ones({3, 4}));
+  test::with_file_size_limit(before.str().size(), [&] {
+    test::check_error(
+        [&] { trace::stop_and_write(path.string()); },
+        {"trace: saving " + path.string() + " failed", "the previous trace is unchanged"});
+  });
+  std::stringstream after;
+  after << std::ifstream(path).rdbuf();
+  CHECK(after.str() == before.str());
+  CHECK(std::distance(std::filesystem::directory_iterator(dir), {}) == 1);  // no temporary
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("copies to and from the host go over the host link, on the host stream") {
   const Device dev{DeviceType::sim, 9};
   sim::reset(dev);

@@ -15,8 +15,7 @@ namespace {
 
 void parse(const uint8_t* data, size_t size) {
   try {
-    const dlf::nn::Safetensors s =
-        dlf::nn::parse_safetensors({reinterpret_cast<const char*>(data), size});
+    const dlf::Safetensors s = dlf::parse_safetensors({reinterpret_cast<const char*>(data), size});
     for (const auto& [name, t] : s.tensors) (void)dlf::checksum64(t);  // touch every byte read
   } catch (const dlf::Error&) {
   }
@@ -36,17 +35,17 @@ namespace {
 void write_seeds(const std::filesystem::path& dir) {
   using namespace dlf;
   std::filesystem::create_directories(dir);
-  nn::save_safetensors((dir / "seed0.safetensors").string(),
-                       {{"w", arange(0, 12, 1).view({3, 4})},
-                        {"b", zeros({4}, {.dtype = DType::f64})},
-                        {"s", full({}, 3.0)}},
-                       {{"format", "pt"}});
-  nn::save_safetensors((dir / "seed1.safetensors").string(),
-                       {{"half", arange(0, 8, 1).to(DType::bf16)},
-                        {"ids", from_vector<int64_t>({1, -2, 3})},
-                        {"i32", from_vector<int32_t>({4, 5})},
-                        {"mask", from_vector<bool>({true, false})},
-                        {"empty", zeros({0, 3})}});
+  save_safetensors((dir / "seed0.safetensors").string(),
+                   {{"w", arange(0, 12, 1).view({3, 4})},
+                    {"b", zeros({4}, {.dtype = DType::f64})},
+                    {"s", full({}, 3.0)}},
+                   {{"format", "pt"}});
+  save_safetensors((dir / "seed1.safetensors").string(),
+                   {{"half", arange(0, 8, 1).to(DType::bf16)},
+                    {"ids", from_vector<int64_t>({1, -2, 3})},
+                    {"i32", from_vector<int32_t>({4, 5})},
+                    {"mask", from_vector<bool>({true, false})},
+                    {"empty", zeros({0, 3})}});
 }
 
 }  // namespace

@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
                  ? vit_case(model, dtype, gen)
                  : throw Error("the cross-check covers GPT, BERT and ViT, not " + model);
     c.sizes["dtype"] = dtype_name;
-    nn::save_safetensors(dir + "weights.safetensors", c.model->state_dict(), c.sizes);
-    nn::save_safetensors(dir + "batch.safetensors", c.batch);
+    save_safetensors(dir + "weights.safetensors", c.model->state_dict(), c.sizes);
+    save_safetensors(dir + "batch.safetensors", c.batch);
 
     nn::NamedTensors out;
     {
@@ -158,13 +158,13 @@ int main(int argc, char** argv) {
     out.emplace_back("adamw_losses", from_vector(losses));
     for (const auto& [name, p] : c.model->named_parameters())
       out.emplace_back("adamw." + name, p.detach().clone());
-    nn::save_safetensors(dir + "dlf.safetensors", out,
-                         {{"lr", num(kAdamW.lr)},
-                          {"beta1", num(kAdamW.beta1)},
-                          {"beta2", num(kAdamW.beta2)},
-                          {"eps", num(kAdamW.eps)},
-                          {"weight_decay", num(kAdamW.weight_decay)},
-                          {"steps", std::to_string(kAdamWSteps)}});
+    save_safetensors(dir + "dlf.safetensors", out,
+                     {{"lr", num(kAdamW.lr)},
+                      {"beta1", num(kAdamW.beta1)},
+                      {"beta2", num(kAdamW.beta2)},
+                      {"eps", num(kAdamW.eps)},
+                      {"weight_decay", num(kAdamW.weight_decay)},
+                      {"steps", std::to_string(kAdamWSteps)}});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "torch_reference: %s\n", e.what());
     return 1;

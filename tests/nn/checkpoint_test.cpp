@@ -1,6 +1,5 @@
 #include "test_util.h"
 
-#include <dlf/nn/atomic_file.h>
 #include <dlf/nn/checkpoint.h>
 
 #include <unistd.h>
@@ -256,20 +255,4 @@ TEST_CASE("checkpoint: every mutated byte is either harmless or a dlf::Error") {
   }
   MESSAGE(original.size(), " bytes: ", harmless, " mutations harmless, ", refused, " refused");
   CHECK(refused > 0);
-}
-
-TEST_CASE("check_writable: refuses before the work what the write would refuse after it") {
-  TempDir dir;
-  const fs::path target = dir.path / "sub" / "checkpoint.h5";
-  CHECK(nn::check_writable(target, "--checkpoint") == target.parent_path());
-  CHECK(fs::is_directory(target.parent_path()));
-  CHECK(fs::is_empty(target.parent_path()));  // its probe is gone
-  check_error([&] { nn::check_writable("/proc/dlf-x/checkpoint.h5", "--checkpoint"); },
-              {"--checkpoint: cannot create the directory /proc/dlf-x"});
-  check_error([&] { nn::check_writable("/proc/dlf-x.json", "--trace"); },
-              {"--trace: cannot write in /proc ("});
-  check_error([&] { nn::check_writable(dir.path, "--report"); },
-              {"--report: ", " is a directory: give a file's name"});
-  check_error([&] { nn::check_writable(target, "--checkpoint", uint64_t(1) << 62); },
-              {"--checkpoint: ", " free, and writing checkpoint.h5 needs 4194304.00 TiB"});
 }

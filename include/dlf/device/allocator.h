@@ -1,4 +1,4 @@
-// Device memory: one allocator per device, with live/peak byte counters.
+// Allocators and their live/peak byte counters by category; host memory.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -6,8 +6,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-
-#include <dlf/device/device.h>
 
 namespace dlf {
 
@@ -80,8 +78,6 @@ class Allocator {
   MemoryStats stats_;
 };
 
-/// The allocator behind a device. Stable for the life of the process.
-Allocator& allocator_for(Device device);
 /// Host memory: the cpu device's allocator, and where sim devices keep their data.
 Allocator& host_allocator();
 

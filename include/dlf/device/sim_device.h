@@ -12,14 +12,9 @@
 #include <dlf/device/cold_starts.h>
 #include <dlf/device/device.h>
 #include <dlf/device/sim_spec.h>
+#include <dlf/device/stream.h>
 
 namespace dlf::sim {
-
-/// A simulated device's streams: its kernels, its collectives, and its copies to and from
-/// host memory over the host link (offload, batches going up, results coming down).
-enum class Stream : uint8_t { compute, comm, host };
-inline constexpr int kStreams = 3;            ///< compute, comm and host
-std::string_view stream_name(Stream stream);  ///< "compute", "comm", "host"
 
 /// A point on a stream that another stream can wait for.
 struct Event {
@@ -102,7 +97,7 @@ std::string_view collective_name(Collective kind);  ///< "allreduce", ...
 double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
                           std::span<const int> group);
 
-/// The allocator behind a sim or meta device (allocator_for() returns it).
+/// The allocator behind a sim or meta device (allocator_for() returns it: device_memory.h).
 Allocator& device_allocator(Device device);
 
 }  // namespace dlf::sim

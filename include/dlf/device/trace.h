@@ -7,7 +7,7 @@
 #include <string>
 
 #include <dlf/device/device.h>
-#include <dlf/device/sim_device.h>
+#include <dlf/device/stream.h>
 
 namespace dlf::trace {
 
@@ -19,7 +19,8 @@ double now();
 /// Names the calling thread's cpu tracks ("rank 1"); unnamed threads are "thread N". Returns the
 /// name it had ("" when none).
 std::string name_thread(std::string name);
-/// Stops collecting and writes the trace to `path` (temporary file + rename).
+/// Stops collecting and writes the trace to `path` (replace_file(): a failure leaves the file
+/// there before whole).
 void stop_and_write(const std::string& path);
 
 /// A task on a device stream. `args_json` is the body of a JSON object ("\"bytes\":12") or empty.

@@ -34,7 +34,7 @@ int rematerialize(Graph& g);
 
 /// Epilogue fusion: a matmul, linear or conv2d whose output only an add
 /// reads, beside a tensor of the same shape and dtype (a residual connection, a gradient summed
-/// from two uses), becomes one node of its fused op (graph's epilogue_add_op: "linear_add", ...):
+/// from two uses), becomes one node of its fused op (core's epilogue_add_op: "linear_add", ...):
 /// where the product ran when the tensor is there already and unchanged until the add; else
 /// where the add ran, when the product's inputs are unchanged and alive until then anyway. The
 /// product's kernel adds the tensor as it writes its output (oneDNN's binary or sum post-op),

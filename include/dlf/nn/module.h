@@ -9,12 +9,13 @@
 #include <vector>
 
 #include <dlf/autograd/checkpoint.h>
+#include <dlf/core/named_tensors.h>
 #include <dlf/core/tensor.h>
 
 namespace dlf::nn {
 
-/// Tensors by dotted name ("transformer.h.0.attn.c_attn.weight"), in registration order.
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+/// Tensors by dotted name, in registration order (dlf::NamedTensors).
+using NamedTensors = dlf::NamedTensors;
 
 /// The base of every layer and model (torch.nn.Module): named parameters, buffers and children,
 /// state_dict, train/eval, devices.

@@ -1,4 +1,4 @@
-#include <dlf/core/calibrate.h>
+#include <dlf/autograd/calibrate.h>
 #include <dlf/core/factory.h>
 #include <dlf/core/op.h>
 #include <dlf/core/op_class_times.h>
@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-namespace dlf {
+namespace dlf::autograd {
 namespace {
 
 // fn() run on a thread of its own with the caller's thread count. libgomp keeps the OpenMP team
@@ -454,4 +454,4 @@ std::array<KernelEfficiency, kOpClasses> measure_kernel_efficiency(const SimSpec
   return on_own_thread([&] { return kernel_efficiency(peaks); });
 }
 
-}  // namespace dlf
+}  // namespace dlf::autograd

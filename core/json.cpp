@@ -1,8 +1,8 @@
-#include "json.h"
+#include "core/json.h"
 
 #include <dlf/error.h>
 
-namespace dlf::nn::json {
+namespace dlf::json {
 namespace {
 
 constexpr int kMaxDepth = 128;
@@ -314,4 +314,4 @@ std::string quote(std::string_view s) {
   return out + "\"";
 }
 
-}  // namespace dlf::nn::json
+}  // namespace dlf::json

@@ -1,4 +1,4 @@
-#include <dlf/nn/atomic_file.h>
+#include <dlf/device/atomic_file.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <dlf/device/allocator.h>
 #include <dlf/error.h>
 
-namespace dlf::nn {
+namespace dlf {
 namespace fs = std::filesystem;
 namespace {
 
@@ -106,4 +106,4 @@ void replace_file(const fs::path& target, const std::string& what, const std::st
   });
 }
 
-}  // namespace dlf::nn
+}  // namespace dlf

@@ -3,9 +3,7 @@
 // for a convolution, copied there first), so the sum costs no pass over memory of its own. Where
 // oneDNN does not run the product (an f64 convolution, activations not channels last) the base
 // op's kernel runs and the add follows in one loop.
-#include "graph/fused_epilogue.h"
-
-#include <dlf/autograd/backward.h>
+#include <dlf/core/ops/fused.h>
 
 #include "core/kernels/conv_geometry.h"
 #include "core/kernels/conv_onednn.h"
@@ -14,7 +12,7 @@
 #include "core/kernels/strided_copy.h"
 #include "core/ops/linalg_common.h"
 
-namespace dlf::graph {
+namespace dlf {
 namespace {
 
 // Runs base(in) + other into out when its kernel can fuse the add; false when it cannot.
@@ -111,11 +109,7 @@ OpDef make_op(const Epilogue& e) {
 
 // Registered before any graph loads from JSON, which finds ops by name.
 [[maybe_unused]] const bool registered = [] {
-  for (const Epilogue& e : kEpilogues) {
-    const OpDef& fused = register_op(make_op(e));
-    // It exists only in captured graphs, whose backward is already ops of their own.
-    autograd::register_nondifferentiable(fused.name);
-  }
+  for (const Epilogue& e : kEpilogues) register_op(make_op(e));
   return true;
 }();
 
@@ -133,4 +127,4 @@ const OpDef* epilogue_add_op(const OpDef& base) {
   return nullptr;
 }
 
-}  // namespace dlf::graph
+}  // namespace dlf

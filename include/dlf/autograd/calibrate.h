@@ -1,9 +1,10 @@
 // This CPU measured the way the simulator describes a device (`dlf calibrate`, the peaks of
-// `dlf profile`'s roofline on the cpu device).
+// `dlf profile`'s roofline on the cpu device). On autograd's floor, the lowest it may live on:
+// it times ops' backward as well as their forward (as gradcheck runs both).
 #pragma once
 #include <dlf/device/sim_spec.h>
 
-namespace dlf {
+namespace dlf::autograd {
 
 /// Measures this CPU with the current thread count: the matmul rate per precision at a
 /// GPT-2-sized product (1024 x 768 by 768 x 3072), the bandwidth of a 128 MiB copy, the time
@@ -24,4 +25,4 @@ SimSpec measure_cpu();
 /// median pass of each taken. Takes about twenty seconds.
 std::array<KernelEfficiency, kOpClasses> measure_kernel_efficiency(const SimSpec& peaks);
 
-}  // namespace dlf
+}  // namespace dlf::autograd

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dlf::nn::json {
+namespace dlf::json {
 
 struct Member;
 
@@ -41,4 +41,4 @@ Value parse(std::string_view text);
 /// `s` as a JSON string literal, quotes included; a dlf::Error if `s` is not UTF-8.
 std::string quote(std::string_view s);
 
-}  // namespace dlf::nn::json
+}  // namespace dlf::json

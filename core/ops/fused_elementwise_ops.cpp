@@ -3,7 +3,7 @@
 // kTile elements in its memory order; per tile, each input is a pointer into its bytes (dense
 // in that order) or gathered into scratch (broadcast, strided), and each member's pointwise
 // loop runs from its sources' tiles into the next scratch tile or straight into an output.
-#include "graph/fused_elementwise.h"
+#include <dlf/core/ops/fused.h>
 
 #include <omp.h>
 
@@ -11,13 +11,10 @@
 #include <charconv>
 #include <cstring>
 
-#include <dlf/autograd/backward.h>
-#include <dlf/graph/passes.h>
-
 #include "core/kernels/strided_loop.h"
 #include "core/ops/elementwise_common.h"
 
-namespace dlf::graph {
+namespace dlf {
 namespace {
 
 constexpr int64_t kTile = 1024;  // elements: a member's tile is 4 KiB, a chain's stays in L1/L2
@@ -205,17 +202,12 @@ Cost cost(Inputs in, const Attrs& a, std::span<const Tensor> out) {
 }  // namespace
 
 const OpDef& fused_elementwise_op() {
-  static const OpDef& op = []() -> const OpDef& {
-    const OpDef& def = register_op({
-        .name = "fused_elementwise",
-        .infer = infer,
-        .kernel = kernel,
-        .cost = cost,
-    });
-    // It exists only in captured graphs, whose backward is already ops of their own.
-    autograd::register_nondifferentiable(def.name);
-    return def;
-  }();
+  static const OpDef& op = register_op({
+      .name = "fused_elementwise",
+      .infer = infer,
+      .kernel = kernel,
+      .cost = cost,
+  });
   return op;
 }
 
@@ -237,13 +229,9 @@ Attrs fused_attrs(const std::vector<FusedMember>& members, const std::vector<int
   return a;
 }
 
-std::string fused_chain(const Node& node) {
-  return node.op == &fused_elementwise_op() ? node.attrs.s("ops") : std::string();
-}
-
 namespace {
 // Registered at load, so that a saved fused graph loads in a process that has fused nothing.
 [[maybe_unused]] const OpDef& registered = fused_elementwise_op();
 }  // namespace
 
-}  // namespace dlf::graph
+}  // namespace dlf

@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-namespace dlf::nn {
+namespace dlf {
 
 /// Writes `target` (creating its directory) by calling `write` on a temporary file beside it,
 /// syncing that to disk, renaming it over `target` and syncing the directory. On failure the
@@ -22,4 +22,4 @@ std::filesystem::path check_writable(const std::filesystem::path& target, const 
 void replace_file(const std::filesystem::path& target, const std::string& what,
                   const std::string& text);
 
-}  // namespace dlf::nn
+}  // namespace dlf

@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-#include <dlf/nn/module.h>
+#include <dlf/core/named_tensors.h>
 
-namespace dlf::nn {
+namespace dlf {
 
 /// What a .safetensors file holds.
 struct Safetensors {
@@ -31,4 +31,4 @@ Safetensors parse_safetensors(std::string_view bytes);
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-}  // namespace dlf::nn
+}  // namespace dlf

@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <dlf/nn/safetensors.h>
+#include <dlf/core/safetensors.h>
 
 #include <algorithm>
 #include <bit>
@@ -12,10 +12,10 @@
 #include <optional>
 #include <set>
 
-#include <dlf/nn/atomic_file.h>
-#include "json.h"
+#include <dlf/device/atomic_file.h>
+#include "core/json.h"
 
-namespace dlf::nn {
+namespace dlf {
 namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference reader's cap
@@ -320,4 +320,4 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   });
 }
 
-}  // namespace dlf::nn
+}  // namespace dlf

@@ -35,7 +35,7 @@ std::string file_of(const std::string& header, const std::string& data = "") {
   return out + header + data;
 }
 
-const Tensor* find(const nn::Safetensors& s, const std::string& name) {
+const Tensor* find(const Safetensors& s, const std::string& name) {
   for (const auto& [n, t] : s.tensors)
     if (n == name) return &t;
   return nullptr;
@@ -55,17 +55,17 @@ TEST_CASE("safetensors: every dtype round-trips bit for bit, tied tensors once, 
   const Tensor e = Tensor::empty({0, 4}, DType::f32);
   const Tensor transposed = randn({4, 6}, {}, &gen).transpose(0, 1);  // not contiguous
   const fs::path path = scratch("round_trip.safetensors");
-  const nn::NamedTensors given = {{"w", w}, {"bias.h", h}, {"d", d},     {"mask", m},      {"i", i},
-                                  {"j", j}, {"scalar", s}, {"empty", e}, {"t", transposed}};
-  nn::NamedTensors with_tie = given;
+  const NamedTensors given = {{"w", w}, {"bias.h", h}, {"d", d},     {"mask", m},      {"i", i},
+                              {"j", j}, {"scalar", s}, {"empty", e}, {"t", transposed}};
+  NamedTensors with_tie = given;
   with_tie.emplace_back("tied", w);
-  nn::save_safetensors(path, with_tie, {{"format", "pt"}, {"note", "ünïcode \"quoted\""}});
+  save_safetensors(path, with_tie, {{"format", "pt"}, {"note", "ünïcode \"quoted\""}});
   const std::string bytes = slurp(path);
   uint64_t header = 0;
   std::memcpy(&header, bytes.data(), 8);
   CHECK(header % 8 == 0);
 
-  const nn::Safetensors back = nn::load_safetensors(path);
+  const Safetensors back = load_safetensors(path);
   CHECK(back.tensors.size() == 9);  // "tied" is w: stored once, under its first name
   CHECK(find(back, "tied") == nullptr);
   CHECK(back.metadata ==
@@ -77,7 +77,7 @@ TEST_CASE("safetensors: every dtype round-trips bit for bit, tied tensors once, 
   }
   // The reader sees the same from the bytes in memory, and the order is the bytes' order: the
   // 8-byte elements first, so that every tensor is aligned.
-  const nn::Safetensors parsed = nn::parse_safetensors(bytes);
+  const Safetensors parsed = parse_safetensors(bytes);
   REQUIRE(parsed.tensors.size() == back.tensors.size());
   for (size_t k = 0; k < parsed.tensors.size(); ++k) {
     CHECK(parsed.tensors[k].first == back.tensors[k].first);
@@ -91,13 +91,13 @@ TEST_CASE("safetensors: every dtype round-trips bit for bit, tied tensors once, 
 TEST_CASE("safetensors: a mapped tensor is a view of the file, copy-on-write") {
   const Tensor w = arange(12).reshape({3, 4});
   const fs::path path = scratch("mapped.safetensors");
-  nn::save_safetensors(path, {{"w", w}});
+  save_safetensors(path, {{"w", w}});
   const int64_t allocations = allocator_for(kCPU).stats().allocations;
-  nn::Safetensors back = nn::load_safetensors(path);
+  Safetensors back = load_safetensors(path);
   CHECK(allocator_for(kCPU).stats().allocations == allocations);  // no copy was made
   Tensor t = back.tensors[0].second;
   t.data<float>()[0] = 42;  // changes the mapping, not the file
-  CHECK(bitwise_equal(nn::load_safetensors(path).tensors[0].second, w));
+  CHECK(bitwise_equal(load_safetensors(path).tensors[0].second, w));
   fs::remove_all(path.parent_path());
 }
 
@@ -105,8 +105,8 @@ TEST_CASE("safetensors: F16 is widened to f32") {
   // 1, -2, 0.5, 65504 (the largest half), 2^-24 (the smallest subnormal), -0, inf
   const uint16_t halves[] = {0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001, 0x8000, 0x7c00};
   const std::string header = R"({"h":{"dtype":"F16","shape":[7],"data_offsets":[0,14]}})";
-  const nn::Safetensors s = nn::parse_safetensors(
-      file_of(header, std::string(reinterpret_cast<const char*>(halves), 14)));
+  const Safetensors s =
+      parse_safetensors(file_of(header, std::string(reinterpret_cast<const char*>(halves), 14)));
   const std::vector<float> got = s.tensors[0].second.to_vector<float>();
   const std::vector<float> expected = {1, -2, 0.5, 65504, std::ldexp(1.0f, -24), -0.0f, INFINITY};
   CHECK(got == expected);
@@ -116,7 +116,7 @@ TEST_CASE("safetensors: F16 is widened to f32") {
 TEST_CASE("safetensors: every rule of the reference reader is a dlf::Error naming the tensor") {
   const std::string four = std::string(4, '\0');
   const auto fails = [](const std::string& bytes, const std::vector<std::string>& fragments) {
-    check_error([&] { nn::parse_safetensors(bytes); }, fragments);
+    check_error([&] { parse_safetensors(bytes); }, fragments);
   };
   fails("abc", {"too short"});
   fails(std::string("\xff\xff\xff\xff\x00\x00\x00\x00", 8) + "{}", {"more than"});
@@ -166,46 +166,45 @@ TEST_CASE("safetensors: every rule of the reference reader is a dlf::Error namin
   // and the file's name leads every message of load_safetensors
   const fs::path path = scratch("short.safetensors");
   std::ofstream(path) << "abc";
-  check_error([&] { nn::load_safetensors(path); }, {path.string(), "too short"});
-  check_error([&] { nn::load_safetensors((path.parent_path() / "none").string()); },
-              {"cannot open"});
+  check_error([&] { load_safetensors(path); }, {path.string(), "too short"});
+  check_error([&] { load_safetensors((path.parent_path() / "none").string()); }, {"cannot open"});
   fs::remove_all(path.parent_path());
 }
 
 TEST_CASE("safetensors: a failed save leaves the previous file whole") {
   const fs::path path = scratch("kept.safetensors");
-  nn::save_safetensors(path, {{"w", ones({2})}});
+  save_safetensors(path, {{"w", ones({2})}});
   check_error(
       [&] {
-        nn::save_safetensors(path, {{"w", ones({2})}, {"__metadata__", ones({1})}});
+        save_safetensors(path, {{"w", ones({2})}, {"__metadata__", ones({1})}});
       },
       {"'__metadata__'"});
   check_error(
       [&] {
-        nn::save_safetensors(path, {{"w", ones({2})}, {"w", zeros({2})}});
+        save_safetensors(path, {{"w", ones({2})}, {"w", zeros({2})}});
       },
       {"'w' is given to two tensors"});
   with_file_size_limit(4096, [&] {
     check_error(
         [&] {
-          nn::save_safetensors(path, {{"w", zeros({1 << 16})}});
+          save_safetensors(path, {{"w", zeros({1 << 16})}});
         },
         {"saving", "failed", "the previous safetensors file is unchanged"});
   });
-  CHECK(bitwise_equal(nn::load_safetensors(path).tensors[0].second, ones({2})));
+  CHECK(bitwise_equal(load_safetensors(path).tensors[0].second, ones({2})));
   fs::remove_all(path.parent_path());
 }
 
 TEST_CASE("safetensors: the header's JSON is read strictly — escapes, UTF-8, nesting") {
   const std::string four(4, '\0');
   // Escaped names decode to UTF-8; whitespace and unknown fields are allowed.
-  const nn::Safetensors s = nn::parse_safetensors(
+  const Safetensors s = parse_safetensors(
       file_of("{ \"caf\\u00e9.\\ud83d\\ude00\\n\" : {\"dtype\":\"F32\", \"shape\":[1],"
               "\"data_offsets\":[0,4], \"extra\":[null,true,false,-1.5e3,{}]} }",
               four));
   CHECK(s.tensors.at(0).first == "café.\xf0\x9f\x98\x80\n");
   const auto fails = [](const std::string& header, const std::string& what) {
-    check_error([&] { nn::parse_safetensors(file_of(header)); }, {"not valid JSON", what});
+    check_error([&] { parse_safetensors(file_of(header)); }, {"not valid JSON", what});
   };
   fails(R"({"\ud800":1})", "high surrogate without its low one");
   fails(R"({"\udc00":1})", "lone low surrogate");
@@ -224,7 +223,7 @@ TEST_CASE("safetensors: the header's JSON is read strictly — escapes, UTF-8, n
     INFO(dim);
     check_error(
         [&] {
-          nn::parse_safetensors(file_of(
+          parse_safetensors(file_of(
               std::string(R"({"a":{"dtype":"F32","shape":[)") + dim + R"(],"data_offsets":[0,4]}})",
               four));
         },
@@ -233,10 +232,10 @@ TEST_CASE("safetensors: the header's JSON is read strictly — escapes, UTF-8, n
   // and what is written is quoted: names with quotes, backslashes and control characters
   const fs::path path = scratch("names.safetensors");
   const std::string odd = "a\"b\\c\x01\td";
-  nn::save_safetensors(path, {{odd, ones({1})}}, {{"k\n", "v\""}});
-  const nn::Safetensors back = nn::load_safetensors(path);
+  save_safetensors(path, {{odd, ones({1})}}, {{"k\n", "v\""}});
+  const Safetensors back = load_safetensors(path);
   CHECK(back.tensors.at(0).first == odd);
   CHECK(back.metadata.at("k\n") == "v\"");
-  check_error([&] { nn::save_safetensors(path, {{"\xff", ones({1})}}); }, {"not UTF-8"});
+  check_error([&] { save_safetensors(path, {{"\xff", ones({1})}}); }, {"not UTF-8"});
   fs::remove_all(path.parent_path());
 }
