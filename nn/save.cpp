@@ -34,6 +34,8 @@ void load(Module& module, const std::string& path) {
                                  : load_checkpoint_file(path).model;
   try {
     module.load_state_dict(state);
+  } catch (const OutOfMemory&) {
+    throw;  // the device's, not the file's
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }

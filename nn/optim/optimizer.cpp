@@ -424,7 +424,8 @@ void Optimizer::load_state_dict(const NamedTensors& state, const NamedTensors& p
   for (const std::string& slot : slots) kept += (kept.empty() ? "" : ", ") + slot;
   for (const auto& [key, value] : state) {
     if (key == "step") continue;
-    const std::string param = parameter_of_slot(key), slot = key.substr(param.size() + 1);
+    // "fc.weight.exp_avg": slot "exp_avg" of "fc.weight" (no dot: all of it is the slot).
+    const std::string slot = key.substr(key.rfind('.') + 1), param = parameter_of_slot(key);
     DLF_CHECK(std::find(slots.begin(), slots.end(), slot) != slots.end(), "optimizer state '", key,
               "': this optimizer keeps ", kept, " for each parameter, not '", slot,
               "' (state of another kind of optimizer?)");

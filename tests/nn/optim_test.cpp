@@ -206,6 +206,11 @@ TEST_CASE("an optimizer resumes from a checkpoint's state as saved, named by par
   SGD sgd(other.parameters(), {.momentum = 0.9});
   check_error([&] { sgd.load_state_dict(ckpt.optimizer, other); },
               {"'fc1.weight.exp_avg'", "keeps momentum_buffer", "not 'exp_avg'"});
+  check_error(
+      [&] {
+        other_opt.load_state_dict({{"exp_avg_of_nothing", zeros({1})}}, other);
+      },
+      {"'exp_avg_of_nothing'", "keeps exp_avg, exp_avg_sq"});
   nn::NamedTensors wrong = ckpt.optimizer;
   for (auto& [name, t] : wrong)
     if (name == "fc2.bias.exp_avg") t = zeros({3});
