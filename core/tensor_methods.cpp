@@ -51,5 +51,17 @@ Tensor Tensor::mean(const Shape& dims, bool keepdim) const {
 }
 Tensor Tensor::max(const Shape& dims, bool keepdim) const { return dlf::max(*this, dims, keepdim); }
 Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return dlf::argmax(*this, dim, keepdim); }
+Tensor Tensor::eq(const Tensor& other) const { return dlf::eq(*this, other); }
+Tensor Tensor::ne(const Tensor& other) const { return dlf::ne(*this, other); }
+Tensor Tensor::lt(const Tensor& other) const { return dlf::lt(*this, other); }
+Tensor Tensor::le(const Tensor& other) const { return dlf::le(*this, other); }
+Tensor Tensor::gt(const Tensor& other) const { return dlf::gt(*this, other); }
+Tensor Tensor::ge(const Tensor& other) const { return dlf::ge(*this, other); }
+Tensor Tensor::eq(double other) const { return dlf::eq(*this, other); }
+Tensor Tensor::ne(double other) const { return dlf::ne(*this, other); }
+Tensor Tensor::lt(double other) const { return dlf::lt(*this, other); }
+Tensor Tensor::le(double other) const { return dlf::le(*this, other); }
+Tensor Tensor::gt(double other) const { return dlf::gt(*this, other); }
+Tensor Tensor::ge(double other) const { return dlf::ge(*this, other); }
 
 }  // namespace dlf

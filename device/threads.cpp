@@ -1,6 +1,8 @@
 #include <dlf/device/threads.h>
 #include <dlf/error.h>
 
+#include "device/openmp_spin_at_load.h"
+
 #include <omp.h>
 
 #include <atomic>
@@ -12,6 +14,13 @@
 
 namespace dlf {
 namespace {
+
+// libgomp has read GOMP_SPINCOUNT by now (libdlf starts after it): what libdlf_openmp_spin put
+// in the environment for it leaves again.
+[[maybe_unused]] const bool environment_as_given = [] {
+  if (dlf_openmp_spin_set_at_load()) ::unsetenv("GOMP_SPINCOUNT");
+  return true;
+}();
 
 int initial_threads() {
   if (const char* env = std::getenv("DLF_NUM_THREADS")) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include <dlf/device/atomic_file.h>
+#include "checkpoint_file.h"
 #include "checkpoint_seal.h"
 #include "hdf5_file.h"
 
@@ -97,11 +98,16 @@ void write_file(const fs::path& path, const Checkpoint& ckpt) {
 bool checkpoint_exists(const std::string& dir) { return fs::is_regular_file(file_in(dir)); }
 
 void save_checkpoint(const std::string& dir, const Checkpoint& ckpt) {
-  replace_file(file_in(dir), "checkpoint", [&](const fs::path& temp) { write_file(temp, ckpt); });
+  save_checkpoint_file(file_in(dir), ckpt);
 }
 
-Checkpoint load_checkpoint(const std::string& dir) {
-  const fs::path path = file_in(dir);
+Checkpoint load_checkpoint(const std::string& dir) { return load_checkpoint_file(file_in(dir)); }
+
+void save_checkpoint_file(const fs::path& path, const Checkpoint& ckpt) {
+  replace_file(path, "checkpoint", [&](const fs::path& temp) { write_file(temp, ckpt); });
+}
+
+Checkpoint load_checkpoint_file(const fs::path& path) {
   DLF_CHECK(fs::is_regular_file(path), "no checkpoint at ", path.string(),
             fs::exists(path) ? " (it is not a regular file)" : "");
   const std::string name = path.string();

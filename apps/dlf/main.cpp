@@ -1,5 +1,4 @@
 // The dlf command line.
-#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -611,14 +610,6 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenMP's idle threads spin for a while before they sleep; libgomp's default spin starves
-  // another process on the same cores (two runs at once: 2.4x slower each, not 2x). A short
-  // spin keeps one run's speed and shares the cores: libgomp reads it when it loads, before
-  // main, so the process starts again with it set — unless the user chose a policy.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
-    ::setenv("GOMP_SPINCOUNT", "10000", 1);
-    ::execv("/proc/self/exe", argv);  // on failure, go on with libgomp's default
-  }
   // Writes to a closed pipe or past `ulimit -f` fail with an error we report, instead of
   // killing the process.
   std::signal(SIGPIPE, SIG_IGN);

@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
     model->eval();
     const double after = validation_loss(*model, text);
     nn::save_checkpoint(
-        out, {.model = model->state_dict(), .optimizer = optimizer.state_dict(), .step = steps});
+        out,
+        {.model = model->state_dict(), .optimizer = optimizer.state_dict(*model), .step = steps});
 
     // What was saved is what was trained.
     models::GPT reloaded(models::gpt_config(argv[1]));

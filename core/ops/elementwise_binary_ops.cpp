@@ -1,6 +1,7 @@
 // Binary element-wise ops and comparisons with NumPy broadcasting. f32/bf16 from kParallelGrain
 // elements run on oneDNN's binary primitive where it has a fast kernel for the layout;
 // everything else loops.
+#include <dlf/core/factory.h>
 #include <dlf/core/ops/elementwise.h>
 
 #include <cmath>
@@ -106,6 +107,14 @@ const OpDef& ge_op = register_binary<DTypeSet::numeric, true>(
     "ge", kArithmetic, {algorithm::binary_ge, algorithm::binary_le},
     [](auto a, auto b) { return a >= b; });
 
+// `value` as a 0-dim tensor of x's dtype and device, for a comparison to broadcast.
+Tensor scalar_operand(const OpDef& op, const Tensor& x, double value) {
+  elementwise::check_scalar(op.name, value, x);
+  DLF_CHECK(x.dtype() != DType::b8 || value == 0 || value == 1, op.name, ": a bool tensor (shape ",
+            shape_str(x.shape()), ") compares with 0 or 1, not ", value);
+  return full({}, value, {.dtype = x.dtype(), .device = x.device()});
+}
+
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) { return dispatch1(add_op, {a, b}); }
@@ -122,5 +131,12 @@ Tensor lt(const Tensor& a, const Tensor& b) { return dispatch1(lt_op, {a, b}); }
 Tensor le(const Tensor& a, const Tensor& b) { return dispatch1(le_op, {a, b}); }
 Tensor gt(const Tensor& a, const Tensor& b) { return dispatch1(gt_op, {a, b}); }
 Tensor ge(const Tensor& a, const Tensor& b) { return dispatch1(ge_op, {a, b}); }
+
+Tensor eq(const Tensor& a, double b) { return eq(a, scalar_operand(eq_op, a, b)); }
+Tensor ne(const Tensor& a, double b) { return ne(a, scalar_operand(ne_op, a, b)); }
+Tensor lt(const Tensor& a, double b) { return lt(a, scalar_operand(lt_op, a, b)); }
+Tensor le(const Tensor& a, double b) { return le(a, scalar_operand(le_op, a, b)); }
+Tensor gt(const Tensor& a, double b) { return gt(a, scalar_operand(gt_op, a, b)); }
+Tensor ge(const Tensor& a, double b) { return ge(a, scalar_operand(ge_op, a, b)); }
 
 }  // namespace dlf

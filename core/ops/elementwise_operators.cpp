@@ -1,4 +1,4 @@
-// The arithmetic operators on tensors, as the element-wise ops they stand for.
+// The arithmetic and comparison operators on tensors, as the element-wise ops they stand for.
 #include <dlf/core/ops/elementwise.h>
 
 namespace dlf {
@@ -16,5 +16,24 @@ Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
 Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(const Tensor& a, double b) { return mul(a, 1 / b); }
 Tensor operator/(double a, const Tensor& b) { return mul(pow(b, -1), a); }
+
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, double b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, double b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, double b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, double b) { return le(a, b); }
+Tensor operator>(const Tensor& a, double b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, double b) { return ge(a, b); }
+Tensor operator==(double a, const Tensor& b) { return eq(b, a); }
+Tensor operator!=(double a, const Tensor& b) { return ne(b, a); }
+Tensor operator<(double a, const Tensor& b) { return gt(b, a); }
+Tensor operator<=(double a, const Tensor& b) { return ge(b, a); }
+Tensor operator>(double a, const Tensor& b) { return lt(b, a); }
+Tensor operator>=(double a, const Tensor& b) { return le(b, a); }
 
 }  // namespace dlf

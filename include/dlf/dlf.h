@@ -72,6 +72,7 @@
 #include <dlf/nn/normalization.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
+#include <dlf/nn/save.h>
 #include <dlf/nn/transformer.h>
 #include <dlf/parallel/communicator.h>
 #include <dlf/parallel/ddp.h>

@@ -8,6 +8,8 @@
 #include <dlf/device/sim_device.h>
 #include <dlf/nn/optim/optimizer.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -199,7 +201,11 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
     }
   }
   given.erase("step");
-  DLF_CHECK(given.empty(), "optimizer state: unexpected entry '", given.begin()->first, "'");
+  DLF_CHECK(given.empty(), "optimizer state: unexpected entry '", given.begin()->first, "'",
+            std::isdigit(static_cast<unsigned char>(given.begin()->first[0]))
+                ? ""
+                : ": it is named by parameter, as a checkpoint keeps it; pass the model too, "
+                  "load_state_dict(state, model)");
   // Into the tensors there already, where they fit: a captured step updates those.
   autograd::NoGradGuard no_grad;
   for (size_t gi = 0; gi < state_.size(); ++gi) {
@@ -397,6 +403,46 @@ NamedTensors renamed(const Optimizer& opt, const NamedTensors& state, const Name
 }  // namespace
 
 std::string parameter_of_slot(const std::string& slot) { return slot.substr(0, slot.rfind('.')); }
+
+NamedTensors Optimizer::state_dict(const NamedTensors& params) const {
+  return state_by_name(*this, state_dict(), params);
+}
+
+NamedTensors Optimizer::state_dict(const Module& module) const {
+  return state_dict(module.named_parameters());
+}
+
+void Optimizer::load_state_dict(const NamedTensors& state, const NamedTensors& params) {
+  std::map<std::string, const Tensor*> trained;  // the optimizer's parameters, by name
+  std::map<const Storage*, const Tensor*> mine;
+  for (const ParamGroup& g : groups_)
+    for (const Tensor& p : g.params) mine.emplace(p.storage().get(), &p);
+  for (const auto& [name, p] : params)
+    if (auto it = mine.find(p.storage().get()); it != mine.end()) trained.emplace(name, it->second);
+  const std::vector<std::string> slots = slot_names();
+  std::string kept;
+  for (const std::string& slot : slots) kept += (kept.empty() ? "" : ", ") + slot;
+  for (const auto& [key, value] : state) {
+    if (key == "step") continue;
+    // "fc.weight.exp_avg": slot "exp_avg" of "fc.weight" (no dot: all of it is the slot).
+    const std::string slot = key.substr(key.rfind('.') + 1), param = parameter_of_slot(key);
+    DLF_CHECK(std::find(slots.begin(), slots.end(), slot) != slots.end(), "optimizer state '", key,
+              "': this optimizer keeps ", kept, " for each parameter, not '", slot,
+              "' (state of another kind of optimizer?)");
+    auto it = trained.find(param);
+    DLF_CHECK(it != trained.end(), "optimizer state '", key, "': no parameter '", param,
+              "' among those this optimizer trains; pass the model (or its named_parameters()) "
+              "whose parameters the optimizer was made over");
+    DLF_CHECK(value.shape() == it->second->shape(), "optimizer state '", key, "' has shape ",
+              shape_str(value.shape()), ", parameter '", param, "' has ",
+              shape_str(it->second->shape()));
+  }
+  load_state_dict(state_by_place(*this, state, params));
+}
+
+void Optimizer::load_state_dict(const NamedTensors& state, const Module& module) {
+  load_state_dict(state, module.named_parameters());
+}
 
 NamedTensors state_by_name(const Optimizer& opt, const NamedTensors& state,
                            const NamedTensors& params) {

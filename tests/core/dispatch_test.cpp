@@ -1,6 +1,9 @@
 #include "test_util.h"
 
 #include <omp.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sstream>
 #include <thread>
@@ -77,6 +80,73 @@ TEST_CASE("one thread setting reaches the OpenMP pool of every thread that runs 
   check_error([] { set_num_threads(0); }, {"from 1 to 1024"});
   check_error([] { set_num_threads(100000); }, {"from 1 to 1024"});
   set_num_threads(before);
+}
+
+namespace {
+
+constexpr const char* kSpinChild = "child: the environment is the one the program was given";
+
+// Runs this test binary in a child whose environment is this one without OpenMP's settings,
+// plus `given` and OMP_DISPLAY_ENV=verbose (libgomp prints its settings as it starts), running
+// kSpinChild when `check_environment`. Returns the spin count libgomp started with ("" when it
+// printed none); the child must pass.
+std::string child_spin_count(const std::vector<std::string>& given, bool check_environment) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (!entry.starts_with("OMP_WAIT_POLICY=") && !entry.starts_with("GOMP_SPINCOUNT=") &&
+        !entry.starts_with("OMP_DISPLAY_ENV="))
+      env.push_back(entry);
+  }
+  env.push_back("OMP_DISPLAY_ENV=verbose");
+  env.insert(env.end(), given.begin(), given.end());
+  std::vector<std::string> args = {"test_core", std::string("--test-case=") + kSpinChild};
+  if (check_environment) args.push_back("--no-skip");
+  auto pointers = [](std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    for (std::string& s : strings) out.push_back(s.data());
+    out.push_back(nullptr);
+    return out;
+  };
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, pointers(args).data(),
+                                  pointers(env).data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  REQUIRE(spawned == 0);
+  std::string printed;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;) printed.append(buffer, n);
+  ::close(out[0]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  INFO("the child printed: ", printed);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  const std::string key = "GOMP_SPINCOUNT = '";
+  const size_t at = printed.find(key);
+  if (at == std::string::npos) return "";
+  return printed.substr(at + key.size(), printed.find('\'', at + key.size()) - at - key.size());
+}
+
+}  // namespace
+
+TEST_CASE("a program linking libdlf starts libgomp with a short idle spin, unless it chose one") {
+  // libgomp's default is 300000 rounds, which starve another busy process on the same cores.
+  CHECK(child_spin_count({}, true) == "10000");
+  CHECK(child_spin_count({"OMP_WAIT_POLICY=PASSIVE"}, false) == "0");
+  CHECK(child_spin_count({"GOMP_SPINCOUNT=5"}, false) == "5");
+}
+
+TEST_CASE(kSpinChild* doctest::skip()) {
+  // libgomp read the setting; the environment goes on without it.
+  CHECK(std::getenv("GOMP_SPINCOUNT") == nullptr);
 }
 
 TEST_CASE("a profile's outermost totals count a composite op's inner work once") {

@@ -131,6 +131,67 @@ TEST_CASE("comparisons, where and masked_fill: hand-computed values") {
   // clang-format on
 }
 
+TEST_CASE("comparison operators and methods, with tensors and scalars: hand-computed values") {
+  const std::vector<double> a{1, 2, 3, -1, 0.5, 2}, b{1, 3, 2, -1, 0.25, 2};
+  // clang-format off
+  run({
+    {"a == b",   [](const In& x) { return x[0] == x[1]; },   {f64(a), f64(b)}, {1, 0, 0, 1, 0, 1}, {2, 3}, kExact},
+    {"a != b",   [](const In& x) { return x[0] != x[1]; },   {f64(a), f64(b)}, {0, 1, 1, 0, 1, 0}, {2, 3}, kExact},
+    {"a < b",    [](const In& x) { return x[0] < x[1]; },    {f64(a), f64(b)}, {0, 1, 0, 0, 0, 0}, {2, 3}, kExact},
+    {"a <= b",   [](const In& x) { return x[0] <= x[1]; },   {f64(a), f64(b)}, {1, 1, 0, 1, 0, 1}, {2, 3}, kExact},
+    {"a > b",    [](const In& x) { return x[0] > x[1]; },    {f64(a), f64(b)}, {0, 0, 1, 0, 1, 0}, {2, 3}, kExact},
+    {"a >= b",   [](const In& x) { return x[0] >= x[1]; },   {f64(a), f64(b)}, {1, 0, 1, 1, 1, 1}, {2, 3}, kExact},
+    {"a.eq(b)",  [](const In& x) { return x[0].eq(x[1]); },  {f64(a), f64(b)}, {1, 0, 0, 1, 0, 1}, {2, 3}, kExact},
+    {"a.ne(b)",  [](const In& x) { return x[0].ne(x[1]); },  {f64(a), f64(b)}, {0, 1, 1, 0, 1, 0}, {2, 3}, kExact},
+    {"a.lt(b)",  [](const In& x) { return x[0].lt(x[1]); },  {f64(a), f64(b)}, {0, 1, 0, 0, 0, 0}, {2, 3}, kExact},
+    {"a.le(b)",  [](const In& x) { return x[0].le(x[1]); },  {f64(a), f64(b)}, {1, 1, 0, 1, 0, 1}, {2, 3}, kExact},
+    {"a.gt(b)",  [](const In& x) { return x[0].gt(x[1]); },  {f64(a), f64(b)}, {0, 0, 1, 0, 1, 0}, {2, 3}, kExact},
+    {"a.ge(b)",  [](const In& x) { return x[0].ge(x[1]); },  {f64(a), f64(b)}, {1, 0, 1, 1, 1, 1}, {2, 3}, kExact},
+    {"a == 2",   [](const In& x) { return x[0] == 2.0; },    {f64(a)},         {0, 1, 0, 0, 0, 1}, {2, 3}, kExact},
+    {"a != 2",   [](const In& x) { return x[0] != 2.0; },    {f64(a)},         {1, 0, 1, 1, 1, 0}, {2, 3}, kExact},
+    {"a < 1",    [](const In& x) { return x[0] < 1.0; },     {f64(a)},         {0, 0, 0, 1, 1, 0}, {2, 3}, kExact},
+    {"a <= 1",   [](const In& x) { return x[0] <= 1.0; },    {f64(a)},         {1, 0, 0, 1, 1, 0}, {2, 3}, kExact},
+    {"a > 1",    [](const In& x) { return x[0] > 1.0; },     {f64(a)},         {0, 1, 1, 0, 0, 1}, {2, 3}, kExact},
+    {"a >= 2",   [](const In& x) { return x[0] >= 2.0; },    {f64(a)},         {0, 1, 1, 0, 0, 1}, {2, 3}, kExact},
+    {"2 == a",   [](const In& x) { return 2.0 == x[0]; },    {f64(a)},         {0, 1, 0, 0, 0, 1}, {2, 3}, kExact},
+    {"2 != a",   [](const In& x) { return 2.0 != x[0]; },    {f64(a)},         {1, 0, 1, 1, 1, 0}, {2, 3}, kExact},
+    {"1 < a",    [](const In& x) { return 1.0 < x[0]; },     {f64(a)},         {0, 1, 1, 0, 0, 1}, {2, 3}, kExact},
+    {"1 <= a",   [](const In& x) { return 1.0 <= x[0]; },    {f64(a)},         {1, 1, 1, 0, 0, 1}, {2, 3}, kExact},
+    {"1 > a",    [](const In& x) { return 1.0 > x[0]; },     {f64(a)},         {0, 0, 0, 1, 1, 0}, {2, 3}, kExact},
+    {"1 >= a",   [](const In& x) { return 1.0 >= x[0]; },    {f64(a)},         {1, 0, 0, 1, 1, 0}, {2, 3}, kExact},
+    {"a.eq(2)",  [](const In& x) { return x[0].eq(2); },     {f64(a)},         {0, 1, 0, 0, 0, 1}, {2, 3}, kExact},
+    {"a.ne(2)",  [](const In& x) { return x[0].ne(2); },     {f64(a)},         {1, 0, 1, 1, 1, 0}, {2, 3}, kExact},
+    {"a.lt(1)",  [](const In& x) { return x[0].lt(1); },     {f64(a)},         {0, 0, 0, 1, 1, 0}, {2, 3}, kExact},
+    {"a.le(1)",  [](const In& x) { return x[0].le(1); },     {f64(a)},         {1, 0, 0, 1, 1, 0}, {2, 3}, kExact},
+    {"a.gt(1)",  [](const In& x) { return x[0].gt(1); },     {f64(a)},         {0, 1, 1, 0, 0, 1}, {2, 3}, kExact},
+    {"a.ge(2)",  [](const In& x) { return x[0].ge(2); },     {f64(a)},         {0, 1, 1, 0, 0, 1}, {2, 3}, kExact},
+    {"[2,3] < [3]", [](const In& x) { return x[0] < x[1]; }, {f64(a), f64({2, 2, 2}, {3})},
+                                                                               {1, 0, 0, 1, 1, 0}, {2, 3}, kExact},
+  });
+  // clang-format on
+}
+
+TEST_CASE("comparisons with a scalar: it takes the tensor's dtype, as PyTorch's do") {
+  // 0.1 is compared in f32: the f32 element 0.1f equals it (PyTorch: tensor([0.1]) == 0.1).
+  const Tensor tenth = from_vector<float>({0.1f, 0.2f}, {2});
+  CHECK((tenth == 0.1).to_vector<bool>() == std::vector<bool>{true, false});
+  CHECK((tenth > 0.1).to_vector<bool>() == std::vector<bool>{false, true});
+  const Tensor counts = from_vector<int64_t>({-3, 0, 7}, {3});
+  CHECK((counts >= 0).to_vector<bool>() == std::vector<bool>{false, true, true});
+  CHECK((counts != 7).dtype() == DType::b8);
+  const Tensor mask = from_vector<bool>({true, false}, {2});
+  CHECK((mask == 0).to_vector<bool>() == std::vector<bool>{false, true});
+  CHECK(mask.ne(1).to_vector<bool>() == std::vector<bool>{false, true});
+  // Not differentiable: the result of a comparison of a tensor that requires grad does not.
+  const Tensor w = from_vector<float>({1, -1}, {2});
+  w.requires_grad_();
+  CHECK(!(w > 0).requires_grad());
+  CHECK((ones({4, 1}, {.device = kMeta}) < 0.5).dtype() == DType::b8);
+  check_error([&] { counts < 2.5; }, {"lt", "2.5", "not an integer", "i64"});
+  check_error([&] { mask == 2; }, {"eq", "bool", "0 or 1", "2"});
+  check_error([&] { tenth == from_vector<double>({0.1}, {1}); }, {"eq", "f32", "f64"});
+}
+
 TEST_CASE("broadcasting: [2,3]+[3], [2,1]*[1,3], scalar-shaped operands, src0 broadcast") {
   const Tensor m = f64({1, 2, 3, 4, 5, 6});
   const Tensor row = f64({10, 20, 30}, {3});

@@ -1,8 +1,14 @@
 #include "test_util.h"
 
 #include <dlf/device/sim_device.h>
+#include <dlf/nn/checkpoint.h>
+#include <dlf/nn/linear.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/nn/optim/schedule.h>
+
+#include <unistd.h>
+
+#include <filesystem>
 
 using namespace dlf;
 using namespace dlf::nn::optim;
@@ -124,6 +130,92 @@ TEST_CASE("optimizer state round-trips: a resumed run matches an unbroken one bi
   nn::NamedTensors extra = {{"step", from_vector<int64_t>({1}, {})}, {"5.0.exp_avg", zeros({2})}};
   check_error([&] { fresh.load_state_dict(extra); }, {"unexpected", "5.0.exp_avg"});
   check_error([&] { fresh.load_state_dict({}); }, {"missing", "step"});
+}
+
+namespace {
+
+struct TwoLayers : nn::Module {
+  nn::Linear fc1{3, 4}, fc2{4, 1};
+  TwoLayers() {
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+  }
+};
+
+// `steps` AdamW steps of `net` on a fixed regression batch.
+void train(TwoLayers& net, Optimizer& opt, int steps) {
+  const Tensor x = from_vector<float>({1, 0, -1, 0.5f, 2, 1, -1, 1, 0, 0, 1, -2}, {4, 3});
+  const Tensor y = from_vector<float>({1, -1, 0.5f, 2}, {4, 1});
+  for (int i = 0; i < steps; ++i) {
+    const Tensor loss = (net.fc2(net.fc1(x).tanh()) - y).square().mean();
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("an optimizer resumes from a checkpoint's state as saved, named by parameter") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dlf_optim_resume_" + std::to_string(::getpid()));
+  const AdamWOptions options{.lr = 0.05, .weight_decay = 0.1};
+  manual_seed(4);
+  TwoLayers whole;
+  AdamW whole_opt(whole.parameters(), options);
+  train(whole, whole_opt, 6);
+
+  manual_seed(4);
+  TwoLayers first;
+  AdamW first_opt(first.parameters(), options);
+  train(first, first_opt, 3);
+  nn::save_checkpoint(dir.string(),
+                      {.model = first.state_dict(), .optimizer = first_opt.state_dict(first)});
+
+  // A fresh model and an optimizer that groups and orders the parameters otherwise.
+  manual_seed(9);
+  TwoLayers resumed;
+  std::vector<Tensor> reordered = resumed.parameters();
+  std::reverse(reordered.begin(), reordered.end());
+  AdamW resumed_opt(
+      {{.params = {reordered[0], reordered[1]}}, {.params = {reordered[2], reordered[3]}}},
+      options);
+  const nn::Checkpoint ckpt = nn::load_checkpoint(dir.string());
+  resumed.load_state_dict(ckpt.model);
+  check_error([&] { resumed_opt.load_state_dict(ckpt.optimizer); },
+              {"named by parameter", "load_state_dict(state, model)"});
+  resumed_opt.load_state_dict(ckpt.optimizer, resumed);
+  CHECK(resumed_opt.steps() == 3);
+  train(resumed, resumed_opt, 3);
+  for (const auto& [name, t] : whole.state_dict()) {
+    INFO(name);
+    for (const auto& [other, u] : resumed.state_dict())
+      if (other == name) CHECK(test::bitwise_equal(t, u));
+  }
+  std::filesystem::remove_all(dir);
+
+  // A mismatch names the slot, its parameter and what to pass.
+  TwoLayers other;
+  AdamW other_opt(other.parameters(), options);
+  check_error([&] { other_opt.load_state_dict(ckpt.optimizer, first); },
+              {"'fc1.weight.exp_avg'", "no parameter 'fc1.weight'", "pass the model"});
+  nn::Linear lone(3, 4);
+  AdamW lone_opt(lone.parameters(), options);
+  check_error([&] { lone_opt.load_state_dict(ckpt.optimizer, lone.named_parameters()); },
+              {"'fc1.weight.exp_avg'", "no parameter 'fc1.weight'"});
+  SGD sgd(other.parameters(), {.momentum = 0.9});
+  check_error([&] { sgd.load_state_dict(ckpt.optimizer, other); },
+              {"'fc1.weight.exp_avg'", "keeps momentum_buffer", "not 'exp_avg'"});
+  check_error(
+      [&] {
+        other_opt.load_state_dict({{"exp_avg_of_nothing", zeros({1})}}, other);
+      },
+      {"'exp_avg_of_nothing'", "keeps exp_avg, exp_avg_sq"});
+  nn::NamedTensors wrong = ckpt.optimizer;
+  for (auto& [name, t] : wrong)
+    if (name == "fc2.bias.exp_avg") t = zeros({3});
+  check_error([&] { other_opt.load_state_dict(wrong, other); },
+              {"'fc2.bias.exp_avg'", "[3]", "parameter 'fc2.bias' has [1]"});
 }
 
 TEST_CASE("clip_grad_norm scales gradients to the bound and reports the norm before") {

@@ -190,6 +190,22 @@ class Tensor {
   ///@}
   /// The index of the largest element along `dim` (i64).
   Tensor argmax(int64_t dim, bool keepdim = false) const;
+  /// Comparisons, as the functions of core/ops/elementwise.h and the operators (a.eq(b) is
+  /// a == b): bool tensors, broadcasting; a scalar takes the tensor's dtype.
+  ///@{
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor eq(double other) const;
+  Tensor ne(double other) const;
+  Tensor lt(double other) const;
+  Tensor le(double other) const;
+  Tensor gt(double other) const;
+  Tensor ge(double other) const;
+  ///@}
 
   Tensor contiguous() const;  ///< self if already contiguous, else a contiguous copy
   /// Self if already dense in `format` (is_channels_last() for channels_last), else a copy.

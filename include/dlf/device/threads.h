@@ -1,4 +1,10 @@
 // One thread setting for every pool dlf uses (its own kernels and oneDNN share OpenMP).
+//
+// Idle OpenMP threads spin before they sleep, and libgomp's default spin (300,000 rounds)
+// starves another busy process on the same cores. Any program that links libdlf starts libgomp
+// with GOMP_SPINCOUNT=10000 instead, unless its environment sets OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT (device/openmp_spin_at_load.c): nothing to call, no variable left in the
+// environment.
 #pragma once
 
 namespace dlf {

@@ -10,14 +10,14 @@
 namespace dlf::nn {
 
 /// max(x, 0), as a module.
-class ReLU : public Module {
+class ReLU : public Module, public Callable<ReLU> {
  public:
   /// Relu(x)
   Tensor forward(const Tensor& x) const { return relu(x); }
 };
 
 /// GELU as a module, exact (erf) or tanh-approximated.
-class GELU : public Module {
+class GELU : public Module, public Callable<GELU> {
  public:
   /// With `form`'s formula.
   explicit GELU(GeluApproximation form = GeluApproximation::erf) : approximation(form) {}
@@ -29,27 +29,27 @@ class GELU : public Module {
 };
 
 /// x · sigmoid(x) (also called swish).
-class SiLU : public Module {
+class SiLU : public Module, public Callable<SiLU> {
  public:
   Tensor forward(const Tensor& x) const;  ///< silu(x) = x sigmoid(x)
 };
 
 /// tanh as a module.
-class Tanh : public Module {
+class Tanh : public Module, public Callable<Tanh> {
  public:
   /// Tanh(x)
   Tensor forward(const Tensor& x) const { return tanh(x); }
 };
 
 /// The logistic function as a module.
-class Sigmoid : public Module {
+class Sigmoid : public Module, public Callable<Sigmoid> {
  public:
   /// Sigmoid(x)
   Tensor forward(const Tensor& x) const { return sigmoid(x); }
 };
 
 /// Dims start..end (end inclusive, negative from the back) made one, as torch.nn.Flatten.
-class Flatten : public Module {
+class Flatten : public Module, public Callable<Flatten> {
  public:
   /// Dims start..end merged (PyTorch's defaults: all but the batch dim)
   explicit Flatten(int64_t start = 1, int64_t end = -1) : start_dim(start), end_dim(end) {}
@@ -65,7 +65,7 @@ class Flatten : public Module {
 
 /// Active only in training mode; draws from `gen` (the default generator when null), whose
 /// state a checkpoint saves.
-class Dropout : public Module {
+class Dropout : public Module, public Callable<Dropout> {
  public:
   /// Drops with probability `p`, drawing from `gen` (the default generator if null)
   explicit Dropout(double p = 0.5, Generator* gen = nullptr);

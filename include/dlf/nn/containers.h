@@ -34,7 +34,7 @@ class ModuleList : public Module {
 /// Applies its modules in order, each one's output the next one's input, as torch.nn.Sequential:
 /// `Sequential net(std::make_shared<Linear>(784, 64), std::make_shared<ReLU>());` or
 /// `net.add<Linear>(784, 64).add<ReLU>()`. A module joins if it has forward(Tensor) -> Tensor.
-class Sequential : public Module {
+class Sequential : public Module, public Callable<Sequential> {
  public:
   Sequential() = default;
   template <typename... M>
@@ -48,6 +48,11 @@ class Sequential : public Module {
     const std::shared_ptr<M> m = register_module(std::to_string(steps_.size()), std::move(module));
     steps_.emplace_back([m](const Tensor& x) { return m->forward(x); });
     return *this;
+  }
+  /// Appends the module `module` holds.
+  template <typename M>
+  Sequential& push_back(const ModuleHolder<M>& module) {
+    return push_back(module.ptr());
   }
   /// Makes a module in place and appends it.
   template <typename M, typename... Args>

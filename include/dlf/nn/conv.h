@@ -6,7 +6,7 @@
 namespace dlf::nn {
 
 /// Weight [out, in/groups, kh, kw]; PyTorch's default init (uniform in ±1/sqrt(fan_in)).
-class Conv2d : public Module {
+class Conv2d : public Module, public Callable<Conv2d> {
  public:
   /// A kernel of `kernel` (height, width), `in` -> `out` channels.
   Conv2d(int64_t in, int64_t out, Pair kernel, Conv2dOptions conv = {}, bool with_bias = true,

@@ -14,7 +14,7 @@ struct LinearOptions {
   DType dtype = DType::f32;  ///< of the parameters
 };
 /// y = x Wᵀ + b with W [out, in]. PyTorch's default init: W and b uniform in ±1/sqrt(in).
-class Linear : public Module {
+class Linear : public Module, public Callable<Linear> {
  public:
   /// Y = x W^T + b, W [out, in] (PyTorch's init)
   Linear(int64_t in, int64_t out, LinearOptions options = {});
@@ -43,7 +43,7 @@ std::shared_ptr<Linear> make_linear(const LinearMaker& maker, int64_t in, int64_
                                     LinearParallel split, LinearOptions options = {});
 
 /// Rows of a [num, dim] table, initialised N(0, 1) as in PyTorch.
-class Embedding : public Module {
+class Embedding : public Module, public Callable<Embedding> {
  public:
   /// `num` vectors of `dim`, N(0, 1)
   Embedding(int64_t num, int64_t dim, DType dtype = DType::f32);

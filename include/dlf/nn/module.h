@@ -1,5 +1,7 @@
 // Module: named parameters, buffers and child modules, with PyTorch's state_dict naming.
 #pragma once
+#include <concepts>
+#include <cstddef>
 #include <functional>
 #include <iosfwd>
 #include <map>
@@ -13,6 +15,9 @@
 #include <dlf/core/tensor.h>
 
 namespace dlf::nn {
+
+template <typename M>
+class ModuleHolder;
 
 /// Tensors by dotted name, in registration order (dlf::NamedTensors).
 using NamedTensors = dlf::NamedTensors;
@@ -105,8 +110,23 @@ class Module {
   template <typename M>
   /// Registers a child module under `name` and returns it.
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+    DLF_CHECK(module != nullptr, "register_module('", name, "'): no module (a null pointer)");
     adopt(*module, name);
     children_.emplace_back(std::move(name), module);
+    return module;
+  }
+  /// Registers a module held in a ModuleHolder (DLF_MODULE) and returns the holder.
+  template <typename M>
+  ModuleHolder<M> register_module(std::string name, ModuleHolder<M> module) {
+    register_module(std::move(name), module.ptr());
+    return module;
+  }
+  /// Registers `module`, a member of this module held by value, which lives exactly as long as
+  /// this one: `nn::Linear fc{784, 64};` in the class, `register_module("fc", fc);` in its
+  /// constructor.
+  template <typename M>
+  requires std::derived_from<M, Module> M& register_module(std::string name, M& module) {
+    register_module(std::move(name), std::shared_ptr<M>(std::shared_ptr<M>(), &module));
     return module;
   }
   /// A block's forward: body(inputs) between the block hooks, recomputed in backward when
@@ -135,4 +155,67 @@ class Module {
 /// Prints module.str().
 std::ostream& operator<<(std::ostream& os, const Module& module);
 
+/// Call syntax, as libtorch gives it: `fc(x)` is `fc.forward(x)` (with any arguments forward
+/// takes). Every layer of nn/ derives from it; a module of your own gets it the same way:
+/// `struct Net : nn::Module, nn::Callable<Net> { Tensor forward(const Tensor& x); };`.
+template <typename Self>
+class Callable {
+ public:
+  /// forward(args...)
+  template <typename... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return static_cast<const Self&>(*this).forward(std::forward<Args>(args)...);
+  }
+  /// forward(args...), for a forward that is not const
+  template <typename... Args>
+  decltype(auto) operator()(Args&&... args) {
+    return static_cast<Self&>(*this).forward(std::forward<Args>(args)...);
+  }
+};
+
+/// A shared handle to a module, as libtorch's ModuleHolder: copies share the module, `->`
+/// reaches it, `h(x)` calls its forward. `nn::ModuleHolder<nn::Linear> fc{784, 64};` makes
+/// one; DLF_MODULE(Net) names the holder of a class NetImpl, as TORCH_MODULE does.
+template <typename M>
+class ModuleHolder {
+ public:
+  /// A new M from `args` (M's default constructor when there are none).
+  template <typename... Args>
+  requires std::constructible_from<M, Args...>
+  explicit ModuleHolder(Args&&... args)
+      : module_(std::make_shared<M>(std::forward<Args>(args)...)) {}
+  /// Empty, to be assigned later (libtorch's `Linear fc{nullptr};`).
+  ModuleHolder(std::nullptr_t) {}  // NOLINT(google-explicit-constructor): as libtorch's
+  /// Holds `module`.
+  ModuleHolder(std::shared_ptr<M> module) : module_(std::move(module)) {}  // NOLINT: as libtorch's
+
+  /// The module; a dlf::Error when empty.
+  ///@{
+  M* operator->() const { return get(); }
+  M& operator*() const { return *get(); }
+  M* get() const {
+    DLF_CHECK(module_ != nullptr,
+              "an empty module holder (made from nullptr): assign it a module before use");
+    return module_.get();
+  }
+  ///@}
+  /// The shared pointer it holds (null when empty).
+  const std::shared_ptr<M>& ptr() const { return module_; }
+  /// Whether it holds no module.
+  bool is_empty() const { return module_ == nullptr; }
+  /// The module's forward(args...).
+  template <typename... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return get()->forward(std::forward<Args>(args)...);
+  }
+
+ private:
+  std::shared_ptr<M> module_;
+};
+
 }  // namespace dlf::nn
+
+/// `DLF_MODULE(Net);` after `class NetImpl : public dlf::nn::Module {...};` names its holder
+/// `Net` (dlf::nn::ModuleHolder<NetImpl>), as libtorch's TORCH_MODULE: `Net net; net(x);
+/// net->parameters();`.
+#define DLF_MODULE(Name) using Name = ::dlf::nn::ModuleHolder<Name##Impl>

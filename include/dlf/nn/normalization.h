@@ -5,7 +5,7 @@
 namespace dlf::nn {
 
 /// Normalises over the last dim of size `dim`.
-class LayerNorm : public Module {
+class LayerNorm : public Module, public Callable<LayerNorm> {
  public:
   /// Over the last dim of size `dim`; affine: weight and bias.
   explicit LayerNorm(int64_t dim, double eps = 1e-5, bool affine = true, DType dtype = DType::f32);
@@ -21,7 +21,7 @@ class LayerNorm : public Module {
 };
 
 /// x [N, C, ...] normalised over `groups` groups of C/groups channels.
-class GroupNorm : public Module {
+class GroupNorm : public Module, public Callable<GroupNorm> {
  public:
   /// `channels` in `groups` groups, with weight and bias [channels].
   GroupNorm(int64_t groups, int64_t channels, double eps = 1e-5, DType dtype = DType::f32);

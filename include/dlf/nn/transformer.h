@@ -30,7 +30,7 @@ struct TransformerOptions {
 };
 
 /// c_proj(act(c_fc(x))), the activation fused into c_fc's matmul.
-class MLP : public Module {
+class MLP : public Module, public Callable<MLP> {
  public:
   explicit MLP(const TransformerOptions& options);  ///< dim -> 4 dim -> dim
   Tensor forward(const Tensor& x) const;            ///< x [..., dim] -> [..., dim]
@@ -46,7 +46,7 @@ class MLP : public Module {
 /// Multi-head self-attention over x [B, T, C]: c_attn gives q | k | v ([3C, C] weight), the
 /// heads attend (fused kernel, causal by option) and c_proj mixes them. Tensor-parallel, c_attn
 /// is column-parallel (this rank's heads of q, of k and of v) and c_proj row-parallel.
-class SelfAttention : public Module {
+class SelfAttention : public Module, public Callable<SelfAttention> {
  public:
   /// Multi-head self-attention of `options`.
   explicit SelfAttention(const TransformerOptions& options);
@@ -63,7 +63,7 @@ class SelfAttention : public Module {
 };
 
 /// x + attn(ln_1(x)), then x + mlp(ln_2(x)).
-class TransformerBlock : public Module {
+class TransformerBlock : public Module, public Callable<TransformerBlock> {
  public:
   /// Pre-LayerNorm attention and MLP with residuals.
   explicit TransformerBlock(const TransformerOptions& options);

@@ -67,6 +67,16 @@ Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
 ///@}
+/// Comparisons with a scalar, which takes the tensor's dtype (so f32 compares with 0.1f, as
+/// PyTorch does); a dlf::Error if it does not fit (2.5 with an integer tensor, 2 with bool).
+///@{
+Tensor eq(const Tensor& a, double b);
+Tensor ne(const Tensor& a, double b);
+Tensor lt(const Tensor& a, double b);
+Tensor le(const Tensor& a, double b);
+Tensor gt(const Tensor& a, double b);
+Tensor ge(const Tensor& a, double b);
+///@}
 
 /// cond ? a : b, all three broadcast together; cond is bool.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -88,6 +98,29 @@ Tensor operator*(const Tensor& a, double b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(const Tensor& a, double b);
 Tensor operator/(double a, const Tensor& b);
+///@}
+
+/// The comparison operators: the comparisons above, giving bool tensors (libtorch's; a scalar
+/// on either side, `0 < t` being `t > 0`).
+///@{
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, double b);
+Tensor operator!=(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+Tensor operator==(double a, const Tensor& b);
+Tensor operator!=(double a, const Tensor& b);
+Tensor operator<(double a, const Tensor& b);
+Tensor operator<=(double a, const Tensor& b);
+Tensor operator>(double a, const Tensor& b);
+Tensor operator>=(double a, const Tensor& b);
 ///@}
 
 }  // namespace dlf

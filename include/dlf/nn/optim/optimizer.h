@@ -62,6 +62,19 @@ class Optimizer {
   /// that a captured step goes on updating them); a dlf::Error names a missing or mis-shaped
   /// entry.
   void load_state_dict(const NamedTensors& state);
+  /// The state with each slot named by its parameter ("fc.weight.exp_avg", state_by_name), as
+  /// a checkpoint keeps it (Checkpoint::optimizer): `params` names the optimizer's parameters.
+  NamedTensors state_dict(const NamedTensors& params) const;
+  /// state_dict(module.named_parameters()).
+  NamedTensors state_dict(const Module& module) const;
+  /// Restores state named by parameter, as nn::load_checkpoint returns it (the optimizer
+  /// state of a checkpoint of `dlf train` or of state_dict(params)), however this optimizer
+  /// groups and orders its parameters. A dlf::Error names the slot and its parameter when the
+  /// parameter is not in `params` or not trained by this optimizer, the slot is not one this
+  /// kind of optimizer keeps, or its shape is not the parameter's.
+  void load_state_dict(const NamedTensors& state, const NamedTensors& params);
+  /// load_state_dict(state, module.named_parameters()).
+  void load_state_dict(const NamedTensors& state, const Module& module);
 
   /// An optimizer of the same kind and options over other groups (their lr and weight_decay
   /// as given, else this one's defaults), with no state: what a sharded optimizer runs over
