@@ -118,6 +118,9 @@ const std::vector<std::string>& migrations() {
          CREATE INDEX results_of_run ON results(run_id);)",
       // 4: the commit's depth, which orders commits made in the same second
       R"(ALTER TABLE runs ADD COLUMN commit_depth INTEGER;)",
+      // 5: the cases a run left out (failed, or skipped: no mpirun) and why
+      R"(CREATE TABLE left_out(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                               case_name TEXT NOT NULL, reason TEXT NOT NULL);)",
   };
   return steps;
 }
@@ -216,6 +219,15 @@ int64_t History::runs() const {
   Statement s(db_of(*this), "SELECT count(*) FROM runs");
   s.step();
   return s.integer(0);
+}
+
+std::vector<LeftOut> History::left_out(int64_t run_id) const {
+  Statement s(db_of(*this),
+              "SELECT case_name, reason FROM left_out WHERE run_id = ? ORDER BY rowid");
+  s.bind(run_id);
+  std::vector<LeftOut> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1)});
+  return out;
 }
 
 std::vector<Series> History::series(const std::string& host_class) const {
@@ -343,6 +355,15 @@ void RunWriter::add_peak(const Peak& p) {
       .bind(p.name)
       .bind(p.value)
       .bind(p.unit)
+      .run();
+}
+
+void RunWriter::add_left_out(const LeftOut& l) {
+  DLF_CHECK(open_, "benchmark history: the run was committed already");
+  Statement(db_of(*history_), "INSERT INTO left_out(run_id, case_name, reason) VALUES (?, ?, ?)")
+      .bind(run_id_)
+      .bind(l.case_name)
+      .bind(l.reason)
       .run();
 }
 

@@ -86,7 +86,7 @@ void run(const BenchCommand& o) {
                     x.headline_unit.c_str());
         std::fflush(stdout);
       });
-  for (const std::string& f : r.failures) say("left out: " + f);
+  for (const perf::LeftOut& l : r.left_out) say("left out: " + l.case_name + ": " + l.reason);
   say("run " + std::to_string(r.run_id) + " written to " + o.db + " (" +
       std::to_string(r.results.size()) + " results)");
 }
