@@ -15,11 +15,13 @@ namespace dlf::perf {
 namespace {
 
 // A training step of suite_train_bench (its name says what: bench/train_case.h).
-SuiteCase train(std::string name, Tier tier = Tier::quick) {
+// `peer`: the peer's model and batch for the same work (shared/peer/run.sh's arguments).
+SuiteCase train(std::string name, Tier tier = Tier::quick, std::vector<std::string> peer = {}) {
   return {.name = std::move(name),
           .tier = tier,
           .reps = tier == Tier::quick ? 6 : 3,
-          .program = "suite_train_bench"};
+          .program = "suite_train_bench",
+          .peer = std::move(peer)};
 }
 
 // A collective of suite_comm_bench (bench/comm_case.h) on 2 ranks: threads of one process, or
@@ -46,7 +48,9 @@ std::vector<SuiteCase> all_cases() {
       {.name = "silu forward+backward f32 [8,64,32,32]"},
       {.name = "conv2d forward f32 [8,64,32,32] 64->64 3x3"},
       {.name = "train unet-tiny fp32 batch 8", .reps = 6},
-      {.name = "train gpt-nano fp32 batch 8x64", .reps = 6},
+      {.name = "train gpt-nano fp32 batch 8x64",
+       .reps = 6,
+       .peer = {"gpt-nano", "--batch", "8", "--seq", "64"}},
       train("train unet-tiny bf16 batch 8"),
       train("train unet-tiny fp32 compiled batch 8"),
       train("train unet-tiny fp32 recompute batch 8"),
@@ -72,19 +76,23 @@ std::vector<SuiteCase> all_cases() {
       {.name = "matmul bf16 M512 K512 N512", .tier = full},
       {.name = "layer_norm forward f32 [2048,768]", .tier = full},
       {.name = "softmax f32 [512,1024]", .tier = full},
-      {.name = "train gpt-mini fp32 batch 4x128", .tier = full, .reps = 5},
+      {.name = "train gpt-mini fp32 batch 4x128",
+       .tier = full,
+       .reps = 5,
+       .peer = {"gpt-mini", "--batch", "4", "--seq", "128"}},
       {.name = "train gpt-mini fp32 recompute batch 4x128", .tier = full, .reps = 5},
       train("train gpt-mini bf16 batch 4x128", full),
       train("train gpt-mini fp32 compiled batch 4x128", full),
-      train("train bert-mini fp32 batch 8x128", full),
+      train("train bert-mini fp32 batch 8x128", full,
+            {"bert-mini", "--batch", "8", "--seq", "128"}),
       train("train bert-mini bf16 batch 8x128", full),
       train("train bert-mini fp32 compiled batch 8x128", full),
       train("train bert-mini fp32 recompute batch 8x128", full),
-      train("train vit-small fp32 batch 8", full),
-      train("train vit-small bf16 batch 8", full),
-      train("train vit-small fp32 compiled batch 8", full),
-      train("train vit-small fp32 recompute batch 8", full),
-      train("train unet-small fp32 batch 4", full),
+      train("train vit-tiny fp32 batch 16", full, {"vit-tiny", "--batch", "16"}),
+      train("train vit-tiny bf16 batch 16", full),
+      train("train vit-tiny fp32 compiled batch 16", full),
+      train("train vit-tiny fp32 recompute batch 16", full),
+      train("train unet-small fp32 batch 4", full, {"unet-small", "--batch", "4"}),
       train("train unet-small bf16 batch 4", full),
       train("train unet-small fp32 compiled batch 4", full),
       train("train unet-small fp32 recompute batch 4", full),
@@ -96,8 +104,7 @@ std::vector<SuiteCase> all_cases() {
 }
 
 double number(const json::Value* v, const std::string& what) {
-  DLF_CHECK(v != nullptr && v->kind == json::Value::Kind::number, "suite_bench's line has no ",
-            what);
+  DLF_CHECK(v != nullptr && v->kind == json::Value::Kind::number, "the line has no ", what);
   return std::stod(v->text);
 }
 
@@ -106,8 +113,7 @@ std::string text(const json::Value* v) {
 }
 
 std::vector<double> numbers(const json::Value* v, const std::string& what) {
-  DLF_CHECK(v != nullptr && v->kind == json::Value::Kind::array, "suite_bench's line has no ",
-            what);
+  DLF_CHECK(v != nullptr && v->kind == json::Value::Kind::array, "the line has no ", what);
   std::vector<double> out;
   for (const json::Value& item : v->items) out.push_back(number(&item, what));
   return out;
@@ -240,6 +246,31 @@ CaseResults run_case(const std::filesystem::path& build_dir, const SuiteCase& c,
   return parse_case_line(c, r.out);
 }
 
+double run_peer(const SuiteCase& c, const RunOptions& options) {
+  const std::filesystem::path script = options.peer_dir / "run.sh";
+  DLF_CHECK(std::filesystem::exists(script), "no peer at ", script.string());
+  std::vector<std::string> argv = {script.string()};
+  argv.insert(argv.end(), c.peer.begin(), c.peer.end());
+  for (const std::string& arg : {std::string("--steps"), std::to_string(c.reps),
+                                 std::string("--warmup"), std::string("2"), std::string("--json")})
+    argv.push_back(arg);
+  std::map<std::string, std::string> env = options.env;
+  env["PEER_THREADS"] = std::to_string(c.threads);
+  detail::ProcessResult r;
+  {
+    const detail::FileLock lock(options.lock);
+    r = detail::run_process(argv, env);
+  }
+  std::string err = r.err;
+  while (!err.empty() && err.back() == '\n') err.pop_back();
+  DLF_CHECK(r.exit_code == 0, "the peer failed (exit ", r.exit_code,
+            "): ", err.substr(err.rfind('\n') + 1));
+  const size_t at = r.out.find("{\"bench\"");
+  DLF_CHECK(at != std::string::npos, "the peer printed no line: ", r.out);
+  return number(json::parse(r.out.substr(at, r.out.find('\n', at) - at)).find("median_ms"),
+                "median_ms");
+}
+
 std::filesystem::path source_of_build(const std::filesystem::path& build_dir) {
   return cache_entry(cmake_cache(build_dir), "CMAKE_HOME_DIRECTORY");
 }
@@ -302,6 +333,15 @@ SuiteRun run_suite(History& history, RunInfo info, const std::filesystem::path& 
       run.left_out.push_back({c.name, why_not});
       writer.add_left_out(run.left_out.back());
       continue;
+    }
+    if (!c.peer.empty() && !options.peer_dir.empty()) {
+      try {
+        const double ratio = run_peer(c, options) / r.time.value;
+        r.time.peer_ratio = r.cpu_time.peer_ratio = ratio;
+      } catch (const Error& e) {
+        run.left_out.push_back({c.name + ": the peer", e.what()});
+        writer.add_left_out(run.left_out.back());
+      }
     }
     const std::string peak_name = peak_of(c.name, r.rate_unit);
     if (c.peak) {

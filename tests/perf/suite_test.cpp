@@ -186,15 +186,32 @@ echo "{\"bench\":\"x\",\"value\":$v,\"unit\":\"$u\"${g:-},\"reps_ms\":[1],\"reps
   History history(db.string());
   RunInfo info;
   info.commit = "abc", info.commit_date = "2026-11-29T00:00:00+00:00", info.tier = "quick";
-  const std::vector<SuiteCase> cases = cases_of(
-      Tier::quick, {"train gpt-nano fp32 compiled", "train gpt-nano bf16", "allreduce f32 16 MiB"});
-  const SuiteRun run = run_suite(history, info, build, cases, {.lock = "", .mpirun = "no-mpirun"});
+  // The peer: 30 ms a step, whatever it is asked; what it was asked in peer.args.
+  std::filesystem::create_directories(build / "peer");
+  std::ofstream(build / "peer" / "run.sh")
+      << "#!/bin/sh\necho \"$PEER_THREADS $*\" >\"$(dirname \"$0\")/args\"\n"
+         "echo 'building' && echo '{\"bench\":\"train\",\"median_ms\":30}'\n";
+  std::filesystem::permissions(build / "peer" / "run.sh", std::filesystem::perms::owner_all);
+  const std::vector<SuiteCase> cases =
+      cases_of(Tier::quick, {"train gpt-nano fp32 compiled", "train gpt-nano bf16",
+                             "allreduce f32 16 MiB", "train gpt-nano fp32 batch"});
+  const SuiteRun run = run_suite(history, info, build, cases,
+                                 {.lock = "", .mpirun = "no-mpirun", .peer_dir = build / "peer"});
   std::map<std::string, std::pair<double, std::string>> normalised;
   for (const Result& r : run.results) normalised[r.case_name] = {r.normalised, r.normalised_to};
   using P = std::pair<double, std::string>;
   CHECK(normalised["train gpt-nano fp32 compiled batch 8x64"] == P{0.5, "matmul_f32"});
   CHECK(normalised["train gpt-nano bf16 batch 8x64"] == P{0.125, "matmul_bf16"});
   CHECK(normalised["allreduce f32 16 MiB 2 ranks in-process"] == P{0.4, "bandwidth"});
+  std::map<std::string, double> peer;
+  for (const Result& r : run.results) peer[r.case_name + " " + r.metric] = r.peer_ratio;
+  CHECK(peer["train gpt-nano fp32 batch 8x64 time"] == 30);  // 30 ms against 1
+  CHECK(peer["train gpt-nano fp32 batch 8x64 cpu_time"] == 30);
+  CHECK(std::isnan(peer["train gpt-nano bf16 batch 8x64 time"]));  // no peer named
+  std::ifstream args(build / "peer" / "args");
+  std::string asked;
+  std::getline(args, asked);
+  CHECK(asked == "1 gpt-nano --batch 8 --seq 64 --steps 6 --warmup 2 --json");
   REQUIRE(run.left_out.size() == 1);
   CHECK(run.left_out[0].case_name == "allreduce f32 16 MiB 2 ranks mpi");
   CHECK(run.left_out[0].reason.find("skipped: no no-mpirun") != std::string::npos);
@@ -202,4 +219,19 @@ echo "{\"bench\":\"x\",\"value\":$v,\"unit\":\"$u\"${g:-},\"reps_ms\":[1],\"reps
   REQUIRE(kept.size() == 1);
   CHECK(kept[0].reason == run.left_out[0].reason);
   std::filesystem::remove_all(build);
+}
+
+TEST_CASE("a peer that cannot run is named with its last line") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dlf_peer_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const SuiteCase c{.name = "train gpt-nano fp32 batch 8x64", .peer = {"gpt-nano"}};
+  dlf::test::check_error([&] { run_peer(c, {.lock = "", .peer_dir = dir}); },
+                         {"no peer at", "run.sh"});
+  std::ofstream(dir / "run.sh")
+      << "#!/bin/sh\necho 'cmake output' >&2\necho 'no libtorch' >&2\nexit 4\n";
+  std::filesystem::permissions(dir / "run.sh", std::filesystem::perms::owner_all);
+  dlf::test::check_error([&] { run_peer(c, {.lock = "", .peer_dir = dir}); },
+                         {"the peer failed (exit 4): no libtorch"});
+  std::filesystem::remove_all(dir);
 }

@@ -61,6 +61,9 @@ struct Result {
   /// different hosts and days compare; NaN when the case has none
   double normalised = std::numeric_limits<double>::quiet_NaN();
   std::string normalised_to;  ///< the peak it is a share of
+  /// dlf's speed over the peer's (libtorch, shared/peer) on the same work in the same run: the
+  /// peer's median wall-clock time over dlf's (above 1: dlf faster); NaN without a peer
+  double peer_ratio = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// A case a run left out: it failed (it may not exist at that revision) or could not run here
@@ -102,7 +105,7 @@ class History {
  public:
   /// The schema this code writes: 1 runs, hosts, results, repetitions; 2 the load of each run;
   /// 3 the host's peaks of each run, normalised figures and headlines, the commit's subject;
-  /// 4 the commit's depth; 5 the cases a run left out.
+  /// 4 the commit's depth; 5 the cases a run left out and the ratio to the peer.
   static constexpr int kSchemaVersion = 5;
 
   /// Opens (creating) the database at `path` and migrates it to `version` (tests migrate to an

@@ -30,6 +30,9 @@ struct SuiteCase {
   bool peak = false;        ///< a host peak: run first; the others are normalised by it
   std::string program = "suite_bench";  ///< the bench/ program that runs it
   int mpi_ranks = 0;  ///< run as this many processes under mpirun (0: one process, no MPI)
+  /// The peer's arguments for the same work (shared/peer/run.sh MODEL --batch B ...): the peer
+  /// runs after the case, and its median over dlf's is the result's peer_ratio; empty: none
+  std::vector<std::string> peer = {};
 };
 
 /// Every case, peaks first.
@@ -46,6 +49,8 @@ struct RunOptions {
   std::string lock = "/tmp/bench.lock";
   int reps = 0;                   ///< repetitions of each case (0: the case's own)
   std::string mpirun = "mpirun";  ///< the MPI cases' launcher (searched in PATH)
+  /// The peer's folder (its run.sh builds and runs it); "": no ratio to the peer
+  std::filesystem::path peer_dir = {};
 };
 
 /// One case run once: its wall-clock result and its CPU-time result.
@@ -71,6 +76,11 @@ std::string cannot_run(const std::filesystem::path& build_dir, const SuiteCase& 
 /// under the lock; a dlf::Error with its stderr when it fails.
 CaseResults run_case(const std::filesystem::path& build_dir, const SuiteCase& c,
                      const RunOptions& options);
+
+/// The peer's median wall-clock ms a call on `c`'s work: `options.peer_dir`/run.sh with c.peer,
+/// as many steps as c's repetitions and c's threads, under the lock; a dlf::Error with its
+/// stderr's last line when it cannot run or its line has no median_ms.
+double run_peer(const SuiteCase& c, const RunOptions& options);
 
 /// What the build in `build_dir` is: its source tree's commit, date and subject (git), and the
 /// compiler and flags of its CMake cache.
