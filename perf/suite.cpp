@@ -154,6 +154,23 @@ std::string cmake_cache(const std::filesystem::path& build_dir) {
   return text;
 }
 
+int reps_of(const SuiteCase& c, const RunOptions& options) {
+  return options.reps > 0 ? options.reps : c.reps;
+}
+
+// `argv` run under the lock; its stderr without the trailing newlines.
+detail::ProcessResult run_locked(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env,
+                                 const std::string& lock) {
+  detail::ProcessResult r;
+  {
+    const detail::FileLock held(lock);
+    r = detail::run_process(argv, env);
+  }
+  while (!r.err.empty() && r.err.back() == '\n') r.err.pop_back();
+  return r;
+}
+
 }  // namespace
 
 Tier parse_tier(const std::string& name) {
@@ -226,23 +243,16 @@ CaseResults run_case(const std::filesystem::path& build_dir, const SuiteCase& c,
                      const RunOptions& options) {
   const std::string why_not = cannot_run(build_dir, c, options);
   DLF_CHECK(why_not.empty(), "case '", c.name, "': ", why_not);
-  const int reps = options.reps > 0 ? options.reps : c.reps;
   std::vector<std::string> argv;
   if (c.mpi_ranks > 0)
     argv = {options.mpirun, "-np", std::to_string(c.mpi_ranks), "--allow-run-as-root",
             "--oversubscribe"};
   for (const std::string& arg : {(build_dir / "bench" / c.program).string(), std::string("--case"),
                                  c.name, std::string("--threads"), std::to_string(c.threads),
-                                 std::string("--reps"), std::to_string(reps)})
+                                 std::string("--reps"), std::to_string(reps_of(c, options))})
     argv.push_back(arg);
-  detail::ProcessResult r;
-  {
-    const detail::FileLock lock(options.lock);
-    r = detail::run_process(argv, options.env);
-  }
-  std::string err = r.err;
-  while (!err.empty() && err.back() == '\n') err.pop_back();
-  DLF_CHECK(r.exit_code == 0, "case '", c.name, "' failed (exit ", r.exit_code, "): ", err);
+  const detail::ProcessResult r = run_locked(argv, options.env, options.lock);
+  DLF_CHECK(r.exit_code == 0, "case '", c.name, "' failed (exit ", r.exit_code, "): ", r.err);
   return parse_case_line(c, r.out);
 }
 
@@ -251,20 +261,14 @@ double run_peer(const SuiteCase& c, const RunOptions& options) {
   DLF_CHECK(std::filesystem::exists(script), "no peer at ", script.string());
   std::vector<std::string> argv = {script.string()};
   argv.insert(argv.end(), c.peer.begin(), c.peer.end());
-  for (const std::string& arg : {std::string("--steps"), std::to_string(c.reps),
+  for (const std::string& arg : {std::string("--steps"), std::to_string(reps_of(c, options)),
                                  std::string("--warmup"), std::string("2"), std::string("--json")})
     argv.push_back(arg);
   std::map<std::string, std::string> env = options.env;
   env["PEER_THREADS"] = std::to_string(c.threads);
-  detail::ProcessResult r;
-  {
-    const detail::FileLock lock(options.lock);
-    r = detail::run_process(argv, env);
-  }
-  std::string err = r.err;
-  while (!err.empty() && err.back() == '\n') err.pop_back();
+  const detail::ProcessResult r = run_locked(argv, env, options.lock);
   DLF_CHECK(r.exit_code == 0, "the peer failed (exit ", r.exit_code,
-            "): ", err.substr(err.rfind('\n') + 1));
+            "): ", r.err.substr(r.err.rfind('\n') + 1));  // the last line: above it, its build
   const size_t at = r.out.find("{\"bench\"");
   DLF_CHECK(at != std::string::npos, "the peer printed no line: ", r.out);
   return number(json::parse(r.out.substr(at, r.out.find('\n', at) - at)).find("median_ms"),
