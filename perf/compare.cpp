@@ -20,6 +20,12 @@ std::vector<CaseComparison> compare_builds(
   std::vector<const SuiteCase*> compared;
   for (const SuiteCase& c : cases) {
     if (c.peak) continue;
+    std::string why_not = cannot_run(build_a, c, o.run);
+    if (why_not.empty()) why_not = cannot_run(build_b, c, o.run);
+    if (!why_not.empty()) {
+      if (progress) progress("left out: " + c.name + ": " + why_not);
+      continue;
+    }
     out.emplace_back().case_name = c.name;
     compared.push_back(&c);
   }

@@ -1,5 +1,5 @@
-#include <dlf/error.h>
 #include <dlf/device/atomic_file.h>
+#include <dlf/error.h>
 #include <dlf/perf/dashboard.h>
 
 #include <algorithm>

@@ -118,6 +118,11 @@ const std::vector<std::string>& migrations() {
          CREATE INDEX results_of_run ON results(run_id);)",
       // 4: the commit's depth, which orders commits made in the same second
       R"(ALTER TABLE runs ADD COLUMN commit_depth INTEGER;)",
+      // 5: the cases a run left out (failed, or skipped: no mpirun) and why; the ratio to the
+      // peer
+      R"(CREATE TABLE left_out(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                               case_name TEXT NOT NULL, reason TEXT NOT NULL);
+         ALTER TABLE results ADD COLUMN peer_ratio REAL;)",
   };
   return steps;
 }
@@ -218,6 +223,15 @@ int64_t History::runs() const {
   return s.integer(0);
 }
 
+std::vector<LeftOut> History::left_out(int64_t run_id) const {
+  Statement s(db_of(*this),
+              "SELECT case_name, reason FROM left_out WHERE run_id = ? ORDER BY rowid");
+  s.bind(run_id);
+  std::vector<LeftOut> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1)});
+  return out;
+}
+
 std::vector<Series> History::series(const std::string& host_class) const {
   DLF_CHECK(schema_version() == kSchemaVersion, "benchmark history ", path_, ": at schema version ",
             schema_version(), ", not ", kSchemaVersion, " (open it without a version to migrate)");
@@ -226,7 +240,8 @@ std::vector<Series> History::series(const std::string& host_class) const {
               "SELECT runs.id, commit_sha, commit_date, subject, build_flags, tier, started, "
               "load_1m, load_5m, load_15m, hosts.name, cpu_model, isa_flags, cores, results.id, "
               "bench, case_name, impl, threads, metric, unit, results.value, headline, "
-              "headline_unit, normalised, normalised_to, commit_depth FROM results JOIN runs ON "
+              "headline_unit, normalised, normalised_to, commit_depth, peer_ratio FROM results "
+              "JOIN runs ON "
               "results.run_id = runs.id JOIN hosts ON runs.host_id = hosts.id "
               "ORDER BY commit_date, commit_depth, started, runs.id, results.id");
   Statement reps(db, "SELECT value FROM repetitions WHERE result_id = ? ORDER BY idx");
@@ -246,6 +261,7 @@ std::vector<Series> History::series(const std::string& host_class) const {
     x.value = s.real(21), x.headline = s.real(22), x.headline_unit = s.text(23);
     x.normalised = s.real(24), x.normalised_to = s.text(25);
     r.commit_depth = s.integer(26);
+    x.peer_ratio = s.real(27);
     const std::string cls = r.host.host_class();
     if (!host_class.empty() && cls != host_class) continue;
     reps.bind(s.integer(14));
@@ -313,8 +329,8 @@ void RunWriter::add(const Result& r) {
   sqlite3* db = db_of(*history_);
   Statement(db,
             "INSERT INTO results(run_id, bench, case_name, impl, threads, metric, unit, value, "
-            "headline, headline_unit, normalised, normalised_to) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            "headline, headline_unit, normalised, normalised_to, peer_ratio) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
       .bind(run_id_)
       .bind(r.bench)
       .bind(r.case_name)
@@ -327,6 +343,7 @@ void RunWriter::add(const Result& r) {
       .bind(r.headline_unit)
       .bind(r.normalised)
       .bind(r.normalised_to)
+      .bind(r.peer_ratio)
       .run();
   const int64_t id = sqlite3_last_insert_rowid(db);
   Statement rep(db, "INSERT INTO repetitions(result_id, idx, value) VALUES (?, ?, ?)");
@@ -343,6 +360,15 @@ void RunWriter::add_peak(const Peak& p) {
       .bind(p.name)
       .bind(p.value)
       .bind(p.unit)
+      .run();
+}
+
+void RunWriter::add_left_out(const LeftOut& l) {
+  DLF_CHECK(open_, "benchmark history: the run was committed already");
+  Statement(db_of(*history_), "INSERT INTO left_out(run_id, case_name, reason) VALUES (?, ?, ?)")
+      .bind(run_id_)
+      .bind(l.case_name)
+      .bind(l.reason)
       .run();
 }
 

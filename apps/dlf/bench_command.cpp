@@ -78,15 +78,21 @@ void run(const BenchCommand& o) {
   perf::RunInfo info = perf::describe_build(build);
   info.tier = perf::tier_name(tier);
   perf::History history(o.db);
+  perf::RunOptions options = run_options(o);
+  options.peer_dir = o.peer;
   say("running the " + info.tier + " tier on " + info.commit.substr(0, 12) + " (" + info.subject +
       ") from " + build.string());
   const perf::SuiteRun r =
-      perf::run_suite(history, info, build, cases, run_options(o), [](const perf::Result& x) {
-        std::printf("%-44s %10.4f ms  %10.4g %s\n", x.case_name.c_str(), x.value, x.headline,
+      perf::run_suite(history, info, build, cases, options, [](const perf::Result& x) {
+        std::printf("%-44s %10.4f ms  %10.4g %s", x.case_name.c_str(), x.value, x.headline,
                     x.headline_unit.c_str());
+        if (std::isfinite(x.normalised))
+          std::printf("  %.3f of %s", x.normalised, x.normalised_to.c_str());
+        if (std::isfinite(x.peer_ratio)) std::printf("  %.2fx the peer", x.peer_ratio);
+        std::printf("\n");
         std::fflush(stdout);
       });
-  for (const std::string& f : r.failures) say("left out: " + f);
+  for (const perf::LeftOut& l : r.left_out) say("left out: " + l.case_name + ": " + l.reason);
   say("run " + std::to_string(r.run_id) + " written to " + o.db + " (" +
       std::to_string(r.results.size()) + " results)");
 }
@@ -182,6 +188,12 @@ CLI::App* add_bench(CLI::App& app, BenchCommand& o) {
                    "a revision of this dlf's repository to build in the cache and run (a "
                    "backfill)")
       ->excludes("--build");
+  o.run
+      ->add_option("--peer", o.peer,
+                   "the peer's folder (shared/peer: its run.sh builds and runs libtorch's "
+                   "benchmark): the training cases that name its work get their ratio to it "
+                   "(default: PEER_DIR; none: no ratio)")
+      ->envname("PEER_DIR");
   o.run->add_flag("--list", o.list, "print the tier's cases and stop");
   add_case_options(o.run, o);
 

@@ -19,6 +19,7 @@ struct BenchCommand {
   std::string rev_a, rev_b;
   std::vector<std::string> env_b;  ///< KEY=VALUE for B's runs
   std::string out, since;
+  std::string peer;  ///< the peer's folder (shared/peer): training cases' ratio to it
 };
 
 /// Adds `dlf bench` and its subcommands (run, check, compare, dashboard) to `app`.

@@ -7,8 +7,8 @@
 #include <iostream>
 #include <iterator>
 
-#include <dlf/error.h>
 #include <dlf/device/atomic_file.h>
+#include <dlf/error.h>
 #include <dlf/nn/data/text_dataset.h>
 #include <dlf/tokenizers/train.h>
 

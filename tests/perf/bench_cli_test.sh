@@ -81,14 +81,14 @@ kill "$(cat "$tmp/hang.pid")"
 "$dlf" bench check --db "$tmp/slow.db" | grep -q "over 10 runs" ||
   fail "a killed run left rows: $("$dlf" bench check --db "$tmp/slow.db" | tail -1)"
 
-# the dashboard: a chart per case and metric (the two peaks and group_norm, wall and CPU time),
+# the dashboard: a chart per case and metric (the three peaks and group_norm, wall and CPU time),
 # drawn by Chromium
 "$dlf" bench dashboard --db "$tmp/slow.db" --out "$tmp/page.html" 2>"$tmp/log" ||
   fail "dashboard: $(cat "$tmp/log")"
 html=$(cat "$tmp/page.html")
 grep -Eq '(src|href)="?(https?:)?//' <<<"$html" && fail "the dashboard loads something over the network"
 charts=$(grep -o '<svg class="chart"' <<<"$html" | wc -l)
-[ "$charts" -eq 6 ] || fail "expected 6 charts (3 cases x 2 metrics), got $charts"
+[ "$charts" -eq 8 ] || fail "expected 8 charts (4 cases x 2 metrics), got $charts"
 grep -q 'class="change"' <<<"$html" || fail "the dashboard marks no change point"
 browser=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$browser" ] || fail "chromium is not installed (bash scripts/test.sh installs it)"
@@ -97,6 +97,13 @@ dom=$(timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-bac
   fail "chromium could not open the dashboard"
 grep -q "data-charts=\"$charts\"" <<<"$dom" && grep -q "data-drawn=\"$charts\"" <<<"$dom" ||
   fail "chromium did not draw the $charts charts: $(grep -o '<body[^>]*>' <<<"$dom")"
+
+# cases of programs the build lacks (a revision before them) are left out, each named with why
+"$dlf" bench run --build "$build" --db "$tmp/lacking.db" --case "train bert-tiny bf16" \
+  --case "allreduce f32 4 KiB" --lock '' >/dev/null 2>"$tmp/log" || fail "bench run: $(cat "$tmp/log")"
+grep -q "left out: train bert-tiny bf16 batch 4x64: no $build/bench/suite_train_bench" "$tmp/log" &&
+  grep -q "left out: allreduce f32 4 KiB 2 ranks mpi: no $build/bench/suite_comm_bench" "$tmp/log" ||
+  fail "the cases left out are not named: $(cat "$tmp/log")"
 
 # a build without the suite, and a suite whose every case fails: exit 2, no run kept
 refused() {  # refused ARGS...: exit 2, the last line on stderr the error
@@ -109,7 +116,7 @@ refused --build "$tmp/repo" --db "$tmp/x.db" --lock ''
 grep -q "no $tmp/repo/bench/suite_bench" "$tmp/log" || fail "no suite_bench not named: $(cat "$tmp/log")"
 printf '#!/bin/sh\nexit 3\n' >"$build/bench/suite_bench"
 refused --build "$build" --db "$tmp/slow.db" --case group_norm --lock ''
-grep -q "every case failed" "$tmp/log" || fail "the failed cases are not named: $(cat "$tmp/log")"
+grep -q "every case was left out" "$tmp/log" || fail "the failed cases are not named: $(cat "$tmp/log")"
 "$dlf" bench check --db "$tmp/slow.db" | grep -q "over 10 runs" || fail "a failed run left rows"
 
 # the real suite, one case, into a history of its own (a build with the benchmarks only)
@@ -117,8 +124,12 @@ if [ ! -x "$(dirname "$dlf")/../bench/suite_bench" ]; then
   echo "dlf bench: all checks passed (the real suite skipped: no bench/suite_bench in this build)"
   exit 0
 fi
-"$dlf" bench run --tier quick --db "$tmp/real.db" --case dispatch --reps 3 --lock '' >"$tmp/out" 2>"$tmp/log" ||
+"$dlf" bench run --tier quick --db "$tmp/real.db" --case dispatch --case "train gpt-nano bf16" \
+  --case "allreduce f32 4 KiB 2 ranks" --reps 3 --lock '' >"$tmp/out" 2>"$tmp/log" ||
   fail "the real suite: $(cat "$tmp/log")"
-grep -q '^dispatch add f32 \[16\] ' "$tmp/out" || fail "no dispatch result: $(cat "$tmp/out")"
+for case in 'dispatch add f32 \[16\] ' 'train gpt-nano bf16 batch 8x64 .* tok/s .* of matmul_bf16' \
+  'allreduce f32 4 KiB 2 ranks in-process .* us' 'allreduce f32 4 KiB 2 ranks mpi .* us'; do
+  grep -q "^$case" "$tmp/out" || fail "no result of $case: $(cat "$tmp/out")"
+done
 grep -q '^peak bandwidth' "$tmp/out" || fail "no bandwidth peak: $(cat "$tmp/out")"
 echo "dlf bench: all checks passed"

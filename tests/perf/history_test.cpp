@@ -110,15 +110,33 @@ TEST_CASE("a run is written whole and read back as series in commit order") {
   CHECK(h.series("another host class").empty());
 }
 
+TEST_CASE("the cases a run left out are kept with it, in order, with their reasons") {
+  const std::string path = fresh_db("left_out.db");
+  History h(path);
+  RunWriter w = h.begin_run(run_of("aaa", "2026-11-25T08:00:00+00:00"));
+  w.add(result_of("group_norm", {1}));
+  w.add_left_out({"allreduce f32 4 KiB 2 ranks mpi", "skipped: no mpirun on this host"});
+  w.add_left_out({"train gpt-nano bf16 batch 8x64", "no build/bench/suite_train_bench"});
+  w.commit();
+  const std::vector<LeftOut> l = h.left_out(w.run_id());
+  REQUIRE(l.size() == 2);
+  CHECK(l[0].case_name == "allreduce f32 4 KiB 2 ranks mpi");
+  CHECK(l[0].reason == "skipped: no mpirun on this host");
+  CHECK(l[1].case_name == "train gpt-nano bf16 batch 8x64");
+  CHECK(h.left_out(w.run_id() + 1).empty());
+}
+
 TEST_CASE("a run dropped before its commit leaves no row") {
   const std::string path = fresh_db("dropped.db");
   History h(path);
   {
     RunWriter w = h.begin_run(run_of("aaa", "2026-11-25T08:00:00+00:00"));
     w.add(result_of("group_norm", {1, 2, 3}));
+    w.add_left_out({"train vit-tiny bf16 batch 4", "failed"});
   }
   CHECK(h.runs() == 0);
   CHECK(rows(path, "results") == 0);
+  CHECK(rows(path, "left_out") == 0);
   CHECK(rows(path, "repetitions") == 0);
   CHECK(rows(path, "hosts") == 0);
 }

@@ -41,9 +41,9 @@ struct CaseComparison {
   std::string verdict;
 };
 
-/// Runs `cases` (their peaks left out) against builds A and B in `options.rounds` rounds, A
-/// first in even rounds and B first in odd ones, and compares each case. `progress` sees one
-/// line per round.
+/// Runs `cases` (their peaks left out, and those either build cannot run: cannot_run) against
+/// builds A and B in `options.rounds` rounds, A first in even rounds and B first in odd ones,
+/// and compares each case. `progress` sees one line per round and per case left out.
 std::vector<CaseComparison> compare_builds(
     const std::filesystem::path& build_a, const std::filesystem::path& build_b,
     const std::vector<SuiteCase>& cases, const CompareOptions& options,

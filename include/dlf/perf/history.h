@@ -61,11 +61,21 @@ struct Result {
   /// different hosts and days compare; NaN when the case has none
   double normalised = std::numeric_limits<double>::quiet_NaN();
   std::string normalised_to;  ///< the peak it is a share of
+  /// dlf's speed over the peer's (libtorch, shared/peer) on the same work in the same run: the
+  /// peer's median wall-clock time over dlf's (above 1: dlf faster); NaN without a peer
+  double peer_ratio = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// A case a run left out: it failed (it may not exist at that revision) or could not run here
+/// (no mpirun).
+struct LeftOut {
+  std::string case_name;
+  std::string reason;  ///< one line
 };
 
 /// A host peak measured in a run (the normalisation's denominators).
 struct Peak {
-  std::string name;  ///< matmul_f32, bandwidth
+  std::string name;  ///< matmul_f32, matmul_bf16, bandwidth
   double value = 0;  ///< its figure
   std::string unit;  ///< GFLOP/s, GB/s
 };
@@ -95,8 +105,8 @@ class History {
  public:
   /// The schema this code writes: 1 runs, hosts, results, repetitions; 2 the load of each run;
   /// 3 the host's peaks of each run, normalised figures and headlines, the commit's subject;
-  /// 4 the commit's depth.
-  static constexpr int kSchemaVersion = 4;
+  /// 4 the commit's depth; 5 the cases a run left out and the ratio to the peer.
+  static constexpr int kSchemaVersion = 5;
 
   /// Opens (creating) the database at `path` and migrates it to `version` (tests migrate to an
   /// older one to make a database as an older dlf wrote it). A dlf::Error names the file and
@@ -119,6 +129,8 @@ class History {
   std::vector<Series> series(const std::string& host_class = "") const;
   /// The runs' count.
   int64_t runs() const;
+  /// The cases run `run_id` left out, in the order it met them.
+  std::vector<LeftOut> left_out(int64_t run_id) const;
 
   /// The SQLite handle (sqlite3*), for RunWriter.
   void* handle() const { return db_; }
@@ -145,6 +157,8 @@ class RunWriter {
   void add(const Result& result);
   /// Adds one of the host's peaks measured in this run.
   void add_peak(const Peak& peak);
+  /// Records a case the run left out, and why.
+  void add_left_out(const LeftOut& left_out);
   /// Updates the run's load averages (measured at its end).
   void set_load(double load_1m, double load_5m, double load_15m);
   /// Commits the run: from here on it is in the history whole.
