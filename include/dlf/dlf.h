@@ -47,8 +47,9 @@
 #include <dlf/models/bert.h>
 #include <dlf/models/ddpm.h>
 #include <dlf/models/example_step.h>
-#include <dlf/models/gpt.h>
 #include <dlf/models/family.h>
+#include <dlf/models/generate.h>
+#include <dlf/models/gpt.h>
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
@@ -66,6 +67,7 @@
 #include <dlf/nn/data/transforms.h>
 #include <dlf/nn/functional.h>
 #include <dlf/nn/init.h>
+#include <dlf/nn/kv_cache.h>
 #include <dlf/nn/linear.h>
 #include <dlf/nn/metrics.h>
 #include <dlf/nn/module.h>
