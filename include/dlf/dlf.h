@@ -53,6 +53,7 @@
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
+#include <dlf/models/text_stream.h>
 #include <dlf/models/unet.h>
 #include <dlf/models/vit.h>
 #include <dlf/nn/activation.h>

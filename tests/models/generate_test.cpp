@@ -162,3 +162,26 @@ TEST_CASE("sampling: top-p keeps the fewest likeliest tokens that reach p") {
   check_error([&] { models::generate(gpt, prompts, {.max_tokens = 1, .sampling = {.top_p = 0}}); },
               {"top_p must be in (0, 1]"});
 }
+
+TEST_CASE("TextStream: text passes on as it comes, held back only while it may begin a stop") {
+  const std::vector<std::string> pieces = {"Hel", "lo", " wo", "rld", "\n\n", "Bye"};
+  std::vector<std::string> seen;
+  models::TextStream stream(
+      2, [&](int64_t t) { return pieces[size_t(t)]; }, {"\n\n", "world!"},
+      [&](int64_t row, std::string_view text) {
+        seen.push_back(std::to_string(row) + ":" + std::string(text));
+      });
+  CHECK(stream.add(0, 0));
+  CHECK(stream.add(0, 1));
+  CHECK(stream.add(0, 2));  // " wo" may begin "world!": held
+  CHECK(seen == std::vector<std::string>{"0:Hel", "0:lo", "0: "});
+  CHECK(stream.add(1, 3));
+  CHECK(stream.add(0, 3));  // " world" still may
+  CHECK(seen.size() == 4);
+  CHECK_FALSE(stream.add(0, 4));  // "world\n\n": a stop; "world" is no stop and passes on
+  CHECK_FALSE(stream.add(0, 5));  // the row takes no more
+  CHECK(stream.text(0) == "Hello world");
+  stream.finish();
+  CHECK(stream.text(1) == "rld");
+  check_error([] { models::TextStream({1, {}, {""}}); }, {"stop string must not be empty"});
+}
