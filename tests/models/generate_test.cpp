@@ -1,3 +1,4 @@
+#include "models/sampling.h"
 #include "test_util.h"
 
 using namespace dlf;
@@ -152,10 +153,23 @@ TEST_CASE("generate: past the context the cache shifts; sampling is seeded; stop
 }
 
 TEST_CASE("sampling: top-p keeps the fewest likeliest tokens that reach p") {
+  // Probabilities 0.5, 0.3, 0.15, 0.05: top-p 0.7 keeps the first two (0.5 < 0.7 <= 0.8), so
+  // token 0 comes with probability 0.5 / 0.8 = 0.625 and tokens 2 and 3 never.
+  const std::vector<double> logits = {std::log(0.5), std::log(0.3), std::log(0.15), std::log(0.05)};
+  Generator gen(5);
+  std::vector<int> seen(4, 0);
+  for (int i = 0; i < 2000; ++i) ++seen[size_t(models::sample_token(logits, {.top_p = 0.7}, gen))];
+  CHECK(seen[2] + seen[3] == 0);
+  CHECK(std::abs(seen[0] / 2000.0 - 0.625) < 0.035);  // 3.3 standard deviations
+  // Top-k 3 then top-p 0.9 of what is left (0.5, 0.3, 0.15 of 0.95): all three are needed.
+  std::vector<int> three(4, 0);
+  for (int i = 0; i < 2000; ++i)
+    ++three[size_t(models::sample_token(logits, {.top_k = 3, .top_p = 0.9}, gen))];
+  CHECK(three[3] == 0);
+  CHECK(three[2] > 200);  // 0.15 / 0.95 of 2000 is 316
+  // A tiny p keeps only the likeliest: greedy.
   Generator init(9);
   models::GPT gpt(models::gpt_config("gpt-nano"), &init);
-  // Restricted to 4 ids whose probabilities at temperature 1 are not known by hand, top-p 1e-9
-  // keeps only the likeliest: greedy.
   const Rows prompts = {{3, 1, 4}};
   CHECK(models::generate(gpt, prompts, {.max_tokens = 10, .sampling = {.top_p = 1e-9}}) ==
         models::generate(gpt, prompts, {.max_tokens = 10, .sampling = {.temperature = 0}}));
