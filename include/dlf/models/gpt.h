@@ -61,7 +61,8 @@ class GPT : public nn::Module {
   /// in the parameters' dtype and device, for this model's layers and (tensor-parallel share
   /// of) heads.
   nn::KVCache make_cache(int64_t batch, int64_t capacity = 0) const;
-  /// Everything before the head: ln_f's output [B, T, dim], through `cache` when not null.
+  /// Everything before the head: ln_f's output [B, T, dim]; through `cache` when not null, as
+  /// forward(idx, cache) (which stores the keys and values and moves the cache on by T).
   Tensor hidden(const Tensor& idx, nn::KVCache* cache = nullptr) const;
   /// The head: hidden states [..., dim] -> logits [..., vocab].
   Tensor head(const Tensor& hidden) const;
