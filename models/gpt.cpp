@@ -1,13 +1,9 @@
-#include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
-#include <dlf/core/ops/join.h>
 #include <dlf/core/ops/nn_ops.h>
 #include <dlf/models/gpt.h>
 #include <dlf/nn/init.h>
 
 #include <cmath>
-
-#include "models/sampling.h"
 
 namespace dlf::models {
 namespace {
@@ -57,20 +53,50 @@ GPT::GPT(GPTConfig config, Generator* gen) : config_(std::move(config)) {
   }
 }
 
-Tensor GPT::trunk(const Tensor& idx) const {
+Tensor GPT::hidden(const Tensor& idx, nn::KVCache* cache) const {
   DLF_CHECK(idx.dim() == 2, "GPT: expected token ids [B, T], got ", shape_str(idx.shape()));
-  const int64_t T = idx.size(1);
+  const int64_t B = idx.size(0), T = idx.size(1);
   DLF_CHECK(T >= 1 && T <= config_.context, "GPT '", config_.name, "': sequence length ", T,
             " is outside 1..", config_.context, " (the context)");
-  const Tensor pos = arange(double(T), {.dtype = DType::i64, .device = idx.device()});
+  Tensor pos;
+  if (!cache) {
+    pos = arange(double(T), {.dtype = DType::i64, .device = idx.device()});
+  } else {
+    DLF_CHECK(cache->batch() == B && cache->layers() == config_.layers, "GPT '", config_.name,
+              "': a cache of ", cache->batch(), " rows and ", cache->layers(),
+              " layers for tokens ", shape_str(idx.shape()), " and ", config_.layers, " layers");
+    std::vector<int64_t> positions;  // row b's tokens at cache->lengths()[b] onwards
+    for (const int64_t n : cache->lengths()) {
+      DLF_CHECK(n + T <= config_.context, "GPT '", config_.name, "': positions ", n, "..",
+                n + T - 1, " are past the context of ", config_.context);
+      for (int64_t t = 0; t < T; ++t) positions.push_back(n + t);
+    }
+    pos = from_vector(positions, {B, T}).to(idx.device());
+  }
   Tensor x =
       transformer->drop->forward(transformer->wte->forward(idx) + transformer->wpe->forward(pos));
-  for (const auto& block : *transformer->h) x = block->forward(x);
+  for (int64_t i = 0; i < config_.layers; ++i) {
+    const auto& block = (*transformer->h)[size_t(i)];
+    x = cache ? block.forward(x, *cache, i) : block.forward(x);
+  }
+  if (cache) cache->advance(T);
   return transformer->ln_f->forward(x);
 }
 
-Tensor GPT::forward(const Tensor& idx) const {
-  return linear(trunk(idx), transformer->wte->weight);
+Tensor GPT::head(const Tensor& hidden) const { return linear(hidden, transformer->wte->weight); }
+
+Tensor GPT::forward(const Tensor& idx) const { return head(hidden(idx)); }
+
+Tensor GPT::forward(const Tensor& idx, nn::KVCache& cache) const {
+  return head(hidden(idx, &cache));
+}
+
+nn::KVCache GPT::make_cache(int64_t batch, int64_t capacity) const {
+  const nn::SelfAttention& attn = *(*transformer->h)[0].attn;
+  const Tensor& w = transformer->wte->weight;
+  return nn::KVCache(config_.layers, batch, attn.heads, attn.head_dim,
+                     capacity > 0 ? capacity : config_.context,
+                     {.dtype = w.dtype(), .device = w.device()});
 }
 
 GPT::Output GPT::forward(const Tensor& idx, const Tensor& targets) const {
@@ -89,28 +115,19 @@ Tensor GPT::generate(const Tensor& idx, int64_t tokens, double temperature, int6
                      Generator* gen) {
   DLF_CHECK(idx.dim() == 2 && idx.size(1) >= 1, "generate: expected a prompt [B, T >= 1], got ",
             shape_str(idx.shape()));
-  autograd::NoGradGuard no_grad;
-  const bool was_training = is_training();
-  eval();
-  Generator& g = gen ? *gen : default_generator();
-  const int64_t B = idx.size(0), V = config_.vocab;
-  Tensor out = idx.to(DType::i64);
-  for (int64_t step = 0; step < tokens; ++step) {
-    const int64_t T = out.size(1), start = std::max<int64_t>(0, T - config_.context);
-    // The head only for the last position: [B, V], not [B, T, V].
-    const Tensor last =
-        linear(trunk(out.slice(1, start, T)).select(1, -1), transformer->wte->weight)
-            .to(DType::f64)
-            .contiguous();
-    Tensor next = Tensor::empty({B, 1}, DType::i64, kCPU);
-    for (int64_t b = 0; b < B; ++b) {
-      const double* row = last.data<double>() + b * V;
-      next.data<int64_t>()[b] = sample_token({row, row + V}, temperature, top_k, g);
-    }
-    out = cat({out, next}, 1);
+  const Tensor prompts = idx.to(DType::i64).contiguous();
+  const int64_t B = idx.size(0), T0 = idx.size(1);
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t b = 0; b < B; ++b) rows.push_back(prompts.select(0, b).to_vector<int64_t>());
+  const auto made = models::generate(
+      *this, rows,
+      {.max_tokens = tokens, .sampling = {.temperature = temperature, .top_k = top_k}, .gen = gen});
+  std::vector<int64_t> out;
+  for (int64_t b = 0; b < B; ++b) {
+    out.insert(out.end(), rows[size_t(b)].begin(), rows[size_t(b)].end());
+    out.insert(out.end(), made[size_t(b)].begin(), made[size_t(b)].end());
   }
-  train(was_training);
-  return out;
+  return from_vector(out, {B, T0 + tokens});
 }
 
 double GPT::train_flops_per_token(int64_t seq) const {

@@ -260,18 +260,34 @@ void add_generate(CLI::App& app, dlf::app::GenerateOptions& o, CLI::App*& cmd) {
                   "UNet: DDPM denoising steps (at most its 1000; fewer skip evenly)")
       ->check(whole(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--prompt", o.prompt,
-                  "GPT: text to continue (a GPT whose vocabulary is past the 256 bytes, as "
-                  "gpt-small's, prints token ids); BERT: text with [MASK]s to fill")
-      ->capture_default_str();
-  cmd->add_option("--tokens", o.tokens, "bytes to generate")
+  cmd->add_option("--prompt", o.prompts,
+                  "GPT: text to continue; again for more prompts, generated in one batch "
+                  "(default: a newline); BERT: text with [MASK]s to fill")
+      ->allow_extra_args(false);
+  cmd->add_option("--tokenizer", o.tokenizer,
+                  "GPT: the tokenizer of its vocabulary, a name (gpt2, cl100k_base, "
+                  "o200k_base) or a path (default: bytes, or token ids for a vocabulary past "
+                  "them, as gpt-small's)");
+  cmd->add_option("--max-tokens,--tokens", o.max_tokens,
+                  "GPT: new tokens per prompt at most (bytes without --tokenizer); fewer at "
+                  "--stop or the tokenizer's end of text")
       ->check(whole(1, 1 << 24))
       ->capture_default_str();
+  cmd->add_option("--stop", o.stops,
+                  "GPT: a prompt's continuation ends before this text (again for more)")
+      ->allow_extra_args(false)
+      ->check(non_empty());
+  cmd->add_flag("--no-cache", o.no_cache,
+                "GPT: recompute the whole prefix for every token (no key/value cache)");
   cmd->add_option("--temperature", o.temperature, "sampling temperature (0: greedy)")
       ->check(non_negative())
       ->capture_default_str();
   cmd->add_option("--top-k", o.top_k, "sample among the k likeliest (0: all)")
       ->check(whole(0, 1 << 24))
+      ->capture_default_str();
+  cmd->add_option("--top-p", o.top_p,
+                  "then among the fewest likeliest whose probabilities add up to p (1: all)")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "sampling seed")->check(non_empty())->capture_default_str();
 }

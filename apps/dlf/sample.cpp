@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numbers>
+#include <optional>
 
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/factory.h>
@@ -11,10 +12,13 @@
 #include <dlf/device/atomic_file.h>
 #include <dlf/models/bert.h>
 #include <dlf/models/ddpm.h>
+#include <dlf/models/generate.h>
 #include <dlf/models/registry.h>
+#include <dlf/models/text_stream.h>
 #include <dlf/nn/checkpoint.h>
 #include <dlf/nn/data/png.h>
 #include <dlf/parallel/launch.h>
+#include <dlf/tokenizers/tokenizer.h>
 
 #include <dlf/train/progress.h>
 #include <dlf/train/rank_model.h>
@@ -25,25 +29,86 @@
 namespace dlf::app {
 namespace {
 
+// The GPT's tokens: the tokenizer's, else bytes (a vocabulary of 256) or ids (past the bytes).
+struct TokenCodec {
+  std::optional<tokenizers::Tokenizer> tokenizer;
+  int64_t vocab;
+
+  std::vector<int64_t> encode(const std::string& text) const {
+    if (!tokenizer) return {text.begin(), text.end()};
+    const std::vector<uint32_t> ids = tokenizer->encode(text, tokenizers::Specials::recognised);
+    return {ids.begin(), ids.end()};
+  }
+  // A prompt as printed before its continuation.
+  std::string shown(const std::string& prompt) const {
+    if (tokenizer || vocab <= 256) return prompt;
+    std::string ids;
+    for (const int64_t id : encode(prompt)) {
+      if (!ids.empty()) ids += ' ';
+      ids += std::to_string(id);
+    }
+    return ids;
+  }
+  std::string text(int64_t id) const {
+    if (tokenizer) {
+      const bool end = tokenizer->end_of_text() == std::optional<uint32_t>(uint32_t(id));
+      return end ? "" : std::string(tokenizer->token_bytes(uint32_t(id)));
+    }
+    if (vocab <= 256) return std::string(1, char(id));
+    std::string spaced(1, ' ');
+    return spaced += std::to_string(id);
+  }
+};
+
+TokenCodec codec_for(const models::GPTConfig& model, const std::string& name) {
+  TokenCodec codec{.tokenizer = {}, .vocab = model.vocab};
+  if (name.empty()) return codec;
+  codec.tokenizer = tokenizers::Tokenizer::load(name);
+  // A model's vocabulary may be its tokenizer's padded (nanoGPT's 50304 for GPT-2's 50257).
+  const auto have = int64_t(codec.tokenizer->vocab_size());
+  DLF_CHECK(have <= model.vocab && model.vocab - have < 128, "--tokenizer ", name, " has ", have,
+            " tokens, but ", model.name, "'s vocabulary is ", model.vocab,
+            " (a model uses the tokenizer it was trained with)");
+  return codec;
+}
+
 void continue_text(const nn::Checkpoint& ckpt, const RunConfig& run, const GenerateOptions& o) {
-  DLF_CHECK(!o.prompt.empty(), "--prompt must not be empty");
+  for (const std::string& prompt : o.prompts)
+    DLF_CHECK(!prompt.empty(), "--prompt must not be empty");
   manual_seed(run.seed);
   const auto gpt = std::make_unique<models::GPT>(models::gpt_config(run.model));
   nn::restore_module(*gpt, ckpt);
+  const TokenCodec codec = codec_for(gpt->config(), o.tokenizer);
+  std::vector<std::vector<int64_t>> prompts;
+  for (const std::string& prompt : o.prompts) prompts.push_back(codec.encode(prompt));
+  // The first prompt's continuation is printed as it comes, the others' after.
+  auto print = [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+  print(codec.shown(o.prompts[0]));
+  models::TextStream stream(
+      int64_t(prompts.size()), [&](int64_t id) { return codec.text(id); }, o.stops,
+      [&](int64_t row, std::string_view text) {
+        if (row == 0) print(text);
+      });
   Generator gen(o.seed);
-  const Tensor prompt = nn::data::TextDataset::encode(o.prompt).unsqueeze(0);
-  const Tensor out = gpt->generate(prompt, o.tokens, o.temperature, o.top_k, &gen);
-  std::string text;
-  if (gpt->config().vocab <= 256) {
-    text = nn::data::TextDataset::decode(out.select(0, 0));
-  } else {  // tokens past the bytes (GPT-2's BPE): dlf has no tokenizer, so their ids
-    for (const int64_t id : out.select(0, 0).to_vector<int64_t>()) {
-      if (!text.empty()) text += ' ';
-      text += std::to_string(id);
-    }
-  }
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fputc('\n', stdout);
+  std::vector<int64_t> stop_tokens;
+  if (codec.tokenizer && codec.tokenizer->end_of_text())
+    stop_tokens.push_back(*codec.tokenizer->end_of_text());
+  models::generate(
+      *gpt, prompts,
+      {.max_tokens = o.max_tokens,
+       .sampling = {.temperature = o.temperature, .top_k = o.top_k, .top_p = o.top_p},
+       .stop_tokens = stop_tokens,
+       .vocab = codec.tokenizer ? int64_t(codec.tokenizer->vocab_size()) : 0,
+       .kv_cache = !o.no_cache,
+       .gen = &gen,
+       .on_token = [&](int64_t row, int64_t token) { return stream.add(row, token); }});
+  stream.finish();
+  print("\n");
+  for (size_t row = 1; row < prompts.size(); ++row)
+    print(codec.shown(o.prompts[row]) + stream.text(int64_t(row)) + "\n");
 }
 
 // A byte as text: itself if printable, else an escape.
@@ -58,14 +123,16 @@ std::string shown(int64_t byte) {
 // predict. Prints the prompt filled with the likeliest bytes, then each mask's top candidates.
 void fill_masks(const nn::Checkpoint& ckpt, const RunConfig& run, const GenerateOptions& o) {
   static const std::string kMark = "[MASK]";
+  DLF_CHECK(o.prompts.size() == 1, run.model, " fills one --prompt, not ", o.prompts.size());
+  const std::string& prompt = o.prompts[0];
   std::vector<int64_t> ids, masks;
-  for (size_t i = 0; i < o.prompt.size();) {
-    if (o.prompt.compare(i, kMark.size(), kMark) == 0) {
+  for (size_t i = 0; i < prompt.size();) {
+    if (prompt.compare(i, kMark.size(), kMark) == 0) {
       masks.push_back(int64_t(ids.size()));
       ids.push_back(models::kMaskToken);
       i += kMark.size();
     } else {
-      ids.push_back(static_cast<unsigned char>(o.prompt[i++]));
+      ids.push_back(static_cast<unsigned char>(prompt[i++]));
     }
   }
   DLF_CHECK(!masks.empty(), "--prompt has no [MASK] for ", run.model,

@@ -13,15 +13,19 @@ struct GenerateOptions {
   std::string out;         ///< UNet: the PNG to write
   int64_t samples = 16;
   int64_t sampling_steps = 250;
-  std::string prompt = "\n";
-  int64_t tokens = 200;
+  std::vector<std::string> prompts = {"\n"};  ///< GPT: one batch row each
+  std::string tokenizer;  ///< GPT: a name or path (dlf::tokenizers); empty: bytes or ids
+  int64_t max_tokens = 200;
   double temperature = 0.8;
   int64_t top_k = 40;
+  double top_p = 1;
+  std::vector<std::string> stops;  ///< GPT: a row ends at its first
+  bool no_cache = false;           ///< GPT: recompute the prefix for every token
   uint64_t seed = 0;
 };
-/// GPT: prints the prompt and its continuation on stdout. BERT: prints the prompt with each
-/// [MASK] filled, and each mask's likeliest bytes. UNet: writes a grid of DDPM samples to `out`.
-/// ViT: a dlf::Error (a classifier generates nothing).
+/// GPT: prints each prompt and its continuation on stdout, the first as its tokens come. BERT:
+/// prints the prompt with each [MASK] filled, and each mask's likeliest bytes. UNet: writes a grid
+/// of DDPM samples to `out`. ViT: a dlf::Error (a classifier generates nothing).
 void run_generate(const GenerateOptions& options);
 
 struct EvalOptions {

@@ -47,11 +47,13 @@
 #include <dlf/models/bert.h>
 #include <dlf/models/ddpm.h>
 #include <dlf/models/example_step.h>
-#include <dlf/models/gpt.h>
 #include <dlf/models/family.h>
+#include <dlf/models/generate.h>
+#include <dlf/models/gpt.h>
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
+#include <dlf/models/text_stream.h>
 #include <dlf/models/unet.h>
 #include <dlf/models/vit.h>
 #include <dlf/nn/activation.h>
@@ -66,6 +68,7 @@
 #include <dlf/nn/data/transforms.h>
 #include <dlf/nn/functional.h>
 #include <dlf/nn/init.h>
+#include <dlf/nn/kv_cache.h>
 #include <dlf/nn/linear.h>
 #include <dlf/nn/metrics.h>
 #include <dlf/nn/module.h>

@@ -63,7 +63,14 @@ SelfAttention::SelfAttention(const TransformerOptions& o)
             " tensor-parallel ranks (--tp must divide the heads)");
 }
 
-Tensor SelfAttention::forward(const Tensor& x) const {
+Tensor SelfAttention::forward(const Tensor& x) const { return attention(x, nullptr, 0); }
+
+Tensor SelfAttention::forward(const Tensor& x, KVCache& cache, int64_t layer) const {
+  DLF_CHECK(causal, "attention: a key/value cache needs causal attention");
+  return attention(x, &cache, layer);
+}
+
+Tensor SelfAttention::attention(const Tensor& x, KVCache* cache, int64_t layer) const {
   DLF_CHECK(x.dim() == 3 && x.size(2) == c_proj->weight.size(0), "attention: expected x [B, T, ",
             c_proj->weight.size(0), "], got ", shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1);
@@ -71,7 +78,9 @@ Tensor SelfAttention::forward(const Tensor& x) const {
   // and their gradients come back as one cat.
   const std::vector<Tensor> qkv = unbind(c_attn->forward(x).view({B, T, 3, heads, head_dim}), 2);
   auto head_view = [&](int64_t i) { return qkv[size_t(i)].transpose(1, 2); };
-  const Tensor y = scaled_dot_product_attention(head_view(0), head_view(1), head_view(2), causal);
+  const Tensor y =
+      cache ? cache->attend(layer, head_view(0), head_view(1), head_view(2))
+            : scaled_dot_product_attention(head_view(0), head_view(1), head_view(2), causal);
   return dropout->forward(c_proj->forward(y.transpose(1, 2).reshape({B, T, heads * head_dim})));
 }
 
@@ -83,10 +92,17 @@ TransformerBlock::TransformerBlock(const TransformerOptions& o)
                            std::make_shared<LayerNorm>(o.dim, o.ln_eps, true, o.dtype))),
       mlp(register_module("mlp", std::make_shared<MLP>(o))) {}
 
-Tensor TransformerBlock::forward(const Tensor& x) const {
+Tensor TransformerBlock::forward(const Tensor& x) const { return block(x, nullptr, 0); }
+
+Tensor TransformerBlock::forward(const Tensor& x, KVCache& cache, int64_t layer) const {
+  return block(x, &cache, layer);
+}
+
+Tensor TransformerBlock::block(const Tensor& x, KVCache* cache, int64_t layer) const {
   return run_block(
-      [this](const std::vector<Tensor>& in) {
-        const Tensor h = in[0] + attn->forward(ln_1->forward(in[0]));
+      [this, cache, layer](const std::vector<Tensor>& in) {
+        const Tensor a = ln_1->forward(in[0]);
+        const Tensor h = in[0] + (cache ? attn->forward(a, *cache, layer) : attn->forward(a));
         return h + mlp->forward(ln_2->forward(h));
       },
       {x});

@@ -7,7 +7,9 @@
 #include <string>
 
 #include <dlf/core/random.h>
+#include <dlf/models/generate.h>
 #include <dlf/nn/containers.h>
+#include <dlf/nn/kv_cache.h>
 #include <dlf/nn/transformer.h>
 
 namespace dlf::models {
@@ -51,6 +53,19 @@ class GPT : public nn::Module {
 
   /// Token ids [B, T] (T <= context) -> logits [B, T, vocab].
   Tensor forward(const Tensor& idx) const;
+  /// The logits [B, T, vocab] of idx [B, T] following the positions `cache` holds (row b's
+  /// tokens at positions cache.lengths()[b]...); stores their keys and values and moves the
+  /// cache on by T.
+  Tensor forward(const Tensor& idx, nn::KVCache& cache) const;
+  /// An empty key/value cache of `batch` rows of up to `capacity` positions (0: the context),
+  /// in the parameters' dtype and device, for this model's layers and (tensor-parallel share
+  /// of) heads.
+  nn::KVCache make_cache(int64_t batch, int64_t capacity = 0) const;
+  /// Everything before the head: ln_f's output [B, T, dim]; through `cache` when not null, as
+  /// forward(idx, cache) (which stores the keys and values and moves the cache on by T).
+  Tensor hidden(const Tensor& idx, nn::KVCache* cache = nullptr) const;
+  /// The head: hidden states [..., dim] -> logits [..., vocab].
+  Tensor head(const Tensor& hidden) const;
   /// What forward(idx, targets) gives.
   struct Output {
     /// [B, T, vocab] and the mean cross-entropy
@@ -63,8 +78,9 @@ class GPT : public nn::Module {
   Output forward(const Tensor& idx, const Tensor& targets) const;
   /// forward(idx, targets).loss.
   Tensor loss(const Tensor& idx, const Tensor& targets) const;
-  /// Appends `tokens` sampled ids to idx [B, T0] (cropped to the context as it grows), without
-  /// autograd. temperature 0 takes the most likely token; top_k > 0 keeps the k likeliest.
+  /// Appends `tokens` sampled ids to each row of idx [B, T0] (models::generate() with its
+  /// key/value cache). temperature 0 takes the most likely token; top_k > 0 keeps the k
+  /// likeliest.
   Tensor generate(const Tensor& idx, int64_t tokens, double temperature = 1, int64_t top_k = 0,
                   Generator* gen = nullptr);
   /// FLOPs of one training step (forward + backward) per token, PaLM's 6N + 12·L·T·C count.
@@ -75,8 +91,6 @@ class GPT : public nn::Module {
   std::shared_ptr<GPTTransformer> transformer;  ///< the trunk (transformer.*)
 
  private:
-  /// Everything before the head: ln_f's output [B, T, dim].
-  Tensor trunk(const Tensor& idx) const;
   GPTConfig config_;
 };
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <dlf/nn/activation.h>
+#include <dlf/nn/kv_cache.h>
 #include <dlf/nn/linear.h>
 #include <dlf/nn/normalization.h>
 
@@ -51,6 +52,9 @@ class SelfAttention : public Module, public Callable<SelfAttention> {
   /// Multi-head self-attention of `options`.
   explicit SelfAttention(const TransformerOptions& options);
   Tensor forward(const Tensor& x) const;  ///< x [B, T, dim] -> [B, T, dim]
+  /// forward(x) of x [B, T, dim] following the positions `cache` holds: attends through
+  /// cache.attend(layer, ...), which stores x's keys and values (causal attention only).
+  Tensor forward(const Tensor& x, KVCache& cache, int64_t layer) const;
 
   /// dim -> 3 dim (q, k, v) and dim -> dim
   ///@{
@@ -60,6 +64,9 @@ class SelfAttention : public Module, public Callable<SelfAttention> {
   int64_t head_dim;                  ///< dim / heads
   int64_t heads;  ///< the heads this module holds: all, or its tensor-parallel share
   bool causal;    ///< whether a position sees only the ones before it
+
+ private:
+  Tensor attention(const Tensor& x, KVCache* cache, int64_t layer) const;
 };
 
 /// x + attn(ln_1(x)), then x + mlp(ln_2(x)).
@@ -68,12 +75,17 @@ class TransformerBlock : public Module, public Callable<TransformerBlock> {
   /// Pre-LayerNorm attention and MLP with residuals.
   explicit TransformerBlock(const TransformerOptions& options);
   Tensor forward(const Tensor& x) const;  ///< x [B, T, dim] -> [B, T, dim]
+  /// forward(x) with the attention's keys and values cached as layer `layer` of `cache`.
+  Tensor forward(const Tensor& x, KVCache& cache, int64_t layer) const;
   bool is_block() const override { return true; }
 
   std::shared_ptr<LayerNorm> ln_1;      ///< before attention
   std::shared_ptr<SelfAttention> attn;  ///< self-attention
   std::shared_ptr<LayerNorm> ln_2;      ///< before the MLP
   std::shared_ptr<MLP> mlp;             ///< the MLP
+
+ private:
+  Tensor block(const Tensor& x, KVCache* cache, int64_t layer) const;
 };
 
 }  // namespace dlf::nn
