@@ -96,7 +96,7 @@ RevisionBuild build_revision(const std::filesystem::path& repo, const std::strin
                                            "suite_bench", "-j", jobs});
   // The suite's other programs are the revision's own, where it has them: without them their
   // cases are left out of its runs.
-  for (const std::string target : {"suite_train_bench", "suite_comm_bench"})
+  for (const std::string target : {"suite_train_bench", "suite_comm_bench", "suite_generate_bench"})
     if (detail::run_process({"cmake", "--build", b.build.string(), "--target", target, "-j", jobs})
             .exit_code != 0)
       say(rev + " has no " + target + ": its cases are left out");

@@ -35,6 +35,11 @@ SuiteCase collective(std::string name, Tier tier = Tier::quick, bool mpi = false
           .mpi_ranks = mpi ? 2 : 0};
 }
 
+// A generation of suite_generate_bench: new tokens a second of a prompt's continuation.
+SuiteCase generation(std::string name, Tier tier = Tier::quick) {
+  return {.name = std::move(name), .tier = tier, .reps = 5, .program = "suite_generate_bench"};
+}
+
 std::vector<SuiteCase> all_cases() {
   const Tier full = Tier::full;
   return {
@@ -71,6 +76,7 @@ std::vector<SuiteCase> all_cases() {
       collective("allgather f32 16 MiB 2 ranks in-process"),
       collective("reduce_scatter f32 4 KiB 2 ranks in-process"),
       collective("reduce_scatter f32 16 MiB 2 ranks in-process"),
+      generation("generate gpt-nano kv-cache batch 1 tokens 32"),
       collective("allreduce f32 4 KiB 2 ranks mpi", Tier::quick, true),
       collective("allreduce f32 16 MiB 2 ranks mpi", Tier::quick, true),
       {.name = "matmul bf16 M512 K512 N512", .tier = full},
@@ -96,6 +102,9 @@ std::vector<SuiteCase> all_cases() {
       train("train unet-small bf16 batch 4", full),
       train("train unet-small fp32 compiled batch 4", full),
       train("train unet-small fp32 recompute batch 4", full),
+      generation("generate gpt-mini kv-cache batch 1 tokens 64", full),
+      generation("generate gpt-mini kv-cache batch 8 tokens 64", full),
+      generation("generate gpt-mini no-cache batch 1 tokens 64", full),
       collective("allgather f32 4 KiB 2 ranks mpi", full, true),
       collective("allgather f32 16 MiB 2 ranks mpi", full, true),
       collective("reduce_scatter f32 4 KiB 2 ranks mpi", full, true),

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "bench/comm_case.h"
+#include "bench/generate_case.h"
 #include "bench/train_case.h"
 #include "test_util.h"
 
@@ -76,9 +77,26 @@ TEST_CASE("case names are unique and their programs are the suite's") {
   for (const SuiteCase& c : suite_cases()) {
     CHECK(names.insert(c.name).second);
     CHECK((c.program == "suite_bench" || c.program == "suite_train_bench" ||
-           c.program == "suite_comm_bench"));
+           c.program == "suite_comm_bench" || c.program == "suite_generate_bench"));
     if (c.program == "suite_train_bench") CHECK_NOTHROW(dlf::bench::parse_train_case(c.name));
+    if (c.program == "suite_generate_bench")
+      CHECK_NOTHROW(dlf::bench::parse_generate_case(c.name));
   }
+}
+
+TEST_CASE("a generation case's name says what it runs; a bad one says the form") {
+  const dlf::bench::GenerateCase g =
+      dlf::bench::parse_generate_case("generate gpt-mini no-cache batch 8 tokens 64");
+  CHECK(g.model == "gpt-mini");
+  CHECK_FALSE(g.kv_cache);
+  CHECK(g.batch == 8);
+  CHECK(g.tokens == 64);
+  CHECK(dlf::bench::parse_generate_case("generate gpt-nano kv-cache batch 1 tokens 32").kv_cache);
+  for (const char* bad : {"generate gpt-nano cache batch 1 tokens 32",
+                          "generate gpt-nano kv-cache batch 0 tokens 32",
+                          "generate gpt-nano kv-cache batch 1 tokens 32 extra", "generate"})
+    dlf::test::check_error([&] { dlf::bench::parse_generate_case(bad); },
+                           {"generate MODEL kv-cache|no-cache batch B tokens N"});
 }
 
 TEST_CASE("a training case's name says what it runs; a bad one says the form") {
@@ -174,11 +192,13 @@ case "$2" in
   "peak matmul bf16"*) v=400 u=GFLOP/s ;;
   "peak bandwidth"*) v=10 u=GB/s ;;
   train*) v=1000 u=tok/s g=',"gflops":50' ;;
+  generate*) v=100 u=tok/s ;;
   *) v=4 u=GB/s ;;
 esac
 echo "{\"bench\":\"x\",\"value\":$v,\"unit\":\"$u\"${g:-},\"reps_ms\":[1],\"reps_cpu_ms\":[1]}"
 )";
-  for (const std::string program : {"suite_bench", "suite_train_bench", "suite_comm_bench"}) {
+  for (const std::string program : {"suite_bench", "suite_train_bench", "suite_comm_bench",
+                                    "suite_generate_bench"}) {
     std::ofstream(build / "bench" / program) << standin;
     std::filesystem::permissions(build / "bench" / program, std::filesystem::perms::owner_all);
   }
