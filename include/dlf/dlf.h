@@ -47,10 +47,9 @@
 #include <dlf/models/bert.h>
 #include <dlf/models/ddpm.h>
 #include <dlf/models/example_step.h>
-#include <dlf/models/gpt.h>
 #include <dlf/models/family.h>
+#include <dlf/models/gpt.h>
 #include <dlf/models/gpt_parallel.h>
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/models/unet.h>
 #include <dlf/models/vit.h>
@@ -83,6 +82,11 @@
 #include <dlf/parallel/tensor_parallel.h>
 #include <dlf/parallel/transfer.h>
 #include <dlf/parallel/zero.h>
+#include <dlf/plan/compiled.h>
+#include <dlf/plan/host_memory.h>
+#include <dlf/plan/layout.h>
+#include <dlf/plan/memory_flags.h>
+#include <dlf/plan/plan.h>
 #include <dlf/tokenizers/tokenizer.h>
 #include <dlf/tokenizers/train.h>
 #include <dlf/train/progress.h>

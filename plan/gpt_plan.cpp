@@ -4,10 +4,10 @@
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
 #include <dlf/models/gpt_parallel.h>
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/planning_communicator.h>
+#include <dlf/plan/plan.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -17,9 +17,9 @@
 #include <sstream>
 #include <tuple>
 
-#include "plan_common.h"
+#include "common.h"
 
-namespace dlf::models {
+namespace dlf::plan {
 namespace {
 
 // One rank of one pipeline stage: which, and what it computes.
@@ -47,11 +47,11 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   reset_plan_device(spec);
   const Device d = kPlanDevice;
   parallel::PlanningCommunicator tp(d, 0, s.tp, "tp");
-  std::unique_ptr<ParallelGPT> model;
+  std::unique_ptr<models::ParallelGPT> model;
   {
     DefaultDeviceGuard on_plan_device(d);
     MemoryScope scope(MemoryCategory::parameters);  // master weights in f32 (bf16: autocast)
-    model = std::make_unique<ParallelGPT>(s.c, tp, s.stage, s.stages, s.chunks);
+    model = std::make_unique<models::ParallelGPT>(s.c, tp, s.stage, s.stages, s.chunks);
   }
   model->recompute(s.recompute);
   const std::vector<Tensor> params = model->parameters();
@@ -132,7 +132,15 @@ Offload parse_offload(std::string_view name) {
   throw Error("unknown offload '" + std::string(name) + "': expected none, optimizer or params");
 }
 
-Plan plan_gpt(const PlanOptions& options) {
+struct StageCache::Runs {
+  std::map<std::tuple<std::string, bool, bool, std::vector<int>>, StageRun> made;
+};
+
+StageCache::StageCache() : runs_(std::make_unique<Runs>()) {}
+StageCache::~StageCache() = default;
+int64_t StageCache::runs_made() const { return int64_t(runs_->made.size()); }
+
+Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   Plan plan;
   plan.options = options;
   PlanOptions& o = plan.options;
@@ -150,8 +158,9 @@ Plan plan_gpt(const PlanOptions& options) {
   plan.micro_batches = o.global_batch / (l.dp * o.micro_batch);
   const int chunks = o.virtual_stages;
   parallel::check_schedule(o.schedule, chunks, l.pp, plan.micro_batches);
-  const std::vector<std::pair<int64_t, int64_t>> stage_blocks = gpt_stage_blocks(c, l.pp * chunks);
-  plan.parameters = gpt_parameter_count(c);
+  const std::vector<std::pair<int64_t, int64_t>> stage_blocks =
+      models::gpt_stage_blocks(c, l.pp * chunks);
+  plan.parameters = models::gpt_parameter_count(c);
   const int64_t m = plan.micro_batches;
 
   // [b, T, C] between stages, in the residual stream's dtype (bf16 under autocast)
@@ -167,8 +176,14 @@ Plan plan_gpt(const PlanOptions& options) {
                  (l.tp > 1 ? collective(sim::Collective::allgather, boundary, tp_group) : 0);
   }
 
-  // Every stage, each kind (first or not, last or not, its chunks' blocks) run once.
-  std::map<std::tuple<bool, bool, std::vector<int>>, StageRun> runs;
+  // Every stage, each kind (first or not, last or not, its chunks' blocks) run once: in this
+  // plan, or in the cache's earlier plans of the same model, tp, micro-batch and flags.
+  StageCache local;
+  auto& runs = (cache ? *cache : local).runs_->made;
+  const std::string shape = c.name + " " + o.spec.name + " " + std::to_string(c.layers) + "x" +
+                            std::to_string(c.dim) + " tp" + std::to_string(l.tp) + " b" +
+                            std::to_string(o.micro_batch) + " s" + std::to_string(o.seq) + " " +
+                            dtype_name(o.dtype) + " " + autograd::recompute_name(o.recompute);
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
     std::vector<int> chunk_layers;  // the blocks of each of this stage's chunks
@@ -177,7 +192,7 @@ Plan plan_gpt(const PlanOptions& options) {
       chunk_layers.push_back(int(end - begin));
     }
     const int layers = std::accumulate(chunk_layers.begin(), chunk_layers.end(), 0);
-    const auto key = std::make_tuple(first, last, chunk_layers);
+    const auto key = std::make_tuple(shape, first, last, chunk_layers);
     if (!runs.contains(key)) {
       runs.emplace(
           key, run_stage({c, l.tp, stage, l.pp, chunks, o.micro_batch, o.seq, o.dtype, o.recompute},
@@ -269,10 +284,6 @@ Plan plan_gpt(const PlanOptions& options) {
   return plan;
 }
 
-int64_t default_micro_batch(const Layout& layout, int64_t global_batch) {
-  return layout.pp > 1 ? 1 : std::max<int64_t>(1, global_batch / layout.dp);
-}
-
 std::vector<Plan> rank_layouts(const PlanOptions& options, int devices) {
   DLF_CHECK(options.global_batch > 0, "rank_layouts: the global batch must be set");
   const GPTConfig& c = options.model;
@@ -280,7 +291,7 @@ std::vector<Plan> rank_layouts(const PlanOptions& options, int devices) {
   for (int tp = 1; tp <= devices; ++tp) {
     for (int pp = 1; tp * pp <= devices; ++pp) {
       const Layout l{.dp = devices / (tp * pp), .tp = tp, .pp = pp};
-      const int64_t micro = default_micro_batch(l, options.global_batch);
+      const int64_t micro = train::default_micro_batch(l, options.global_batch);
       if (l.devices() != devices || c.heads % tp != 0 ||
           pp * options.virtual_stages > c.layers + 1 || options.global_batch % (l.dp * micro) != 0)
         continue;
@@ -399,4 +410,4 @@ std::string to_json_line(const Plan& p) {
   return line.str();
 }
 
-}  // namespace dlf::models
+}  // namespace dlf::plan

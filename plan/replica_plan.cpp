@@ -4,9 +4,9 @@
 #include <dlf/device/device_memory.h>
 #include <dlf/json_line.h>
 #include <dlf/models/family.h>
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/optim/optimizer.h>
+#include <dlf/plan/plan.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -14,9 +14,9 @@
 #include <memory>
 #include <sstream>
 
-#include "plan_common.h"
+#include "common.h"
 
-namespace dlf::models {
+namespace dlf::plan {
 namespace {
 
 // One replica of a family: its module and its training loss on a batch of the plan device.
@@ -28,10 +28,10 @@ struct Replica {
 };
 
 Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
-  const Family& family = family_of(o.model);
+  const models::Family& family = models::family_of(o.model);
   const int64_t seq = family.sequence(o.model, o.seq);
   Generator gen(0);  // values do not matter on the plan device: only shapes
-  ExampleBatch b = family.example_batch(o.model, batch, seq, gen);
+  models::ExampleBatch b = family.example_batch(o.model, batch, seq, gen);
   DefaultDeviceGuard on_plan_device(kPlanDevice);
   std::shared_ptr<nn::Module> m;
   {
@@ -211,4 +211,4 @@ std::string to_json_line(const ReplicaPlan& p) {
   return line.str();
 }
 
-}  // namespace dlf::models
+}  // namespace dlf::plan

@@ -7,10 +7,10 @@
 #include <dlf/autograd/checkpoint.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
-#include <dlf/models/plan.h>
 #include <dlf/nn/module.h>
+#include <dlf/plan/plan.h>
 
-namespace dlf::models {
+namespace dlf::plan {
 
 /// The meta device plans run on: one at a time, in the calling thread.
 inline constexpr Device kPlanDevice{DeviceType::meta, 64};
@@ -162,4 +162,4 @@ inline void add_memory_fields(JsonLine& line, const BytesByCategory& memory) {
   }
 }
 
-}  // namespace dlf::models
+}  // namespace dlf::plan
