@@ -37,7 +37,8 @@ struct StageRun {
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
   int64_t peak_step = 0, peak_update = 0;  // during forward + backward; the AdamW step
   BytesByCategory at_peak_step{}, at_peak_update{};
-  ZeroShape zero;                                    // what ZeRO-3 gathers and keeps whole
+  BytesByCategory at_forward_end{};  // live at the end of forward (the most activations)
+  ZeroShape zero;                    // what ZeRO-3 gathers and keeps whole
   std::vector<parallel::PlannedCollective> tp_comm;  // the model's tp collectives, each way
 };
 
@@ -77,7 +78,8 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
     for (int chunk = 0; chunk < s.chunks; ++chunk) out = model->forward(out, idx, idx, chunk);
   }
   run.forward_s = clock.now() - t;
-  run.activation_bytes = memory.stats().live_by[static_cast<int>(MemoryCategory::activations)];
+  run.at_forward_end = memory.stats().live_by;
+  run.activation_bytes = run.at_forward_end[static_cast<int>(MemoryCategory::activations)];
   t = clock.now();
   if (model->last) {
     out.backward();
@@ -240,20 +242,22 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
       s.memory = run.at_peak_update;
       s.peak_at_update = true;
     }
-    s.peak_bytes += shard_for_zero(s.memory, o.zero, l.dp, run.zero);
-    if (o.offload != Offload::none) {
-      s.optimizer_s +=
-          offload_to_host(s.memory, s.peak_bytes,
-                          {.offload = o.offload,
-                           .zero = o.zero,
-                           .update_bytes = double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1),
-                           .tensors = run.parameter_tensors,
-                           .micro_batches = m,
-                           .update_s = s.optimizer_s,
-                           .forward_s = s.forward_s,
-                           .backward_s = s.backward_s},
-                          o.spec);
-    }
+    // what ZeRO and offload leave, at the peak or at the end of forward
+    BytesByCategory end = run.at_forward_end;
+    end[static_cast<int>(MemoryCategory::gradients)] = m > 1 ? run.grad_bytes : 0;
+    end[static_cast<int>(MemoryCategory::optimizer_state)] += run.optimizer_bytes;
+    end[static_cast<int>(MemoryCategory::activations)] += more_activations;
+    s.optimizer_s +=
+        shrink_for_zero(s.memory, s.peak_bytes, s.peak_at_update, end, run.zero, l.dp,
+                        {.offload = o.offload,
+                         .zero = o.zero,
+                         .update_bytes = double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1),
+                         .tensors = run.parameter_tensors,
+                         .micro_batches = m,
+                         .update_s = s.optimizer_s,
+                         .forward_s = s.forward_s,
+                         .backward_s = s.backward_s},
+                        o.spec);
     // Each chunk receives and sends forward, and back.
     const double stage_s = s.forward_s + s.backward_s + s.tp_comm_s + 2 * chunks * plan.p2p_s;
     if (stage == 0 || stage_s > plan.stage_s) {

@@ -97,7 +97,8 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
     forward_flops = forward.outermost().flops;
   }
   plan.forward_s = clock.now() - t;
-  plan.activation_bytes = category(memory.stats().live_by, MemoryCategory::activations);
+  BytesByCategory end = memory.stats().live_by;  // the end of forward: the most activations
+  plan.activation_bytes = category(end, MemoryCategory::activations);
   t = clock.now();
   loss.backward();
   plan.backward_s = clock.now() - t;
@@ -128,19 +129,19 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
     plan.peak_bytes = update.peak_bytes;
     plan.memory = update.at_peak_by;
   }
-  plan.peak_bytes += shard_for_zero(plan.memory, o.zero, o.dp, zero_shape(*replica.module));
-  if (o.offload != Offload::none)
-    plan.optimizer_s +=
-        offload_to_host(plan.memory, plan.peak_bytes,
-                        {.offload = o.offload,
-                         .zero = o.zero,
-                         .update_bytes = double(grad_bytes) / (o.zero > 0 ? o.dp : 1),
-                         .tensors = int64_t(tensors.size()),
-                         .micro_batches = 1,
-                         .update_s = plan.optimizer_s,
-                         .forward_s = plan.forward_s,
-                         .backward_s = plan.backward_s},
-                        o.spec);
+  end[static_cast<int>(MemoryCategory::optimizer_state)] += optimizer_bytes;
+  bool at_update = false;  // not reported for a replica
+  plan.optimizer_s += shrink_for_zero(plan.memory, plan.peak_bytes, at_update, end,
+                                      zero_shape(*replica.module), o.dp,
+                                      {.offload = o.offload,
+                                       .zero = o.zero,
+                                       .update_bytes = double(grad_bytes) / (o.zero > 0 ? o.dp : 1),
+                                       .tensors = int64_t(tensors.size()),
+                                       .micro_batches = 1,
+                                       .update_s = plan.optimizer_s,
+                                       .forward_s = plan.forward_s,
+                                       .backward_s = plan.backward_s},
+                                      o.spec);
 
   std::vector<int> dp_group;
   for (int i = 0; i < o.dp; ++i) dp_group.push_back(i);

@@ -332,6 +332,24 @@ TEST_CASE("plan: ZeRO-1 and -2 shard the optimizer state and the gradients over 
   CHECK(vit.memory[static_cast<int>(MemoryCategory::optimizer_state)] == 8 * vit.parameters / 4);
 }
 
+TEST_CASE("plan: under ZeRO-3 the peak moves to the end of forward, where the activations are") {
+  // Deep, narrow and a small vocabulary: unsharded, the peak is at the end of backward (the
+  // parameters, their gradients and Adam's moments, 16 bytes each, outweigh the activations);
+  // sharded over 8, the activations of the end of forward outweigh what is left.
+  const models::GPTConfig c{
+      .name = "deep", .vocab = 256, .context = 128, .layers = 24, .heads = 4, .dim = 256};
+  PlanOptions o{
+      .model = c, .layout = {.dp = 8}, .spec = sim_preset("a100-40gb"), .global_batch = 8};
+  const plan::Plan plain = plan::plan_gpt(o);
+  CHECK(bytes(plain.worst, MemoryCategory::activations) < plain.worst.activation_bytes);
+  o.zero = 3;
+  const plan::Plan three = plan::plan_gpt(o);
+  CHECK(bytes(three.worst, MemoryCategory::activations) == three.worst.activation_bytes);
+  CHECK(three.worst.peak_bytes >
+        three.worst.activation_bytes + bytes(three.worst, MemoryCategory::optimizer_state));
+  CHECK(three.worst.peak_bytes < plain.worst.peak_bytes);
+}
+
 TEST_CASE(
     "plan: offload takes the optimizer state, and ZeRO-3's parameter shards, off the device") {
   PlanOptions o = options("gpt-nano", {.dp = 4}, 8);
