@@ -8,6 +8,7 @@
 #include <dlf/plan/compiled.h>
 #include <dlf/plan/memory_flags.h>
 #include <dlf/plan/plan.h>
+#include <dlf/plan/search.h>
 
 #include "devices.h"
 
@@ -225,19 +226,24 @@ void run_plan(PlanCommand c) {
                                                  {autograd::parse_recompute(c.recompute), c.zero,
                                                   plan::offload_flag(c.offload, c.zero)})
                             .c_str());
-  // Say what would fit on these devices, if anything does.
+  // Say what fits on these devices, if anything does: the fastest of every layout, memory flags
+  // and micro-batch.
   options.global_batch = plan.options.global_batch;
-  const plan::Plan best = plan::rank_layouts(options, c.devices).front();
-  const parallel::Layout& l = best.options.layout;
-  if (best.fits) {
-    std::printf("  fits on %d devices: --tp %d --pp %d (dp %d, micro-batch %ld), peak %s\n",
-                c.devices, l.tp, l.pp, l.dp, long(best.options.micro_batch),
-                format_bytes(double(best.worst.peak_bytes)).c_str());
+  const plan::SearchResult found = plan::search({.run = options, .devices = c.devices});
+  if (found.best) {
+    const plan::Plan& best = *found.best;
+    std::printf(
+        "  fits on %d devices: %s (dp %d), peak %s, step %.3f s, MFU %.1f %% — the fastest "
+        "of %ld configurations (layouts, memory flags, micro-batches; %ld planned)\n",
+        c.devices, plan::configuration_flags(best).c_str(), best.options.layout.dp,
+        format_bytes(double(best.worst.peak_bytes)).c_str(), best.step_s, 100 * best.mfu,
+        long(found.candidates), long(found.planned));
   } else {
     std::printf(
-        "  no dp x tp x pp layout of %d devices fits (the least: --tp %d --pp %d, peak "
-        "%s): more devices, or memory saving\n",
-        c.devices, l.tp, l.pp, format_bytes(double(best.worst.peak_bytes)).c_str());
+        "  no dp x tp x pp layout of %d devices fits with any --recompute, --zero, --offload or "
+        "--micro-batch (the least: %s, peak %s): more devices\n",
+        c.devices, plan::configuration_flags(found.least).c_str(),
+        format_bytes(double(found.least.worst.peak_bytes)).c_str());
   }
 }
 

@@ -87,6 +87,7 @@
 #include <dlf/plan/layout.h>
 #include <dlf/plan/memory_flags.h>
 #include <dlf/plan/plan.h>
+#include <dlf/plan/search.h>
 #include <dlf/tokenizers/tokenizer.h>
 #include <dlf/tokenizers/train.h>
 #include <dlf/train/progress.h>
