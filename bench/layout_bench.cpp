@@ -1,5 +1,5 @@
 // Every dp × tp × pp layout of a GPT over N devices, side by side: the step time the planner
-// predicts on meta devices (models::rank_layouts, the choice `dlf train --devices N` makes),
+// predicts on meta devices (plan::rank_layouts, the choice `dlf train --devices N` makes),
 // the simulated step time of the run itself on N sim devices, and the wall time of that same
 // run on this machine (N ranks sharing its cores). Two JSON lines per layout: impl "sim" (the
 // simulated step, the plan's prediction and peak memory beside it) and impl "dlf" (wall time).
@@ -16,7 +16,7 @@
 #include <string>
 
 #include <dlf/dlf.h>
-#include <dlf/models/plan.h>
+#include <dlf/plan/plan.h>
 
 #include "bench/bench_cli.h"
 #include "bench/bench_json.h"
@@ -52,7 +52,7 @@ struct Measured {
 };
 
 // `steps` timed steps (after `warmup`) of `plan`'s layout on sim devices of its spec.
-Measured run(const Options& o, const models::Plan& plan, const nn::NamedTensors& initial,
+Measured run(const Options& o, const plan::Plan& plan, const nn::NamedTensors& initial,
              const Tensor& x, const Tensor& y) {
   const parallel::Layout& layout = plan.options.layout;
   std::vector<Device> devices = parallel::devices_of(DeviceType::sim, layout.devices());
@@ -96,7 +96,7 @@ Measured run(const Options& o, const models::Plan& plan, const nn::NamedTensors&
   return m;
 }
 
-std::string name(const models::Plan& p) {
+std::string name(const plan::Plan& p) {
   const parallel::Layout& l = p.options.layout;
   return p.options.model.name + " dp" + std::to_string(l.dp) + " tp" + std::to_string(l.tp) +
          " pp" + std::to_string(l.pp);
@@ -108,19 +108,19 @@ int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
   set_num_threads(o.threads);
   const models::GPTConfig config = models::gpt_config(o.model);
-  const std::vector<models::Plan> plans = models::rank_layouts({.model = config,
-                                                                .layout = {},
-                                                                .spec = sim_spec_from(o.device),
-                                                                .global_batch = o.batch,
-                                                                .seq = o.seq},
-                                                               o.devices);
+  const std::vector<plan::Plan> plans = plan::rank_layouts({.model = config,
+                                                            .layout = {},
+                                                            .spec = sim_spec_from(o.device),
+                                                            .global_batch = o.batch,
+                                                            .seq = o.seq},
+                                                           o.devices);
   manual_seed(1234);
   const nn::NamedTensors initial = models::GPT(config).state_dict();
   Generator data(1234);
   const Tensor x = randint(0, config.vocab, {o.batch, o.seq}, {.dtype = DType::i64}, &data);
   const Tensor y = randint(0, config.vocab, {o.batch, o.seq}, {.dtype = DType::i64}, &data);
   const double host = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
-  for (const models::Plan& plan : plans) {
+  for (const plan::Plan& plan : plans) {
     auto simulated_line = [&] {  // the fields both of a layout's sim lines start with
       bench::JsonLine line;
       line.add("bench", "layout")

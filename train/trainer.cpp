@@ -16,7 +16,6 @@
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 #include <dlf/json_line.h>
-#include <dlf/models/plan.h>
 #include <dlf/nn/data/prefetch.h>
 #include <dlf/nn/optim/schedule.h>
 #include <dlf/parallel/launch.h>
@@ -141,7 +140,7 @@ TrainResult train_rank(parallel::Communicator& world, const TrainJob& job) {
   if (job.detect_anomaly) anomaly.emplace();
   parallel::Mesh mesh(world, job.layout);
   const int64_t micro_batch =
-      job.micro_batch > 0 ? job.micro_batch : models::default_micro_batch(job.layout, run.batch);
+      job.micro_batch > 0 ? job.micro_batch : default_micro_batch(job.layout, run.batch);
   const int micro_batches = int(run.batch / job.layout.dp / micro_batch);
   PartOptions part = job.part;
   part.micro_batches = micro_batches;
@@ -371,6 +370,10 @@ TrainResult train_rank(parallel::Communicator& world, const TrainJob& job) {
   if (job.evaluate) evaluate(stop);
   end(false);
   return {loss, stop};
+}
+
+int64_t default_micro_batch(const parallel::Layout& layout, int64_t global_batch) {
+  return layout.pp > 1 ? 1 : std::max<int64_t>(1, global_batch / layout.dp);
 }
 
 }  // namespace dlf::train

@@ -4,20 +4,21 @@
 #include <optional>
 
 #include <dlf/json_line.h>
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
+#include <dlf/plan/compiled.h>
+#include <dlf/plan/memory_flags.h>
+#include <dlf/plan/plan.h>
+#include <dlf/plan/search.h>
 
 #include "devices.h"
-#include "graph_command.h"
-#include "memory_flags.h"
 
 namespace dlf::app {
 namespace {
 
 // A GPT's micro-batch over `layout` as dlf train takes it: --micro-batch, else one sequence
-// through a pipeline and a replica's rows without one (models::default_micro_batch).
+// through a pipeline and a replica's rows without one (train::default_micro_batch).
 int64_t gpt_micro_batch(const PlanCommand& c, const parallel::Layout& layout) {
-  return c.micro_batch > 0 ? c.micro_batch : models::default_micro_batch(layout, c.batch);
+  return c.micro_batch > 0 ? c.micro_batch : train::default_micro_batch(layout, c.batch);
 }
 
 // Micro-batches are a GPT's, as dlf train runs them: a model of another family takes its
@@ -32,26 +33,26 @@ void plan_data_parallel(const PlanCommand& c, const DeviceArg& device, DType dty
   DLF_CHECK(c.tp == 1 && c.pp == 1, "dlf plan: ", c.model,
             " plans data-parallel layouts (--tp and --pp plans are GPT's)");
   check_micro_batch(c, c.model, false);
-  const models::ReplicaPlan plan =
-      models::plan_replica({.model = c.model,
-                            .dp = c.devices,
-                            .spec = device.spec,
-                            .global_batch = c.batch,
-                            .seq = c.seq,
-                            .dtype = dtype,
-                            .recompute = autograd::parse_recompute(c.recompute),
-                            .zero = c.zero,
-                            .offload = offload_flag(c.offload, c.zero)});
-  std::printf("%s", (c.json ? models::to_json_line(plan) + "\n" : models::describe(plan)).c_str());
+  const plan::ReplicaPlan plan =
+      plan::plan_replica({.model = c.model,
+                          .dp = c.devices,
+                          .spec = device.spec,
+                          .global_batch = c.batch,
+                          .seq = c.seq,
+                          .dtype = dtype,
+                          .recompute = autograd::parse_recompute(c.recompute),
+                          .zero = c.zero,
+                          .offload = plan::offload_flag(c.offload, c.zero)});
+  std::printf("%s", (c.json ? plan::to_json_line(plan) + "\n" : plan::describe(plan)).c_str());
   if (!c.json && !plan.fits)
-    std::printf("  %s\n", fitting_flags_hint({.model = c.model,
-                                              .layout = {.dp = c.devices},
-                                              .spec = device.spec,
-                                              .batch = plan.options.global_batch,
-                                              .seq = plan.options.seq,
-                                              .dtype = dtype},
-                                             {autograd::parse_recompute(c.recompute), c.zero,
-                                              offload_flag(c.offload, c.zero)})
+    std::printf("  %s\n", plan::fitting_flags_hint({.model = c.model,
+                                                    .layout = {.dp = c.devices},
+                                                    .spec = device.spec,
+                                                    .batch = plan.options.global_batch,
+                                                    .seq = plan.options.seq,
+                                                    .dtype = dtype},
+                                                   {autograd::parse_recompute(c.recompute), c.zero,
+                                                    plan::offload_flag(c.offload, c.zero)})
                               .c_str());
 }
 
@@ -84,7 +85,7 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, const parallel
             "dlf plan --compile: graph mode rematerialises on its own and captures ZeRO without "
             "offload; leave out --recompute and --offload");
   const std::optional<models::GPTConfig> custom = gpt_by_dimensions(c);
-  const StepModel model = custom ? StepModel(*custom) : StepModel(c.model);
+  const plan::StepModel model = custom ? plan::StepModel(*custom) : plan::StepModel(c.model);
   // --seq's default as the other plans': a GPT's context, BERT's benchmark length
   const int64_t seq = model.gpt ? (c.seq > 0 ? c.seq : model.gpt->context)
                                 : models::family_of(c.model).sequence(c.model, c.seq);
@@ -96,17 +97,17 @@ void plan_compiled(const PlanCommand& c, const DeviceArg& device, const parallel
   const int64_t rows = c.batch / dp;
   DLF_CHECK(rows % micro == 0, "dlf plan --compile: a replica's ", rows,
             " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
-  const Replicas replicas{.dp = layout.dp,
-                          .zero = zero,
-                          .tp = c.tp,
-                          .pp = c.pp,
-                          .micro_batch = model.gpt ? micro : 0,
-                          .schedule = parallel::parse_schedule(c.schedule),
-                          .virtual_stages = c.virtual_stages};
+  const plan::Replicas replicas{.dp = layout.dp,
+                                .zero = zero,
+                                .tp = c.tp,
+                                .pp = c.pp,
+                                .micro_batch = model.gpt ? micro : 0,
+                                .schedule = parallel::parse_schedule(c.schedule),
+                                .virtual_stages = c.virtual_stages};
   const int64_t planned_micro = model.gpt ? micro : rows;
-  const CompiledPlan plan =
-      plan_compiled_stages(device.spec, model, rows, seq, c.precision, replicas);
-  const CompiledStepMemory& m = plan.largest;
+  const plan::CompiledPlan plan =
+      plan::plan_compiled_stages(device.spec, model, rows, seq, c.precision, replicas);
+  const plan::CompiledStepMemory& m = plan.largest;
   const int64_t capacity = device.spec.memory_bytes;
   const bool fits = plan.fits(device.spec);
   if (c.json) {
@@ -193,51 +194,56 @@ void run_plan(PlanCommand c) {
     plan_data_parallel(c, device, dtype);
     return;
   }
-  models::PlanOptions options{.model = custom ? *custom : models::gpt_config(c.model),
-                              .layout = layout,
-                              .spec = device.spec,
-                              .global_batch = c.batch,
-                              .micro_batch = gpt_micro_batch(c, layout),
-                              .seq = c.seq,
-                              .dtype = dtype,
-                              .schedule = parallel::parse_schedule(c.schedule),
-                              .virtual_stages = c.virtual_stages,
-                              .recompute = autograd::parse_recompute(c.recompute),
-                              .zero = c.zero,
-                              .offload = offload_flag(c.offload, c.zero)};
-  const models::Plan plan = models::plan_gpt(options);
+  plan::PlanOptions options{.model = custom ? *custom : models::gpt_config(c.model),
+                            .layout = layout,
+                            .spec = device.spec,
+                            .global_batch = c.batch,
+                            .micro_batch = gpt_micro_batch(c, layout),
+                            .seq = c.seq,
+                            .dtype = dtype,
+                            .schedule = parallel::parse_schedule(c.schedule),
+                            .virtual_stages = c.virtual_stages,
+                            .recompute = autograd::parse_recompute(c.recompute),
+                            .zero = c.zero,
+                            .offload = plan::offload_flag(c.offload, c.zero)};
+  const plan::Plan plan = plan::plan_gpt(options);
   if (c.json) {
-    std::printf("%s\n", models::to_json_line(plan).c_str());
+    std::printf("%s\n", plan::to_json_line(plan).c_str());
     return;
   }
-  std::printf("%s", models::describe(plan).c_str());
+  std::printf("%s", plan::describe(plan).c_str());
   if (plan.fits) return;
-  std::printf("  %s\n", fitting_flags_hint({.model = c.model,
-                                            .gpt = custom,
-                                            .layout = plan.options.layout,
-                                            .spec = device.spec,
-                                            .batch = plan.options.global_batch,
-                                            .seq = plan.options.seq,
-                                            .micro_batch = plan.options.micro_batch,
-                                            .dtype = dtype,
-                                            .schedule = plan.options.schedule,
-                                            .virtual_stages = c.virtual_stages},
-                                           {autograd::parse_recompute(c.recompute), c.zero,
-                                            offload_flag(c.offload, c.zero)})
+  std::printf("  %s\n", plan::fitting_flags_hint({.model = c.model,
+                                                  .gpt = custom,
+                                                  .layout = plan.options.layout,
+                                                  .spec = device.spec,
+                                                  .batch = plan.options.global_batch,
+                                                  .seq = plan.options.seq,
+                                                  .micro_batch = plan.options.micro_batch,
+                                                  .dtype = dtype,
+                                                  .schedule = plan.options.schedule,
+                                                  .virtual_stages = c.virtual_stages},
+                                                 {autograd::parse_recompute(c.recompute), c.zero,
+                                                  plan::offload_flag(c.offload, c.zero)})
                             .c_str());
-  // Say what would fit on these devices, if anything does.
+  // Say what fits on these devices, if anything does: the fastest of every layout, memory flags
+  // and micro-batch.
   options.global_batch = plan.options.global_batch;
-  const models::Plan best = models::rank_layouts(options, c.devices).front();
-  const parallel::Layout& l = best.options.layout;
-  if (best.fits) {
-    std::printf("  fits on %d devices: --tp %d --pp %d (dp %d, micro-batch %ld), peak %s\n",
-                c.devices, l.tp, l.pp, l.dp, long(best.options.micro_batch),
-                format_bytes(double(best.worst.peak_bytes)).c_str());
+  const plan::SearchResult found = plan::search({.run = options, .devices = c.devices});
+  if (found.best) {
+    const plan::Plan& best = *found.best;
+    std::printf(
+        "  fits on %d devices: %s (dp %d), peak %s, step %.3f s, MFU %.1f %% — the fastest "
+        "of %ld configurations (layouts, memory flags, micro-batches; %ld planned)\n",
+        c.devices, plan::configuration_flags(best).c_str(), best.options.layout.dp,
+        format_bytes(double(best.worst.peak_bytes)).c_str(), best.step_s, 100 * best.mfu,
+        long(found.candidates), long(found.planned));
   } else {
     std::printf(
-        "  no dp x tp x pp layout of %d devices fits (the least: --tp %d --pp %d, peak "
-        "%s): more devices, or memory saving\n",
-        c.devices, l.tp, l.pp, format_bytes(double(best.worst.peak_bytes)).c_str());
+        "  no dp x tp x pp layout of %d devices fits with any --recompute, --zero, --offload or "
+        "--micro-batch (the least: %s, peak %s): more devices\n",
+        c.devices, plan::configuration_flags(found.least).c_str(),
+        format_bytes(double(found.least.worst.peak_bytes)).c_str());
   }
 }
 

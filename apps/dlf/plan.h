@@ -22,7 +22,7 @@ struct PlanCommand {
   int virtual_stages = 1;          ///< chunks of layers per pipeline rank (interleaved)
   std::string recompute = "none";
   int zero = 0;
-  std::string offload = "none";  ///< none, optimizer or params (models::Offload)
+  std::string offload = "none";  ///< none, optimizer or params (plan::Offload)
   bool json = false;
   /// the memory plan of the step captured as a graph, on one device or data-parallel replicas
   bool compile = false;

@@ -20,29 +20,25 @@
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 #include <dlf/json_line.h>
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/checkpoint.h>
 #include <dlf/parallel/launch.h>
 #include <dlf/parallel/mpi.h>
 
+#include <dlf/plan/compiled.h>
+#include <dlf/plan/layout.h>
+#include <dlf/plan/memory_flags.h>
 #include <dlf/train/run.h>
 #include <dlf/train/trainer.h>
 
 #include "devices.h"
-#include "graph_command.h"
-#include "host_memory.h"
 #include "interrupt.h"
-#include "memory_flags.h"
 #include "report.h"
 #include "validators.h"
 #include "weights_file.h"
 
 namespace dlf::app {
 namespace {
-
-// The share of the host's available memory a run may plan to take.
-constexpr double kHostShare = 0.9;
 
 // The dtype of the run's mixed precision (bf16), or f32.
 DType precision_dtype(const TrainOptions& o) {
@@ -101,121 +97,6 @@ RunConfig resumed_config(const TrainOptions& o, const nn::Checkpoint& ckpt) {
   DLF_CHECK(run.steps > ckpt.step, "--resume: the checkpoint is already at step ", ckpt.step,
             " of ", run.steps, "; pass a larger --steps to train on");
   return run;
-}
-
-// Host memory is part of fitting: a layout whose ranks would not fit this machine is refused
-// up front (the kernel's OOM killer would end it without a word).
-void check_host_fits(double needed, const std::string& what) {
-  const double available = available_host_memory();
-  DLF_CHECK(needed <= kHostShare * available, what, " needs about ", format_bytes(needed),
-            " of host memory (every rank's tensors live in this process, a simulated device's "
-            "too), and ",
-            format_bytes(available),
-            " is available: use fewer --devices, a smaller --batch, or more tensor or pipeline "
-            "parallelism");
-}
-
-models::PlanOptions plan_options(const TrainOptions& o, const SimSpec& spec, int64_t seq) {
-  return {.model = models::gpt_config(o.run.model),
-          .layout = {},
-          .spec = spec,
-          .global_batch = o.run.batch,
-          .seq = seq,
-          .dtype = precision_dtype(o),
-          .schedule = parallel::parse_schedule(o.schedule),
-          .virtual_stages = o.virtual_stages,
-          .recompute = autograd::parse_recompute(o.recompute),
-          .zero = o.zero,
-          .offload = offload_flag(o.offload, o.zero)};
-}
-
-// The layout of the run: --dp, --tp and --pp as given (tp and pp 1 when unset, dp the rest of
-// the devices; ZeRO-2's and the non-GPT models' are data-parallel); with --devices alone, a GPT's
-// is planned on meta devices of the run's device spec: among the layouts that fit both the
-// simulated devices and this machine's memory, the fastest predicted one — on cpu ranks, which
-// share this machine's cores, the most data-parallel one. A planned layout comes with the table
-// of the plans for the lead to print; when none fits, the lead (`print`) prints it and a
-// dlf::Error says so.
-struct ChosenLayout {
-  parallel::Layout layout;
-  std::string table;  // the plans, when planned
-};
-ChosenLayout choose_layout(const TrainOptions& o, int devices, const DeviceArg& device, int64_t seq,
-                           bool print) {
-  const bool gpt = bool(models::family_of(o.run.model).gpt);
-  const bool cpu = device.type == DeviceType::cpu;
-  const SimSpec spec = cpu ? sim_preset("a100-40gb") : device.spec;
-  if (o.dp > 0 || o.tp > 0 || o.pp > 0 || o.zero >= 2 || devices == 1 || !gpt) {
-    const int tp = std::max(o.tp, 1), pp = std::max(o.pp, 1);
-    DLF_CHECK(o.dp > 0 || devices % (tp * pp) == 0, "tp ", tp, " x pp ", pp, " = ", tp * pp,
-              " ranks per replica do not divide the ", devices, " devices");
-    const int dp = o.dp > 0 ? o.dp : devices / (tp * pp);
-    DLF_CHECK(dp * tp * pp == devices, "dp ", dp, " x tp ", tp, " x pp ", pp, " = ", dp * tp * pp,
-              " ranks, but there are ", devices, " devices");
-    const parallel::Layout layout{.dp = dp, .tp = tp, .pp = pp};
-    const std::string what = o.run.model + " as " + train::layout_text(layout);
-    if (gpt && o.run.batch % dp == 0) {
-      models::PlanOptions options = plan_options(o, spec, seq);
-      options.layout = layout;
-      options.micro_batch =
-          o.micro_batch > 0 ? o.micro_batch : models::default_micro_batch(layout, o.run.batch);
-      check_host_fits(host_memory_needed(models::plan_gpt(options)), what);
-    } else {
-      check_host_fits(host_memory_needed(train::parameter_count(o.run.model), dp), what);
-    }
-    return {layout, ""};
-  }
-  std::vector<models::Plan> plans = models::rank_layouts(plan_options(o, spec, seq), devices);
-  const double available = available_host_memory();
-  auto host_fits = [&](const models::Plan& p) {
-    return host_memory_needed(p) <= kHostShare * available;
-  };
-  if (cpu) {  // simulated speed means nothing here: the most data parallelism that fits
-    std::stable_sort(plans.begin(), plans.end(), [](const models::Plan& a, const models::Plan& b) {
-      return a.options.layout.dp > b.options.layout.dp;
-    });
-  }
-  const auto chosen = std::find_if(plans.begin(), plans.end(), [&](const models::Plan& p) {
-    return host_fits(p) && (cpu || p.fits);
-  });
-  std::string table;
-  auto add = [&table](const char* format, auto... values) {
-    char line[256];
-    std::snprintf(line, sizeof line, format, values...);
-    table += line;
-  };
-  if (cpu) {
-    add("layout of %d cpu ranks (they share this machine's cores: the most data parallelism that "
-        "fits its memory, %s available):\n",
-        devices, format_bytes(available).c_str());
-  } else {
-    add("layout planned on %d meta devices of %s (predicted step, peak per device, host memory "
-        "of the run; %s available):\n",
-        devices, spec.name.c_str(), format_bytes(available).c_str());
-  }
-  for (const models::Plan& p : plans) {
-    const parallel::Layout& l = p.options.layout;
-    std::string notes;
-    if (!cpu && !p.fits) notes += "  does not fit the device";
-    if (!host_fits(p)) notes += "  does not fit the host";
-    if (&p == &*chosen) notes += "  <- chosen";
-    add("  dp %d x tp %d x pp %d  %9.2f ms  %10s  %10s%s\n", l.dp, l.tp, l.pp, p.step_s * 1e3,
-        format_bytes(double(p.worst.peak_bytes)).c_str(),
-        format_bytes(host_memory_needed(p)).c_str(), notes.c_str());
-  }
-  if (chosen == plans.end()) {
-    if (print) std::fprintf(stderr, "%s", table.c_str());
-    const auto least = std::min_element(plans.begin(), plans.end(),
-                                        [](const models::Plan& a, const models::Plan& b) {
-                                          return host_memory_needed(a) < host_memory_needed(b);
-                                        });
-    check_host_fits(host_memory_needed(*least),
-                    o.run.model + " on " + std::to_string(devices) + " devices (at best, as " +
-                        train::layout_text(least->options.layout) + ")");
-    DLF_CHECK(false, o.run.model, " does not fit ", devices, " devices of ", spec.name,
-              " in any dp x tp x pp layout: use more devices or a smaller --batch");
-  }
-  return {chosen->options.layout, table};
 }
 
 // What `dlf train --report` and `dlf profile` watch of a run on its lead rank: made in that
@@ -291,36 +172,6 @@ class RunHooks {
   std::optional<RunReport> report_;
 };
 
-// "; compiled, ...": when a run out of memory on a sim device was eager and graph mode plans its
-// step to fit there (its memory plan rematerialises cheap activations and reuses freed bytes),
-// what to run instead; else nothing (also for a layout graph mode does not plan).
-std::string compiled_fit_hint(const TrainOptions& o, const RunConfig& run,
-                              const parallel::Layout& layout, int64_t tokens, int64_t micro,
-                              const SimSpec& spec) {
-  if (o.compile) return "";
-  try {
-    const CompiledPlan plan =
-        plan_compiled_stages(spec, run.model, run.batch / layout.dp, tokens, o.precision,
-                             {.dp = layout.dp,
-                              .zero = layout.dp > 1 ? o.zero : 0,
-                              .tp = layout.tp,
-                              .pp = layout.pp,
-                              .micro_batch = micro,
-                              .schedule = parallel::parse_schedule(o.schedule),
-                              .virtual_stages = o.virtual_stages,
-                              .bucket_bytes = bucket_bytes(o),
-                              .reduce_in_bf16 = reduce_in_bf16(o)});
-    if (!plan.fits(spec)) return "";
-    const bool refused = o.recompute != "none" || o.offload != "none";  // by --compile
-    return std::string("; compiled, it is planned to fit: --compile") +
-           (refused ? " without --recompute and --offload" : "") + " (peak " +
-           format_bytes(double(plan.largest.planned_peak())) + " of " +
-           format_bytes(double(spec.memory_bytes)) + ")";
-  } catch (const Error&) {
-    return "";
-  }
-}
-
 }  // namespace
 
 double run_train(TrainOptions o) {
@@ -365,8 +216,31 @@ double run_train(TrainOptions o) {
   const bool gpt = bool(family.gpt);
   const int64_t seq = family.sequence(run.model, run.seq);
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
-  const auto [layout, layout_table] = choose_layout(o, ranks, device, seq, lead);
-  offload_flag(o.offload, o.zero);  // a valid combination
+  const plan::Offload offload = plan::offload_flag(o.offload, o.zero);  // a valid combination
+  const plan::LayoutChoice choice = plan::choose_layout(
+      {.model = run.model,
+       .devices = ranks,
+       .dp = o.dp,
+       .tp = o.tp,
+       .pp = o.pp,
+       .micro_batch = o.micro_batch,
+       .cpu = device.type == DeviceType::cpu,
+       .run = {.model = gpt ? models::gpt_config(run.model) : models::GPTConfig{},
+               .layout = {},
+               .spec = device.type == DeviceType::cpu ? sim_preset("a100-40gb") : device.spec,
+               .global_batch = run.batch,
+               .seq = seq,
+               .dtype = precision_dtype(o),
+               .schedule = parallel::parse_schedule(o.schedule),
+               .virtual_stages = o.virtual_stages,
+               .recompute = autograd::parse_recompute(o.recompute),
+               .zero = o.zero,
+               .offload = offload}});
+  if (!choice.refusal.empty()) {
+    if (lead) std::fprintf(stderr, "%s", choice.table.c_str());
+    throw Error(choice.refusal);
+  }
+  const parallel::Layout layout = choice.layout;
   DLF_CHECK(!o.compile || o.zero < 2 || layout.dp == 1 || o.offload == "none", "--compile --zero ",
             o.zero, " --offload ", o.offload, ": ZeRO-", o.zero,
             "'s update must run inside the graph, which holds its gradient parts, and an "
@@ -390,7 +264,7 @@ double run_train(TrainOptions o) {
             " takes its replica's rows at once (micro-batches are the GPT models', through a "
             "pipeline or with their gradients accumulated)");
   const int64_t micro =
-      o.micro_batch > 0 ? o.micro_batch : models::default_micro_batch(layout, run.batch);
+      o.micro_batch > 0 ? o.micro_batch : train::default_micro_batch(layout, run.batch);
   DLF_CHECK(run.batch / layout.dp % micro == 0, "a replica's ", run.batch / layout.dp,
             " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
   const models::TrainData data = train::load_data(run);
@@ -454,11 +328,11 @@ double run_train(TrainOptions o) {
                .virtual_stages = o.virtual_stages,
                .bucket_bytes = bucket_bytes(o),
                .zero = o.zero,
-               .offload_params = offload_flag(o.offload, o.zero) == models::Offload::params,
+               .offload_params = offload == plan::Offload::params,
                .reduce_in_bf16 = reduce_in_bf16(o),
                .recompute = autograd::parse_recompute(o.recompute),
                .compile = o.compile},
-      .offload_optimizer = offload_flag(o.offload, o.zero) != models::Offload::none,
+      .offload_optimizer = offload != plan::Offload::none,
       .precision = precision_dtype(o),
       .data = data,
       .initial = initial,
@@ -487,7 +361,7 @@ double run_train(TrainOptions o) {
                  "%d ranks on simulated %s devices (this CPU computes; memory and time are the "
                  "simulator's): --device cpu runs them on this CPU\n",
                  ranks, device.spec.name.c_str());
-  if (lead) std::fprintf(stderr, "%s", layout_table.c_str());
+  if (lead) std::fprintf(stderr, "%s", choice.table.c_str());
   if (!o.trace.empty()) trace::start();  // after measuring the CPU: its ops are not the run's
   train::TrainResult result;
   auto rank = [&](parallel::Communicator& world) {
@@ -505,19 +379,31 @@ double run_train(TrainOptions o) {
     // What would fit, from the plans of this very run (a GPT's tokens as it has them, a BERT's
     // as BertTask's; ViT and UNet have none): eager's flags, and graph mode's.
     const int64_t tokens = seq;
-    throw OutOfMemory(std::string(e.what()) + "; " +
-                      fitting_flags_hint({.model = run.model,
-                                          .layout = layout,
-                                          .spec = device.spec,
-                                          .batch = run.batch,
-                                          .seq = tokens,
-                                          .micro_batch = micro,
-                                          .dtype = precision_dtype(o),
-                                          .schedule = parallel::parse_schedule(o.schedule),
-                                          .virtual_stages = o.virtual_stages},
-                                         {autograd::parse_recompute(o.recompute), o.zero,
-                                          offload_flag(o.offload, o.zero)}) +
-                      compiled_fit_hint(o, run, layout, tokens, micro, device.spec));
+    throw OutOfMemory(
+        std::string(e.what()) + "; " +
+        plan::fitting_flags_hint({.model = run.model,
+                                  .layout = layout,
+                                  .spec = device.spec,
+                                  .batch = run.batch,
+                                  .seq = tokens,
+                                  .micro_batch = micro,
+                                  .dtype = precision_dtype(o),
+                                  .schedule = parallel::parse_schedule(o.schedule),
+                                  .virtual_stages = o.virtual_stages},
+                                 {autograd::parse_recompute(o.recompute), o.zero, offload}) +
+        (o.compile ? ""
+                   : plan::compiled_fit_hint(device.spec, run.model, run.batch / layout.dp, tokens,
+                                             o.precision,
+                                             {.dp = layout.dp,
+                                              .zero = layout.dp > 1 ? o.zero : 0,
+                                              .tp = layout.tp,
+                                              .pp = layout.pp,
+                                              .micro_batch = micro,
+                                              .schedule = parallel::parse_schedule(o.schedule),
+                                              .virtual_stages = o.virtual_stages,
+                                              .bucket_bytes = bucket_bytes(o),
+                                              .reduce_in_bf16 = reduce_in_bf16(o)},
+                                             o.recompute != "none" || o.offload != "none")));
   }
   if (!o.trace.empty()) {
     trace::stop_and_write(o.trace);

@@ -29,7 +29,7 @@ struct TrainOptions {
   int64_t log_every = 10;
   int devices = 0;                ///< ranks, one per device; 0: dp x tp x pp, or 1
   int dp = 0, tp = 0, pp = 0;     ///< the layout; all 0: 1 x 1 x 1, or planned for --devices
-  int64_t micro_batch = 0;        ///< sequences per micro-batch; 0: models::default_micro_batch
+  int64_t micro_batch = 0;        ///< sequences per micro-batch; 0: train::default_micro_batch
   std::string schedule = "1f1b";  ///< pipeline schedule: 1f1b, gpipe or interleaved
   int virtual_stages = 1;         ///< chunks of layers per pipeline rank (interleaved)
   std::string device = "auto";    ///< see setup_devices()
@@ -37,7 +37,7 @@ struct TrainOptions {
   int64_t bucket_mb = 25;         ///< DDP gradient bucket size
   int zero = 0;  ///< ZeRO stage: 0 none, 1 optimizer state sharded, 2 gradients too
   std::string recompute = "none";    ///< activation recompute: none, full or selective
-  std::string offload = "none";      ///< none, optimizer or params (models::Offload)
+  std::string offload = "none";      ///< none, optimizer or params (plan::Offload)
   std::string precision = "fp32";    ///< fp32, or bf16: matmuls, convs and attention under autocast
   std::string grad_reduce = "fp32";  ///< the dtype gradients are averaged over dp in
   bool detect_anomaly = false;       ///< name the first op that makes NaN or infinity

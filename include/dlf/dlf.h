@@ -51,7 +51,6 @@
 #include <dlf/models/generate.h>
 #include <dlf/models/gpt.h>
 #include <dlf/models/gpt_parallel.h>
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/models/text_stream.h>
 #include <dlf/models/unet.h>
@@ -86,6 +85,12 @@
 #include <dlf/parallel/tensor_parallel.h>
 #include <dlf/parallel/transfer.h>
 #include <dlf/parallel/zero.h>
+#include <dlf/plan/compiled.h>
+#include <dlf/plan/host_memory.h>
+#include <dlf/plan/layout.h>
+#include <dlf/plan/memory_flags.h>
+#include <dlf/plan/plan.h>
+#include <dlf/plan/search.h>
 #include <dlf/tokenizers/tokenizer.h>
 #include <dlf/tokenizers/train.h>
 #include <dlf/train/progress.h>

@@ -97,6 +97,16 @@ out=$("$dlf" plan --model gpt-medium --devices 8 --zero 3 --offload params) ||
   fail "plan --offload params: $out"
 echo "$out" | grep -q "ZeRO-3, optimizer and parameters offloaded" || fail "plan does not say it offloads the parameters: $out"
 expect_error 1 plan --model gpt-medium --devices 8 --zero 1 --offload params
+# a family's replica under ZeRO is planned as parallel/ runs it (its step over a planning group):
+# vit-tiny's ZeRO-3 peak on 2 sim devices is the run's, within 0.1 %
+for z in 2 3; do
+  planned=$("$dlf" plan --model vit-tiny --devices 2 --zero $z --json | sed -n 's/.*"peak_bytes":\([0-9.e+]*\).*/\1/p')
+  "$dlf" --threads 1 train --model vit-tiny --devices 2 --dp 2 --zero $z --steps 2 --device sim:a100-40gb \
+    --metrics "$tmp/vit-zero$z.jsonl" >/dev/null 2>&1 || fail "vit-tiny --zero $z on sim"
+  measured=$(grep '"step":2,.*"sim_peak_bytes"' "$tmp/vit-zero$z.jsonl" | sed 's/.*"sim_peak_bytes":\([0-9.e+]*\).*/\1/')
+  [ -n "$planned" ] && close "$planned" "$measured" 0.001 ||
+    fail "vit-tiny --zero $z: planned peak $planned against the run's $measured"
+done
 expect_error 1 plan --model gpt-nano --devices 8 --batch 20  # 20 sequences over 8 replicas
 expect_error 2 train --model gpt-nano --zero 4
 expect_error 1 train --model gpt-nano --steps 1 --devices 2 --zero 3 --check-replicas 1

@@ -54,7 +54,7 @@ struct TrainJob {
   RunConfig run;                 ///< its batch, sequence and schedule resolved
   const models::Family& family;  ///< of run.model
   parallel::Layout layout = {};  ///< the mesh
-  /// sequences a micro-batch (a pipeline family's); 0: models::default_micro_batch
+  /// sequences a micro-batch (a pipeline family's); 0: default_micro_batch
   int64_t micro_batch = 0;
   /// how each rank's part of the model runs (its micro-batches follow from micro_batch)
   PartOptions part = {};
@@ -104,5 +104,9 @@ std::string describe_layout(const parallel::Layout& layout, int micro_batches, i
 
 /// The warmup steps of a run: its own, else 5 % of its steps (at least 1, below the steps).
 int64_t warmup_steps(const RunConfig& run);
+
+/// Sequences per micro-batch when none is asked for: with a pipeline 1 (the most micro-batches,
+/// the smallest bubble), without one the replica's whole share of the batch.
+int64_t default_micro_batch(const parallel::Layout& layout, int64_t global_batch);
 
 }  // namespace dlf::train

@@ -1,8 +1,8 @@
 #include <set>
 
-#include "plan_common.h"
+#include "common.h"
 
-namespace dlf::models {
+namespace dlf::plan {
 namespace {
 
 // The largest block's parameter bytes, and the blocks' parameters (FSDP's units).
@@ -30,4 +30,4 @@ ZeroShape zero_shape(const nn::Module& model) {
   return z;
 }
 
-}  // namespace dlf::models
+}  // namespace dlf::plan

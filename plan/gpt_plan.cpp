@@ -4,10 +4,10 @@
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
 #include <dlf/models/gpt_parallel.h>
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/planning_communicator.h>
+#include <dlf/plan/plan.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -17,9 +17,9 @@
 #include <sstream>
 #include <tuple>
 
-#include "plan_common.h"
+#include "common.h"
 
-namespace dlf::models {
+namespace dlf::plan {
 namespace {
 
 // One rank of one pipeline stage: which, and what it computes.
@@ -37,7 +37,8 @@ struct StageRun {
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
   int64_t peak_step = 0, peak_update = 0;  // during forward + backward; the AdamW step
   BytesByCategory at_peak_step{}, at_peak_update{};
-  ZeroShape zero;                                    // what ZeRO-3 gathers and keeps whole
+  BytesByCategory at_forward_end{};  // live at the end of forward (the most activations)
+  ZeroShape zero;                    // what ZeRO-3 gathers and keeps whole
   std::vector<parallel::PlannedCollective> tp_comm;  // the model's tp collectives, each way
 };
 
@@ -47,11 +48,11 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   reset_plan_device(spec);
   const Device d = kPlanDevice;
   parallel::PlanningCommunicator tp(d, 0, s.tp, "tp");
-  std::unique_ptr<ParallelGPT> model;
+  std::unique_ptr<models::ParallelGPT> model;
   {
     DefaultDeviceGuard on_plan_device(d);
     MemoryScope scope(MemoryCategory::parameters);  // master weights in f32 (bf16: autocast)
-    model = std::make_unique<ParallelGPT>(s.c, tp, s.stage, s.stages, s.chunks);
+    model = std::make_unique<models::ParallelGPT>(s.c, tp, s.stage, s.stages, s.chunks);
   }
   model->recompute(s.recompute);
   const std::vector<Tensor> params = model->parameters();
@@ -77,7 +78,8 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
     for (int chunk = 0; chunk < s.chunks; ++chunk) out = model->forward(out, idx, idx, chunk);
   }
   run.forward_s = clock.now() - t;
-  run.activation_bytes = memory.stats().live_by[static_cast<int>(MemoryCategory::activations)];
+  run.at_forward_end = memory.stats().live_by;
+  run.activation_bytes = run.at_forward_end[static_cast<int>(MemoryCategory::activations)];
   t = clock.now();
   if (model->last) {
     out.backward();
@@ -132,7 +134,15 @@ Offload parse_offload(std::string_view name) {
   throw Error("unknown offload '" + std::string(name) + "': expected none, optimizer or params");
 }
 
-Plan plan_gpt(const PlanOptions& options) {
+struct StageCache::Runs {
+  std::map<std::tuple<std::string, bool, bool, std::vector<int>>, StageRun> made;
+};
+
+StageCache::StageCache() : runs_(std::make_unique<Runs>()) {}
+StageCache::~StageCache() = default;
+int64_t StageCache::runs_made() const { return int64_t(runs_->made.size()); }
+
+Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   Plan plan;
   plan.options = options;
   PlanOptions& o = plan.options;
@@ -150,8 +160,9 @@ Plan plan_gpt(const PlanOptions& options) {
   plan.micro_batches = o.global_batch / (l.dp * o.micro_batch);
   const int chunks = o.virtual_stages;
   parallel::check_schedule(o.schedule, chunks, l.pp, plan.micro_batches);
-  const std::vector<std::pair<int64_t, int64_t>> stage_blocks = gpt_stage_blocks(c, l.pp * chunks);
-  plan.parameters = gpt_parameter_count(c);
+  const std::vector<std::pair<int64_t, int64_t>> stage_blocks =
+      models::gpt_stage_blocks(c, l.pp * chunks);
+  plan.parameters = models::gpt_parameter_count(c);
   const int64_t m = plan.micro_batches;
 
   // [b, T, C] between stages, in the residual stream's dtype (bf16 under autocast)
@@ -167,8 +178,14 @@ Plan plan_gpt(const PlanOptions& options) {
                  (l.tp > 1 ? collective(sim::Collective::allgather, boundary, tp_group) : 0);
   }
 
-  // Every stage, each kind (first or not, last or not, its chunks' blocks) run once.
-  std::map<std::tuple<bool, bool, std::vector<int>>, StageRun> runs;
+  // Every stage, each kind (first or not, last or not, its chunks' blocks) run once: in this
+  // plan, or in the cache's earlier plans of the same model, tp, micro-batch and flags.
+  StageCache local;
+  auto& runs = (cache ? *cache : local).runs_->made;
+  const std::string shape = c.name + " " + o.spec.name + " " + std::to_string(c.layers) + "x" +
+                            std::to_string(c.dim) + " tp" + std::to_string(l.tp) + " b" +
+                            std::to_string(o.micro_batch) + " s" + std::to_string(o.seq) + " " +
+                            dtype_name(o.dtype) + " " + autograd::recompute_name(o.recompute);
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
     std::vector<int> chunk_layers;  // the blocks of each of this stage's chunks
@@ -177,7 +194,7 @@ Plan plan_gpt(const PlanOptions& options) {
       chunk_layers.push_back(int(end - begin));
     }
     const int layers = std::accumulate(chunk_layers.begin(), chunk_layers.end(), 0);
-    const auto key = std::make_tuple(first, last, chunk_layers);
+    const auto key = std::make_tuple(shape, first, last, chunk_layers);
     if (!runs.contains(key)) {
       runs.emplace(
           key, run_stage({c, l.tp, stage, l.pp, chunks, o.micro_batch, o.seq, o.dtype, o.recompute},
@@ -225,20 +242,22 @@ Plan plan_gpt(const PlanOptions& options) {
       s.memory = run.at_peak_update;
       s.peak_at_update = true;
     }
-    s.peak_bytes += shard_for_zero(s.memory, o.zero, l.dp, run.zero);
-    if (o.offload != Offload::none) {
-      s.optimizer_s +=
-          offload_to_host(s.memory, s.peak_bytes,
-                          {.offload = o.offload,
-                           .zero = o.zero,
-                           .update_bytes = double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1),
-                           .tensors = run.parameter_tensors,
-                           .micro_batches = m,
-                           .update_s = s.optimizer_s,
-                           .forward_s = s.forward_s,
-                           .backward_s = s.backward_s},
-                          o.spec);
-    }
+    // what ZeRO and offload leave, at the peak or at the end of forward
+    BytesByCategory end = run.at_forward_end;
+    end[static_cast<int>(MemoryCategory::gradients)] = m > 1 ? run.grad_bytes : 0;
+    end[static_cast<int>(MemoryCategory::optimizer_state)] += run.optimizer_bytes;
+    end[static_cast<int>(MemoryCategory::activations)] += more_activations;
+    s.optimizer_s +=
+        shrink_for_zero(s.memory, s.peak_bytes, s.peak_at_update, end, run.zero, l.dp,
+                        {.offload = o.offload,
+                         .zero = o.zero,
+                         .update_bytes = double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1),
+                         .tensors = run.parameter_tensors,
+                         .micro_batches = m,
+                         .update_s = s.optimizer_s,
+                         .forward_s = s.forward_s,
+                         .backward_s = s.backward_s},
+                        o.spec);
     // Each chunk receives and sends forward, and back.
     const double stage_s = s.forward_s + s.backward_s + s.tp_comm_s + 2 * chunks * plan.p2p_s;
     if (stage == 0 || stage_s > plan.stage_s) {
@@ -269,10 +288,6 @@ Plan plan_gpt(const PlanOptions& options) {
   return plan;
 }
 
-int64_t default_micro_batch(const Layout& layout, int64_t global_batch) {
-  return layout.pp > 1 ? 1 : std::max<int64_t>(1, global_batch / layout.dp);
-}
-
 std::vector<Plan> rank_layouts(const PlanOptions& options, int devices) {
   DLF_CHECK(options.global_batch > 0, "rank_layouts: the global batch must be set");
   const GPTConfig& c = options.model;
@@ -280,7 +295,7 @@ std::vector<Plan> rank_layouts(const PlanOptions& options, int devices) {
   for (int tp = 1; tp <= devices; ++tp) {
     for (int pp = 1; tp * pp <= devices; ++pp) {
       const Layout l{.dp = devices / (tp * pp), .tp = tp, .pp = pp};
-      const int64_t micro = default_micro_batch(l, options.global_batch);
+      const int64_t micro = train::default_micro_batch(l, options.global_batch);
       if (l.devices() != devices || c.heads % tp != 0 ||
           pp * options.virtual_stages > c.layers + 1 || options.global_batch % (l.dp * micro) != 0)
         continue;
@@ -399,4 +414,4 @@ std::string to_json_line(const Plan& p) {
   return line.str();
 }
 
-}  // namespace dlf::models
+}  // namespace dlf::plan

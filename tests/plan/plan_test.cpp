@@ -1,14 +1,14 @@
 #include <dlf/device/sim_device.h>
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
+#include <dlf/plan/plan.h>
 
 #include "test_util.h"
 
 namespace dlf {
 namespace {
 
-using models::Layout;
-using models::PlanOptions;
+using plan::Layout;
+using plan::PlanOptions;
 
 PlanOptions options(const std::string& model, Layout layout, int64_t batch = 0) {
   return {.model = models::gpt_config(model),
@@ -19,9 +19,7 @@ PlanOptions options(const std::string& model, Layout layout, int64_t batch = 0) 
           .seq = 64};
 }
 
-int64_t bytes(const models::StagePlan& s, MemoryCategory c) {
-  return s.memory[static_cast<int>(c)];
-}
+int64_t bytes(const plan::StagePlan& s, MemoryCategory c) { return s.memory[static_cast<int>(c)]; }
 
 }  // namespace
 
@@ -38,7 +36,7 @@ TEST_CASE("gpt_parameter_count: the built model's count, and GPT-3's 175B") {
 }
 
 TEST_CASE("plan: one device holds the model, its gradients and Adam's two moments") {
-  const models::Plan p = models::plan_gpt(options("gpt-nano", {}));
+  const plan::Plan p = plan::plan_gpt(options("gpt-nano", {}));
   const int64_t n = models::gpt_parameter_count(models::gpt_config("gpt-nano"));
   CHECK(p.parameters == n);
   CHECK(p.worst.parameters == n);
@@ -46,7 +44,7 @@ TEST_CASE("plan: one device holds the model, its gradients and Adam's two moment
   // One micro-batch a step: the peak is at the forward's end, before any gradient exists (a
   // step starts without them); with two, the second's peak holds the first's.
   CHECK(bytes(p.worst, MemoryCategory::gradients) == 0);
-  const models::Plan accumulating = models::plan_gpt(options("gpt-nano", {}, 4));
+  const plan::Plan accumulating = plan::plan_gpt(options("gpt-nano", {}, 4));
   CHECK(accumulating.micro_batches == 2);
   CHECK(bytes(accumulating.worst, MemoryCategory::gradients) == 4 * n);
   CHECK(accumulating.worst.peak_bytes == p.worst.peak_bytes + 4 * n);
@@ -76,7 +74,7 @@ TEST_CASE("plan: the meta step's time is the sim device's for the same model") {
   sim::reset(dev);
   model.loss(x, x).backward();
   const double measured = sim::timeline(dev).now();
-  const models::Plan p = models::plan_gpt(options("gpt-nano", {}));
+  const plan::Plan p = plan::plan_gpt(options("gpt-nano", {}));
   // The plan runs the model's own stage (ParallelGPT, one rank): the same ops as GPT.
   CHECK(p.worst.forward_s + p.worst.backward_s == doctest::Approx(measured).epsilon(1e-12));
 }
@@ -85,10 +83,10 @@ TEST_CASE("plan: tp collectives are the model's own, recomputed ones included") 
   // ParallelGPT over 2 ranks: 2 allreduces of [b, T, C] per block each way, one for the
   // embedding (forward) and the head (backward), 3 of [b, T] floats in the cross-entropy.
   // Full recompute runs each block's forward, and its 2 allreduces, again in backward.
-  const models::Plan none = models::plan_gpt(options("gpt-mini", {.tp = 2}));
+  const plan::Plan none = plan::plan_gpt(options("gpt-mini", {.tp = 2}));
   PlanOptions o = options("gpt-mini", {.tp = 2});
   o.recompute = autograd::Recompute::full;
-  const models::Plan full = models::plan_gpt(o);
+  const plan::Plan full = plan::plan_gpt(o);
   const SimSpec spec = sim_preset("a100-40gb");
   const int64_t L = models::gpt_config("gpt-mini").layers, C = models::gpt_config("gpt-mini").dim;
   auto allreduce = [&](double bytes) {
@@ -103,15 +101,15 @@ TEST_CASE("plan: tp collectives are the model's own, recomputed ones included") 
   // cross-entropy's stay f32.
   o.recompute = autograd::Recompute::none;
   o.dtype = DType::bf16;
-  const models::Plan bf16 = models::plan_gpt(o);
+  const plan::Plan bf16 = plan::plan_gpt(o);
   CHECK(bf16.worst.tp_comm_s ==
         doctest::Approx(double(4 * L + 2) * allreduce(boundary / 2) + 3 * allreduce(2.0 * 64 * 4)));
 }
 
 TEST_CASE("plan: tensor and pipeline parallelism split the parameters; the bubble and 1F1B") {
-  const models::Plan one = models::plan_gpt(options("gpt-mini", {}, 16));
-  const models::Plan tp2 = models::plan_gpt(options("gpt-mini", {.tp = 2}, 16));
-  const models::Plan pp2 = models::plan_gpt(options("gpt-mini", {.pp = 2}, 16));
+  const plan::Plan one = plan::plan_gpt(options("gpt-mini", {}, 16));
+  const plan::Plan tp2 = plan::plan_gpt(options("gpt-mini", {.tp = 2}, 16));
+  const plan::Plan pp2 = plan::plan_gpt(options("gpt-mini", {.pp = 2}, 16));
   // A block's shard at tp 2: the four matrices (12C²) halve, as do c_attn's and c_fc's biases
   // (3C/2 + 2C); the LayerNorms (4C) and the row-parallel biases (2C) stay whole. The
   // vocabulary splits too; wpe and ln_f stay whole.
@@ -127,22 +125,22 @@ TEST_CASE("plan: tensor and pipeline parallelism split the parameters; the bubbl
   CHECK(tp2.worst.tp_comm_s > 0);
   CHECK(one.worst.tp_comm_s == 0);
   PlanOptions gpipe = options("gpt-mini", {.pp = 2}, 16);
-  gpipe.schedule = models::PipelineSchedule::gpipe;
-  const models::Plan g = models::plan_gpt(gpipe);
+  gpipe.schedule = plan::PipelineSchedule::gpipe;
+  const plan::Plan g = plan::plan_gpt(gpipe);
   CHECK(g.worst.in_flight == 8);
   CHECK(g.worst.peak_bytes > pp2.worst.peak_bytes);
   // Data parallelism adds a gradient allreduce over the dp group.
-  const models::Plan dp4 = models::plan_gpt(options("gpt-mini", {.dp = 4}, 16));
+  const plan::Plan dp4 = plan::plan_gpt(options("gpt-mini", {.dp = 4}, 16));
   CHECK(dp4.dp_allreduce_s > 0);
   CHECK(one.dp_allreduce_s == 0);
 }
 
 TEST_CASE("plan: the interleaved schedule shrinks the bubble V-fold for more sends and memory") {
-  const models::Plan plain = models::plan_gpt(options("gpt-mini", {.pp = 2}, 16));
+  const plan::Plan plain = plan::plan_gpt(options("gpt-mini", {.pp = 2}, 16));
   PlanOptions o = options("gpt-mini", {.pp = 2}, 16);
-  o.schedule = models::PipelineSchedule::interleaved;
+  o.schedule = plan::PipelineSchedule::interleaved;
   o.virtual_stages = 2;
-  const models::Plan p = models::plan_gpt(o);
+  const plan::Plan p = plan::plan_gpt(o);
   // 8 micro-batches; the fill and drain take (pp - 1) / V = 1/2 of a stage's micro-batch time.
   CHECK(p.micro_batches == 8);
   CHECK(p.bubble_fraction == doctest::Approx(0.5 / 8.5));
@@ -159,14 +157,14 @@ TEST_CASE("plan: the interleaved schedule shrinks the bubble V-fold for more sen
   CHECK(p.step_s < plain.step_s);
 
   o.global_batch = 6;  // 3 micro-batches: not a multiple of the 2 stages
-  test::check_error([&] { models::plan_gpt(o); }, {"micro-batches a multiple of them (got 3)"});
-  o.schedule = models::PipelineSchedule::one_f_one_b;
+  test::check_error([&] { plan::plan_gpt(o); }, {"micro-batches a multiple of them (got 3)"});
+  o.schedule = plan::PipelineSchedule::one_f_one_b;
   o.global_batch = 16;
-  test::check_error([&] { models::plan_gpt(o); }, {"2 virtual stages need the interleaved"});
+  test::check_error([&] { plan::plan_gpt(o); }, {"2 virtual stages need the interleaved"});
 }
 
 TEST_CASE("plan: a pipeline send is each tp rank's slice over its own link, then an allgather") {
-  const models::Plan p = models::plan_gpt(options("gpt-mini", {.tp = 2, .pp = 2}, 16));
+  const plan::Plan p = plan::plan_gpt(options("gpt-mini", {.tp = 2, .pp = 2}, 16));
   const SimSpec spec = sim_preset("a100-40gb");
   const double boundary = 2.0 * 64 * 384 * 4;  // [micro-batch 2, seq 64, C 384] in f32
   const std::vector<int> pair = {0, 2}, tp = {0, 1};
@@ -182,7 +180,7 @@ TEST_CASE("plan: GPT-3 175B on 1024 devices in a moment, and what does not fit s
   o.seq = 0;
   o.spec = sim_preset("h100-80gb");
   o.dtype = DType::bf16;
-  const models::Plan p = models::plan_gpt(o);
+  const plan::Plan p = plan::plan_gpt(o);
   CHECK(p.micro_batches == 96);
   CHECK(p.worst.layers == 12);
   // bf16 mixed precision keeps 16 bytes per parameter (ZeRO's count): f32 master weights and
@@ -196,25 +194,25 @@ TEST_CASE("plan: GPT-3 175B on 1024 devices in a moment, and what does not fit s
   // this layout with activation recompute, and so it fits.
   CHECK_FALSE(p.fits);
   o.recompute = autograd::Recompute::full;
-  const models::Plan recomputed = models::plan_gpt(o);
+  const plan::Plan recomputed = plan::plan_gpt(o);
   CHECK(recomputed.fits);
   CHECK(recomputed.mfu > 0.1);
   CHECK(recomputed.mfu < 1);
   // Selective recompute keeps the matmuls' and attention's outputs: between the two in memory,
   // faster than full recompute (its matmuls do not run again).
   o.recompute = autograd::Recompute::selective;
-  const models::Plan selective = models::plan_gpt(o);
+  const plan::Plan selective = plan::plan_gpt(o);
   CHECK(selective.worst.peak_bytes > recomputed.worst.peak_bytes);
   CHECK(selective.worst.peak_bytes < p.worst.peak_bytes);
   CHECK(selective.step_s < recomputed.step_s);
   o.recompute = autograd::Recompute::full;
   o.dtype = DType::f32;  // the same model state, activations twice the bytes
-  CHECK(models::plan_gpt(o).worst.peak_bytes > recomputed.worst.peak_bytes);
-  test::check_error([] { models::plan_gpt(options("gpt-nano", {.tp = 3})); },
+  CHECK(plan::plan_gpt(o).worst.peak_bytes > recomputed.worst.peak_bytes);
+  test::check_error([] { plan::plan_gpt(options("gpt-nano", {.tp = 3})); },
                     {"tp 3 does not divide gpt-nano's 4 attention heads"});
-  test::check_error([] { models::plan_gpt(options("gpt-nano", {.pp = 4})); },
+  test::check_error([] { plan::plan_gpt(options("gpt-nano", {.pp = 4})); },
                     {"2 blocks and the head make at most 3 pipeline stages, not 4"});
-  test::check_error([] { models::plan_gpt(options("gpt-nano", {.dp = 2}, 3)); },
+  test::check_error([] { plan::plan_gpt(options("gpt-nano", {.dp = 2}, 3)); },
                     {"global batch 3 is not a multiple of dp x micro-batch = 4"});
 }
 
@@ -222,22 +220,22 @@ TEST_CASE("rank_layouts: every layout that divides the model, the fastest that f
   PlanOptions o = options("gpt-mini", {}, 8);
   // gpt-mini: 6 heads (tp 1, 2), 6 blocks and the head (pp <= 7): of 8 devices, dp x tp x pp =
   // 8x1x1, 4x1x2, 2x1x4, 4x2x1, 2x2x2, 1x2x4.
-  const std::vector<models::Plan> all = models::rank_layouts(o, 8);
+  const std::vector<plan::Plan> all = plan::rank_layouts(o, 8);
   CHECK(all.size() == 6);
   REQUIRE(all.front().fits);
   for (size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1].step_s <= all[i].step_s);
-  for (const models::Plan& p : all)
-    CHECK(p.options.micro_batch == models::default_micro_batch(p.options.layout, 8));
+  for (const plan::Plan& p : all)
+    CHECK(p.options.micro_batch == train::default_micro_batch(p.options.layout, 8));
   // A device too small for the fastest layout's peak: another layout is chosen, and fits.
-  const models::Plan fastest = all.front();
+  const plan::Plan fastest = all.front();
   o.spec.memory_bytes = fastest.worst.peak_bytes - 1;
-  const std::vector<models::Plan> small = models::rank_layouts(o, 8);
+  const std::vector<plan::Plan> small = plan::rank_layouts(o, 8);
   CHECK(small.front().fits);
   CHECK(small.front().options.layout.devices() == 8);
   CHECK_FALSE((small.front().options.layout.dp == fastest.options.layout.dp &&
                small.front().options.layout.tp == fastest.options.layout.tp &&
                small.front().options.layout.pp == fastest.options.layout.pp));
-  test::check_error([&] { models::rank_layouts(options("gpt-nano", {}, 3), 5); },
+  test::check_error([&] { plan::rank_layouts(options("gpt-nano", {}, 3), 5); },
                     {"no dp x tp x pp layout of 5 devices divides gpt-nano"});
 }
 
@@ -247,8 +245,8 @@ TEST_CASE("plan_replica: every family's own model, its memory by category and it
   sim::configure(dev, spec);
   for (const std::string name : {"gpt-nano", "bert-tiny", "vit-tiny", "unet-tiny"}) {
     CAPTURE(name);
-    const models::ReplicaPlan p =
-        models::plan_replica({.model = name, .dp = 2, .spec = spec, .global_batch = 4, .seq = 32});
+    const plan::ReplicaPlan p =
+        plan::plan_replica({.model = name, .dp = 2, .spec = spec, .global_batch = 4, .seq = 32});
     CHECK(p.fits);
     CHECK(p.items_per_step == (p.unit == "tokens" ? 4 * 32 : 4));
     CHECK(p.activation_bytes > 0);
@@ -276,8 +274,8 @@ TEST_CASE("plan_replica: every family's own model, its memory by category and it
 
 TEST_CASE("plan_replica agrees with the GPT planner on a data-parallel layout") {
   const PlanOptions o = options("gpt-mini", {.dp = 2}, 4);
-  const models::Plan gpt = models::plan_gpt(o);
-  const models::ReplicaPlan any = models::plan_replica(
+  const plan::Plan gpt = plan::plan_gpt(o);
+  const plan::ReplicaPlan any = plan::plan_replica(
       {.model = "gpt-mini", .dp = 2, .spec = o.spec, .global_batch = 4, .seq = 64});
   CHECK(any.parameters == gpt.parameters);
   CHECK(any.peak_bytes == doctest::Approx(double(gpt.worst.peak_bytes)).epsilon(0.05));
@@ -288,36 +286,36 @@ TEST_CASE("plan_replica agrees with the GPT planner on a data-parallel layout") 
 }
 
 TEST_CASE("plan: every stage is planned; the slowest is the bottleneck, the fullest the worst") {
-  const models::Plan p = models::plan_gpt(options("gpt-mini", {.pp = 3}, 12));
+  const plan::Plan p = plan::plan_gpt(options("gpt-mini", {.pp = 3}, 12));
   REQUIRE(p.stages.size() == 3);
   double slowest = 0;
   int64_t fullest = 0;
   for (size_t i = 0; i < p.stages.size(); ++i) {
-    const models::StagePlan& s = p.stages[i];
+    const plan::StagePlan& s = p.stages[i];
     CHECK(s.stage == int(i));
     slowest = std::max(slowest, s.forward_s + s.backward_s + s.tp_comm_s + 2 * p.p2p_s);
     fullest = std::max(fullest, s.peak_bytes);
   }
   CHECK(p.stage_s == slowest);
-  const models::StagePlan& b = p.stages.at(size_t(p.slowest));
+  const plan::StagePlan& b = p.stages.at(size_t(p.slowest));
   CHECK(b.forward_s + b.backward_s + b.tp_comm_s + 2 * p.p2p_s == p.stage_s);
   CHECK(p.worst.peak_bytes == fullest);
 }
 
 TEST_CASE("plan: ZeRO-1 and -2 shard the optimizer state and the gradients over dp") {
   PlanOptions o = options("gpt-nano", {.dp = 4}, 16);  // two micro-batches: gradients at the peak
-  const models::Plan plain = models::plan_gpt(o);
+  const plan::Plan plain = plan::plan_gpt(o);
   o.zero = 1;
-  const models::Plan one = models::plan_gpt(o);
+  const plan::Plan one = plan::plan_gpt(o);
   o.zero = 2;
-  const models::Plan two = models::plan_gpt(o);
+  const plan::Plan two = plan::plan_gpt(o);
   const int64_t n = models::gpt_parameter_count(models::gpt_config("gpt-nano"));
   CHECK(bytes(plain.worst, MemoryCategory::optimizer_state) == 8 * n);
   CHECK(bytes(one.worst, MemoryCategory::optimizer_state) == 8 * n / 4);
   CHECK(bytes(one.worst, MemoryCategory::gradients) == 4 * n);
   CHECK(bytes(two.worst, MemoryCategory::gradients) == 4 * n / 4);
   o.zero = 3;
-  const models::Plan three = models::plan_gpt(o);
+  const plan::Plan three = plan::plan_gpt(o);
   const models::GPTConfig c = models::gpt_config("gpt-nano");
   const int64_t block = 4 * (12 * c.dim * c.dim + 13 * c.dim);
   const int64_t rest = 4 * (c.vocab + c.context + 2) * c.dim;
@@ -329,20 +327,40 @@ TEST_CASE("plan: ZeRO-1 and -2 shard the optimizer state and the gradients over 
   CHECK(two.worst.peak_bytes == one.worst.peak_bytes - 3 * n + 4 * n);
   CHECK(one.optimizer_s == doctest::Approx(plain.optimizer_s / 4));
   CHECK(one.dp_exposed_s > plain.dp_exposed_s);  // the allgather after the step
-  const models::ReplicaPlan vit = models::plan_replica(
+  const plan::ReplicaPlan vit = plan::plan_replica(
       {.model = "vit-tiny", .dp = 4, .spec = o.spec, .global_batch = 8, .zero = 2});
-  CHECK(vit.memory[static_cast<int>(MemoryCategory::optimizer_state)] == 8 * vit.parameters / 4);
+  // as parallel::ZeroOptimizer shards it: a quarter of each moment, rounded up
+  CHECK(vit.memory[static_cast<int>(MemoryCategory::optimizer_state)] ==
+        8 * ((vit.parameters + 3) / 4));
+}
+
+TEST_CASE("plan: under ZeRO-3 the peak moves to the end of forward, where the activations are") {
+  // Deep, narrow and a small vocabulary: unsharded, the peak is at the end of backward (the
+  // parameters, their gradients and Adam's moments, 16 bytes each, outweigh the activations);
+  // sharded over 8, the activations of the end of forward outweigh what is left.
+  const models::GPTConfig c{
+      .name = "deep", .vocab = 256, .context = 128, .layers = 24, .heads = 4, .dim = 256};
+  PlanOptions o{
+      .model = c, .layout = {.dp = 8}, .spec = sim_preset("a100-40gb"), .global_batch = 8};
+  const plan::Plan plain = plan::plan_gpt(o);
+  CHECK(bytes(plain.worst, MemoryCategory::activations) < plain.worst.activation_bytes);
+  o.zero = 3;
+  const plan::Plan three = plan::plan_gpt(o);
+  CHECK(bytes(three.worst, MemoryCategory::activations) == three.worst.activation_bytes);
+  CHECK(three.worst.peak_bytes >
+        three.worst.activation_bytes + bytes(three.worst, MemoryCategory::optimizer_state));
+  CHECK(three.worst.peak_bytes < plain.worst.peak_bytes);
 }
 
 TEST_CASE(
     "plan: offload takes the optimizer state, and ZeRO-3's parameter shards, off the device") {
   PlanOptions o = options("gpt-nano", {.dp = 4}, 8);
   o.zero = 3;
-  const models::Plan kept = models::plan_gpt(o);
-  o.offload = models::Offload::optimizer;
-  const models::Plan optimizer = models::plan_gpt(o);
-  o.offload = models::Offload::params;
-  const models::Plan params = models::plan_gpt(o);
+  const plan::Plan kept = plan::plan_gpt(o);
+  o.offload = plan::Offload::optimizer;
+  const plan::Plan optimizer = plan::plan_gpt(o);
+  o.offload = plan::Offload::params;
+  const plan::Plan params = plan::plan_gpt(o);
   const int64_t n = models::gpt_parameter_count(models::gpt_config("gpt-nano"));
   CHECK(bytes(kept.worst, MemoryCategory::optimizer_state) == 8 * n / 4);
   CHECK(bytes(optimizer.worst, MemoryCategory::optimizer_state) == 0);
@@ -352,10 +370,10 @@ TEST_CASE(
         bytes(kept.worst, MemoryCategory::parameters) - 4 * n / 4);
   CHECK(params.worst.peak_bytes == optimizer.worst.peak_bytes - 4 * n / 4);
   CHECK(optimizer.optimizer_s > kept.optimizer_s);  // the copies over the host link
-  CHECK(models::describe(params).find("ZeRO-3, optimizer and parameters offloaded") !=
+  CHECK(plan::describe(params).find("ZeRO-3, optimizer and parameters offloaded") !=
         std::string::npos);
-  CHECK(models::parse_offload("params") == models::Offload::params);
-  test::check_error([] { models::parse_offload("gradients"); },
+  CHECK(plan::parse_offload("params") == plan::Offload::params);
+  test::check_error([] { plan::parse_offload("gradients"); },
                     {"unknown offload 'gradients'", "none, optimizer or params"});
 }
 

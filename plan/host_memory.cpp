@@ -1,5 +1,6 @@
-#include "host_memory.h"
+#include <dlf/plan/host_memory.h>
 
+#include <dlf/device/allocator.h>
 #include <dlf/error.h>
 
 #include <unistd.h>
@@ -9,12 +10,15 @@
 #include <fstream>
 #include <string>
 
-namespace dlf::app {
+namespace dlf::plan {
 namespace {
 
 // The whole model in f32 that the ranks start from (4 bytes a parameter), and the lead rank's
 // gathered model and Adam moments for a checkpoint (12).
 double shared_bytes(double parameters) { return 16 * parameters; }
+
+// The share of the host's available memory a run may plan to take.
+constexpr double kHostShare = 0.9;
 
 }  // namespace
 
@@ -42,7 +46,7 @@ double available_host_memory() {
   return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
 }
 
-double host_memory_needed(const models::Plan& plan) {
+double host_memory_needed(const Plan& plan) {
   // The planner's peak misses some temporaries of a real step (gpt-small on 8 sim devices as
   // dp 2 x tp 4: planned 2.23 GiB a device, measured 2.69): a quarter more, to be safe.
   constexpr double kPlannerMargin = 1.25;
@@ -55,4 +59,21 @@ double host_memory_needed(int64_t parameters, int replicas) {
   return 16 * double(parameters) * replicas + shared_bytes(double(parameters));
 }
 
-}  // namespace dlf::app
+bool host_fits(double needed, double available) { return needed <= kHostShare * available; }
+
+std::string host_refusal(double needed, const std::string& what, double available) {
+  if (host_fits(needed, available)) return "";
+  return what + " needs about " + format_bytes(needed) +
+         " of host memory (every rank's tensors live in this process, a simulated device's "
+         "too), and " +
+         format_bytes(available) +
+         " is available: use fewer --devices, a smaller --batch, or more tensor or pipeline "
+         "parallelism";
+}
+
+void check_host_fits(double needed, const std::string& what, double available) {
+  const std::string refusal = host_refusal(needed, what, available);
+  DLF_CHECK(refusal.empty(), refusal);
+}
+
+}  // namespace dlf::plan

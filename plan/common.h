@@ -7,10 +7,10 @@
 #include <dlf/autograd/checkpoint.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
-#include <dlf/models/plan.h>
 #include <dlf/nn/module.h>
+#include <dlf/plan/plan.h>
 
-namespace dlf::models {
+namespace dlf::plan {
 
 /// The meta device plans run on: one at a time, in the calling thread.
 inline constexpr Device kPlanDevice{DeviceType::meta, 64};
@@ -153,6 +153,31 @@ inline double offload_to_host(BytesByCategory& memory, int64_t& peak, const Host
          std::max(0.0, uploads - double(t.micro_batches) * (t.forward_s + t.backward_s));
 }
 
+/// ZeRO's shards (shard_for_zero) and then offload (offload_to_host) on a device's memory at its
+/// peak (`memory`, `peak`) and at the end of forward (`end`, where the activations are the
+/// most): they shrink parameters, gradients and optimizer state, so the peak may move there.
+/// Both moments are shrunk and the higher kept in `memory` and `peak` (`at_update` cleared
+/// when it is the end of forward's). Returns the seconds offload adds to the step.
+inline double shrink_for_zero(BytesByCategory& memory, int64_t& peak, bool& at_update,
+                              BytesByCategory end, const ZeroShape& z, int dp, const HostTraffic& t,
+                              const SimSpec& spec) {
+  auto shrink = [&](BytesByCategory& m, int64_t& bytes) {
+    bytes += shard_for_zero(m, t.zero, dp, z);
+    return t.offload == Offload::none ? 0.0 : offload_to_host(m, bytes, t, spec);
+  };
+  const double seconds = shrink(memory, peak);
+  if (t.zero == 0 && t.offload == Offload::none) return seconds;
+  int64_t end_bytes = 0;
+  for (int64_t bytes : end) end_bytes += bytes;
+  shrink(end, end_bytes);
+  if (end_bytes > peak) {
+    peak = end_bytes;
+    memory = end;
+    at_update = false;
+  }
+  return seconds;
+}
+
 /// "<category>_bytes" for each memory category.
 inline void add_memory_fields(JsonLine& line, const BytesByCategory& memory) {
   for (int c = 0; c < kMemoryCategories; ++c) {
@@ -162,4 +187,4 @@ inline void add_memory_fields(JsonLine& line, const BytesByCategory& memory) {
   }
 }
 
-}  // namespace dlf::models
+}  // namespace dlf::plan

@@ -3,10 +3,11 @@
 // fit the simulated devices and the host — the kernel's OOM killer does not wait for an error.
 #pragma once
 #include <cstdint>
+#include <string>
 
-#include <dlf/models/plan.h>
+#include <dlf/plan/plan.h>
 
-namespace dlf::app {
+namespace dlf::plan {
 
 /// Bytes this process may plan to take: DLF_HOST_MEMORY (8G, 512M, bytes) when set, else
 /// MemAvailable of /proc/meminfo.
@@ -15,11 +16,19 @@ double available_host_memory();
 /// Host bytes of a run laid out as `plan`: every device at the plan's peak (the most loaded
 /// stage's), plus what the process holds beside them — the whole model the ranks start from
 /// and, for checkpoints, the whole model and optimizer state gathered on the lead rank.
-double host_memory_needed(const models::Plan& plan);
+double host_memory_needed(const Plan& plan);
 
 /// The same for a family the planner does not cover: `replicas` whole replicas of
 /// `parameters` with their gradients and Adam state, and the same shared copies; activations
 /// are not counted.
 double host_memory_needed(int64_t parameters, int replicas);
 
-}  // namespace dlf::app
+/// Whether a run needing `needed` bytes fits `available`: at most 90 % of it.
+bool host_fits(double needed, double available);
+/// "" when it fits; else why, naming `what`, and what to change.
+std::string host_refusal(double needed, const std::string& what, double available);
+/// host_refusal() as a dlf::Error: a layout whose ranks would not fit this machine is refused up
+/// front (the kernel's OOM killer would end it without a word).
+void check_host_fits(double needed, const std::string& what, double available);
+
+}  // namespace dlf::plan

@@ -11,6 +11,7 @@
 // stage to its peer of the next, 1/tp of the boundary each over its own link, and the receivers
 // allgather the slices (Megatron-LM's scatter/gather, as parallel::PipelineStep::slices runs it).
 #pragma once
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,9 +23,11 @@
 #include <dlf/models/gpt.h>
 #include <dlf/parallel/mesh.h>
 #include <dlf/parallel/pipeline.h>
+#include <dlf/train/trainer.h>
 
-namespace dlf::models {
+namespace dlf::plan {
 
+using models::GPTConfig;
 using parallel::Layout;
 
 using parallel::PipelineSchedule;
@@ -101,18 +104,35 @@ struct Plan {
   bool fits = true;  ///< whether the worst stage fits
 };
 
+/// The stage runs of many plans (a search's): a stage's forward, backward and optimizer step on
+/// the meta device depend on the model, the spec, tp, the stage's blocks (and whether it holds
+/// the embedding or the head), the micro-batch, the sequence, the dtype and recompute — not on
+/// dp, ZeRO, offload or the number of micro-batches, which a plan applies after — so each is
+/// run once.
+class StageCache {
+ public:
+  StageCache();
+  ~StageCache();
+  StageCache(const StageCache&) = delete;
+  StageCache& operator=(const StageCache&) = delete;
+  /// stage runs made on the meta device (each kind once)
+  int64_t runs_made() const;
+
+ private:
+  friend Plan plan_gpt(const PlanOptions& options, StageCache* cache);
+  struct Runs;
+  std::unique_ptr<Runs> runs_;
+};
+
 /// Throws dlf::Error for a layout that does not divide the model or the batch, or a schedule
 /// it cannot run (parallel::check_schedule). The stages are gpt_stage_blocks()'s, as a run has
-/// them (interleaved: rank s holds virtual stages s, pp + s, ... of pp · V).
-Plan plan_gpt(const PlanOptions& options);
-
-/// Sequences per micro-batch when none is asked for: with a pipeline 1 (the most micro-batches,
-/// the smallest bubble), without one the replica's whole share of the batch.
-int64_t default_micro_batch(const Layout& layout, int64_t global_batch);
+/// them (interleaved: rank s holds virtual stages s, pp + s, ... of pp · V). With a cache, the
+/// stage runs an earlier plan made are reused (the same numbers).
+Plan plan_gpt(const PlanOptions& options, StageCache* cache = nullptr);
 
 /// Plans every dp × tp × pp layout of `devices` that divides the model and options'
-/// global_batch (which must be set), each with default_micro_batch(); best first: the layouts
-/// that fit by predicted step time, then the others by peak memory.
+/// global_batch (which must be set), each with train::default_micro_batch(); best first: the
+/// layouts that fit by predicted step time, then the others by peak memory.
 std::vector<Plan> rank_layouts(const PlanOptions& options, int devices);
 /// A few lines for people.
 std::string describe(const Plan& plan);
@@ -165,4 +185,4 @@ std::string to_json_line(const ReplicaPlan& plan);  ///< one `plan` JSON line
 /// "1.2M", "124.4M", "175.0B": a parameter count for people.
 std::string format_count(double count);
 
-}  // namespace dlf::models
+}  // namespace dlf::plan

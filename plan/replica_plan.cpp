@@ -4,9 +4,11 @@
 #include <dlf/device/device_memory.h>
 #include <dlf/json_line.h>
 #include <dlf/models/family.h>
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/optim/optimizer.h>
+#include <dlf/parallel/planning_communicator.h>
+#include <dlf/plan/plan.h>
+#include <dlf/train/rank_step.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -14,9 +16,9 @@
 #include <memory>
 #include <sstream>
 
-#include "plan_common.h"
+#include "common.h"
 
-namespace dlf::models {
+namespace dlf::plan {
 namespace {
 
 // One replica of a family: its module and its training loss on a batch of the plan device.
@@ -28,10 +30,10 @@ struct Replica {
 };
 
 Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
-  const Family& family = family_of(o.model);
+  const models::Family& family = models::family_of(o.model);
   const int64_t seq = family.sequence(o.model, o.seq);
   Generator gen(0);  // values do not matter on the plan device: only shapes
-  ExampleBatch b = family.example_batch(o.model, batch, seq, gen);
+  models::ExampleBatch b = family.example_batch(o.model, batch, seq, gen);
   DefaultDeviceGuard on_plan_device(kPlanDevice);
   std::shared_ptr<nn::Module> m;
   {
@@ -45,6 +47,51 @@ Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
   const bool text = family.unit == "tok";
   return {m, [m, loss = family.loss, x = b.batch] { return loss(*m, x); },
           text ? "tokens" : "images", double(text ? batch * b.seq : batch)};
+}
+
+// A data-parallel rank's memory under ZeRO as parallel/ makes it (ZeroOptimizer's shards of the
+// optimizer state, DDP's reduce-scattered buckets, FSDP's sharded and gathered blocks): its step
+// (train::RankStep) over a planning group of dp on the plan device, run twice as the trainer
+// runs it (zero_grad, forward and backward with the reduction, the update). The second step's
+// peak, with the optimizer state the first made resident.
+struct ZeroMemory {
+  int64_t peak = 0;
+  BytesByCategory at_peak{};
+};
+ZeroMemory memory_under_zero(const ReplicaPlanOptions& o, int64_t rows) {
+  reset_plan_device(o.spec);
+  const Device d = kPlanDevice;
+  const models::Family& family = models::family_of(o.model);
+  Generator gen(0);  // values do not matter on the plan device: only shapes
+  const models::ExampleBatch b = [&] {
+    DefaultDeviceGuard host(kCPU);
+    return family.example_batch(o.model, rows, family.sequence(o.model, o.seq), gen);
+  }();
+  DefaultDeviceGuard on_plan_device(d);
+  parallel::Mesh mesh({.dp = o.dp},
+                      std::make_unique<parallel::PlanningCommunicator>(d, 0, o.dp, "dp"),
+                      std::make_unique<parallel::PlanningCommunicator>(d, 0, 1, "tp"),
+                      std::make_unique<parallel::PlanningCommunicator>(d, 0, 1, "pp"));
+  const train::PartOptions part{.zero = o.zero, .recompute = o.recompute};
+  std::unique_ptr<train::RankModel> model;
+  {
+    MemoryScope parameters(MemoryCategory::parameters);
+    model = train::make_rank_model(family, o.model, mesh, family.build(o.model, {})->state_dict(),
+                                   part);
+  }
+  train::RankStep step(std::move(model), mesh, {.part = part, .precision = o.dtype});
+  Allocator& memory = allocator_for(d);
+  for (int i = 0; i < 2; ++i) {
+    if (i == 1) memory.reset_peak();
+    step.zero_grad();
+    {
+      AutocastGuard autocast(autocast_for(o.dtype));
+      (void)step.model().run_step(b.batch);
+    }
+    step.update();
+  }
+  const MemoryStats stats = memory.stats();
+  return {stats.peak_bytes, stats.at_peak_by};
 }
 
 int64_t category(const BytesByCategory& bytes, MemoryCategory c) {
@@ -76,6 +123,8 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
   DLF_CHECK(o.global_batch % o.dp == 0, "plan: the global batch ", o.global_batch,
             " does not split over dp ", o.dp);
   const int64_t batch = o.global_batch / o.dp;
+  const bool zero = o.zero > 0 && o.dp > 1;  // ZeRO over one rank is the plain optimizer
+  const ZeroMemory sharded = zero ? memory_under_zero(o, batch) : ZeroMemory{};
 
   reset_plan_device(o.spec);
   Allocator& memory = allocator_for(kPlanDevice);
@@ -97,7 +146,8 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
     forward_flops = forward.outermost().flops;
   }
   plan.forward_s = clock.now() - t;
-  plan.activation_bytes = category(memory.stats().live_by, MemoryCategory::activations);
+  BytesByCategory end = memory.stats().live_by;  // the end of forward: the most activations
+  plan.activation_bytes = category(end, MemoryCategory::activations);
   t = clock.now();
   loss.backward();
   plan.backward_s = clock.now() - t;
@@ -128,19 +178,25 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
     plan.peak_bytes = update.peak_bytes;
     plan.memory = update.at_peak_by;
   }
-  plan.peak_bytes += shard_for_zero(plan.memory, o.zero, o.dp, zero_shape(*replica.module));
-  if (o.offload != Offload::none)
-    plan.optimizer_s +=
-        offload_to_host(plan.memory, plan.peak_bytes,
-                        {.offload = o.offload,
-                         .zero = o.zero,
-                         .update_bytes = double(grad_bytes) / (o.zero > 0 ? o.dp : 1),
-                         .tensors = int64_t(tensors.size()),
-                         .micro_batches = 1,
-                         .update_s = plan.optimizer_s,
-                         .forward_s = plan.forward_s,
-                         .backward_s = plan.backward_s},
-                        o.spec);
+  const HostTraffic traffic{.offload = o.offload,
+                            .zero = o.zero,
+                            .update_bytes = double(grad_bytes) / (o.zero > 0 ? o.dp : 1),
+                            .tensors = int64_t(tensors.size()),
+                            .micro_batches = 1,
+                            .update_s = plan.optimizer_s,
+                            .forward_s = plan.forward_s,
+                            .backward_s = plan.backward_s};
+  if (zero) {  // ZeRO's memory as it runs; what offload moves off it on top
+    plan.peak_bytes = sharded.peak;
+    plan.memory = sharded.at_peak;
+    if (o.offload != Offload::none)
+      plan.optimizer_s += offload_to_host(plan.memory, plan.peak_bytes, traffic, o.spec);
+  } else {
+    end[static_cast<int>(MemoryCategory::optimizer_state)] += optimizer_bytes;
+    bool at_update = false;  // not reported for a replica
+    plan.optimizer_s += shrink_for_zero(plan.memory, plan.peak_bytes, at_update, end,
+                                        zero_shape(*replica.module), o.dp, traffic, o.spec);
+  }
 
   std::vector<int> dp_group;
   for (int i = 0; i < o.dp; ++i) dp_group.push_back(i);
@@ -211,4 +267,4 @@ std::string to_json_line(const ReplicaPlan& p) {
   return line.str();
 }
 
-}  // namespace dlf::models
+}  // namespace dlf::plan

@@ -1,11 +1,11 @@
-#include "memory_flags.h"
+#include <dlf/plan/memory_flags.h>
 
 #include <algorithm>
 
-#include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
+#include <dlf/plan/plan.h>
 
-namespace dlf::app {
+namespace dlf::plan {
 
 namespace {
 
@@ -13,32 +13,31 @@ namespace {
 FlagsPlan plan_with(const FlagsQuery& q, const MemoryFlags& flags) {
   FlagsPlan p{.flags = flags};
   if (q.gpt || models::family_of(q.model).gpt) {
-    const models::Plan plan =
-        models::plan_gpt({.model = q.gpt ? *q.gpt : models::gpt_config(q.model),
-                          .layout = q.layout,
-                          .spec = q.spec,
-                          .global_batch = q.batch,
-                          .micro_batch = q.micro_batch,
-                          .seq = q.seq,
-                          .dtype = q.dtype,
-                          .schedule = q.schedule,
-                          .virtual_stages = q.virtual_stages,
-                          .recompute = flags.recompute,
-                          .zero = flags.zero,
-                          .offload = flags.offload});
+    const Plan plan = plan_gpt({.model = q.gpt ? *q.gpt : models::gpt_config(q.model),
+                                .layout = q.layout,
+                                .spec = q.spec,
+                                .global_batch = q.batch,
+                                .micro_batch = q.micro_batch,
+                                .seq = q.seq,
+                                .dtype = q.dtype,
+                                .schedule = q.schedule,
+                                .virtual_stages = q.virtual_stages,
+                                .recompute = flags.recompute,
+                                .zero = flags.zero,
+                                .offload = flags.offload});
     p.peak_bytes = plan.worst.peak_bytes;
     p.step_s = plan.step_s;
     p.fits = plan.fits;
   } else {
-    const models::ReplicaPlan plan = models::plan_replica({.model = q.model,
-                                                           .dp = q.layout.dp,
-                                                           .spec = q.spec,
-                                                           .global_batch = q.batch,
-                                                           .seq = q.seq,
-                                                           .dtype = q.dtype,
-                                                           .recompute = flags.recompute,
-                                                           .zero = flags.zero,
-                                                           .offload = flags.offload});
+    const ReplicaPlan plan = plan_replica({.model = q.model,
+                                           .dp = q.layout.dp,
+                                           .spec = q.spec,
+                                           .global_batch = q.batch,
+                                           .seq = q.seq,
+                                           .dtype = q.dtype,
+                                           .recompute = flags.recompute,
+                                           .zero = flags.zero,
+                                           .offload = flags.offload});
     p.peak_bytes = plan.peak_bytes;
     p.step_s = plan.step_s;
     p.fits = plan.fits;
@@ -57,9 +56,8 @@ std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
   for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
     for (int zero = 0; zero <= 3; ++zero) {
       if (zero > 0 && q.layout.dp == 1) continue;
-      for (models::Offload offload :
-           {models::Offload::none, models::Offload::optimizer, models::Offload::params}) {
-        if (offload == models::Offload::params && zero < 3) continue;  // ZeRO-3's shards
+      for (Offload offload : {Offload::none, Offload::optimizer, Offload::params}) {
+        if (offload == Offload::params && zero < 3) continue;  // ZeRO-3's shards
         plans.push_back(plan_with(q, {recompute, zero, offload}));
       }
     }
@@ -71,9 +69,9 @@ std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& q) {
   return plans;
 }
 
-models::Offload offload_flag(const std::string& name, int zero) {
-  const models::Offload offload = models::parse_offload(name);
-  DLF_CHECK(offload != models::Offload::params || zero == 3,
+Offload offload_flag(const std::string& name, int zero) {
+  const Offload offload = parse_offload(name);
+  DLF_CHECK(offload != Offload::params || zero == 3,
             "--offload params keeps ZeRO-3's parameter shards in host memory: it needs --zero 3 "
             "(got --zero ",
             zero, ")");
@@ -85,8 +83,8 @@ std::string flags_str(const MemoryFlags& f) {
                       ? ""
                       : std::string("--recompute ") + autograd::recompute_name(f.recompute);
   if (f.zero > 0) s += std::string(s.empty() ? "" : " ") + "--zero " + std::to_string(f.zero);
-  if (f.offload != models::Offload::none)
-    s += std::string(s.empty() ? "" : " ") + "--offload " + models::offload_name(f.offload);
+  if (f.offload != Offload::none)
+    s += std::string(s.empty() ? "" : " ") + "--offload " + offload_name(f.offload);
   return s.empty() ? "none" : s;
 }
 
@@ -110,4 +108,4 @@ std::string fitting_flags_hint(const FlagsQuery& q, const MemoryFlags& current) 
          format_bytes(double(best.peak_bytes)) + " of " + capacity + ")";
 }
 
-}  // namespace dlf::app
+}  // namespace dlf::plan

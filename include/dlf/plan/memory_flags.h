@@ -9,23 +9,23 @@
 
 #include <dlf/autograd/checkpoint.h>
 #include <dlf/device/sim_spec.h>
-#include <dlf/models/plan.h>
 #include <dlf/parallel/mesh.h>
 #include <dlf/parallel/pipeline.h>
+#include <dlf/plan/plan.h>
 
-namespace dlf::app {
+namespace dlf::plan {
 
 struct MemoryFlags {
   autograd::Recompute recompute = autograd::Recompute::none;
   int zero = 0;
-  models::Offload offload = models::Offload::none;  ///< --offload
+  Offload offload = Offload::none;  ///< --offload
 };
 
 /// What is planned: the run's model, layout, devices and batch.
 struct FlagsQuery {
   std::string model;
   /// a GPT by its dimensions (dlf plan --layers ...), planned instead of `model`
-  std::optional<models::GPTConfig> gpt = std::nullopt;
+  std::optional<GPTConfig> gpt = std::nullopt;
   parallel::Layout layout;
   SimSpec spec;
   int64_t batch = 0, seq = 0, micro_batch = 1;
@@ -45,11 +45,11 @@ struct FlagsPlan {
 /// first, then the others by peak memory.
 std::vector<FlagsPlan> plan_memory_flags(const FlagsQuery& query);
 /// `--offload NAME` under `--zero ZERO`: params (ZeRO-3's parameter shards) needs --zero 3.
-models::Offload offload_flag(const std::string& name, int zero);
+Offload offload_flag(const std::string& name, int zero);
 /// "--recompute selective --zero 3 --offload params", or "none".
 std::string flags_str(const MemoryFlags& flags);
 /// One sentence for a run with `current` flags that does not fit: the fastest flags that fit
 /// and their planned peak, or that none does.
 std::string fitting_flags_hint(const FlagsQuery& query, const MemoryFlags& current);
 
-}  // namespace dlf::app
+}  // namespace dlf::plan
