@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "nn/json.h"
+#include "core/json.h"
 #include "perf/process.h"
 
 namespace dlf::perf {
@@ -32,21 +32,21 @@ const SuiteCase kCases[] = {
     {.name = "train gpt-mini fp32 recompute batch 4x128", .tier = Tier::full, .reps = 5},
 };
 
-double number(const nn::json::Value* v, const std::string& what) {
-  DLF_CHECK(v != nullptr && v->kind == nn::json::Value::Kind::number, "suite_bench's line has no ",
+double number(const json::Value* v, const std::string& what) {
+  DLF_CHECK(v != nullptr && v->kind == json::Value::Kind::number, "suite_bench's line has no ",
             what);
   return std::stod(v->text);
 }
 
-std::string text(const nn::json::Value* v) {
-  return v != nullptr && v->kind == nn::json::Value::Kind::string ? v->text : "";
+std::string text(const json::Value* v) {
+  return v != nullptr && v->kind == json::Value::Kind::string ? v->text : "";
 }
 
-std::vector<double> numbers(const nn::json::Value* v, const std::string& what) {
-  DLF_CHECK(v != nullptr && v->kind == nn::json::Value::Kind::array, "suite_bench's line has no ",
+std::vector<double> numbers(const json::Value* v, const std::string& what) {
+  DLF_CHECK(v != nullptr && v->kind == json::Value::Kind::array, "suite_bench's line has no ",
             what);
   std::vector<double> out;
-  for (const nn::json::Value& item : v->items) out.push_back(number(&item, what));
+  for (const json::Value& item : v->items) out.push_back(number(&item, what));
   return out;
 }
 
@@ -125,7 +125,7 @@ CaseResults run_case(const std::filesystem::path& build_dir, const SuiteCase& c,
   std::string err = r.err;
   while (!err.empty() && err.back() == '\n') err.pop_back();
   DLF_CHECK(r.exit_code == 0, "case '", c.name, "' failed (exit ", r.exit_code, "): ", err);
-  const nn::json::Value line = nn::json::parse(r.out.substr(0, r.out.find('\n')));
+  const json::Value line = json::parse(r.out.substr(0, r.out.find('\n')));
   CaseResults out;
   Result& t = out.time;
   t.bench = text(line.find("bench"));

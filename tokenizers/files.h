@@ -8,7 +8,7 @@
 
 #include "flat_map.h"
 #include "model.h"
-#include "nn/json.h"
+#include "core/json.h"
 
 namespace dlf::tokenizers::detail {
 
@@ -32,12 +32,12 @@ void for_each_line(std::string_view text, Fn&& line) {
   }
 }
 // A JSON file's value (a dlf::Error names the file).
-nn::json::Value read_json(const fs::path& path);
+json::Value read_json(const fs::path& path);
 
 // A vocabulary spelled in GPT-2's byte-level alphabet ({"Ġthe": 262, ...}) into d.tokens;
 // `spelled` gets each spelling's id. Its `<|endoftext|>` becomes a special token of d when
 // `endoftext_is_special` (GPT-2's files), else stays a token too (tokenizer.json).
-void read_byte_level_vocab(const nn::json::Value& vocab, bool endoftext_is_special, Definition& d,
+void read_byte_level_vocab(const json::Value& vocab, bool endoftext_is_special, Definition& d,
                            StringMap<uint32_t>& spelled);
 // The merge of two spelled tokens ("Ġ", "t") as a pair of ids.
 std::pair<uint32_t, uint32_t> merge_of(std::string_view left, std::string_view right,
@@ -53,7 +53,7 @@ Definition read_tiktoken_file(const fs::path& path);
 Definition read_json_file(const fs::path& path);
 
 // Hugging Face's tokenizer.json, parsed.
-Definition read_tokenizer_json(const nn::json::Value& root, const fs::path& path);
+Definition read_tokenizer_json(const json::Value& root, const fs::path& path);
 
 // `d` as a Hugging Face tokenizer.json (listed merges only).
 std::string to_tokenizer_json(const Definition& d);

@@ -19,19 +19,19 @@ std::string read_file(const fs::path& path) {
   return bytes;
 }
 
-nn::json::Value read_json(const fs::path& path) {
+json::Value read_json(const fs::path& path) {
   try {
-    return nn::json::parse(read_file(path));
+    return json::parse(read_file(path));
   } catch (const Error& e) {
     throw Error("tokenizer file " + path.string() + ": " + e.what());
   }
 }
 
-void read_byte_level_vocab(const nn::json::Value& vocab, bool endoftext_is_special, Definition& d,
+void read_byte_level_vocab(const json::Value& vocab, bool endoftext_is_special, Definition& d,
                            StringMap<uint32_t>& spelled) {
-  DLF_CHECK(vocab.kind == nn::json::Value::Kind::object, d.source,
+  DLF_CHECK(vocab.kind == json::Value::Kind::object, d.source,
             ": the vocabulary is not a JSON object of tokens and ids");
-  for (const nn::json::Member& m : vocab.members) {
+  for (const json::Member& m : vocab.members) {
     const std::optional<uint64_t> id = m.value.as_uint64();
     DLF_CHECK(id && *id < (uint64_t(1) << 31), d.source, ": token ", m.name,
               " has no whole-number id below 2^31");

@@ -9,7 +9,7 @@
 namespace dlf::tokenizers::detail {
 namespace {
 
-using nn::json::Value;
+using json::Value;
 using Kind = Value::Kind;
 
 std::string type_of(const Value* v) {
@@ -121,7 +121,7 @@ Definition read_tokenizer_json(const Value& root, const fs::path& path) {
 }
 
 std::string to_tokenizer_json(const Definition& d) {
-  using nn::json::quote;
+  using json::quote;
   DLF_CHECK(d.rule == Definition::Rule::listed, "tokenizer ", d.source,
             " merges by rank (tiktoken's): tokenizer.json lists merges, and a list cannot say "
             "what ranks do when two pairs make one token; keep its rank file");

@@ -82,19 +82,19 @@ Definition read_tiktoken_file(const fs::path& path) {
 
 namespace {
 
-Definition read_tiktoken_json(const nn::json::Value& root, const fs::path& path) {
-  using Kind = nn::json::Value::Kind;
+Definition read_tiktoken_json(const json::Value& root, const fs::path& path) {
+  using Kind = json::Value::Kind;
   Definition d;
   d.source = path.string();
-  const nn::json::Value* pattern = root.find("pat_str");
-  const nn::json::Value* ranks = root.find("bpe_ranks");
-  const nn::json::Value* specials = root.find("special_tokens");
+  const json::Value* pattern = root.find("pat_str");
+  const json::Value* ranks = root.find("bpe_ranks");
+  const json::Value* specials = root.find("special_tokens");
   DLF_CHECK(pattern && pattern->kind == Kind::string && ranks && ranks->kind == Kind::string,
             d.source, ": tiktoken's JSON needs the strings pat_str and bpe_ranks");
   d.pattern = pattern->text;
   if (specials != nullptr) {
     DLF_CHECK(specials->kind == Kind::object, d.source, ": special_tokens is not an object");
-    for (const nn::json::Member& m : specials->members) {
+    for (const json::Member& m : specials->members) {
       const std::optional<uint64_t> id = m.value.as_uint64();
       DLF_CHECK(id && *id < (uint64_t(1) << 31), d.source, ": special token ", m.name,
                 " has no whole-number id");
@@ -124,8 +124,8 @@ Definition read_tiktoken_json(const nn::json::Value& root, const fs::path& path)
 }  // namespace
 
 Definition read_json_file(const fs::path& path) {
-  const nn::json::Value root = read_json(path);
-  DLF_CHECK(root.kind == nn::json::Value::Kind::object, "tokenizer file ", path.string(),
+  const json::Value root = read_json(path);
+  DLF_CHECK(root.kind == json::Value::Kind::object, "tokenizer file ", path.string(),
             " is not a JSON object");
   if (root.find("bpe_ranks") != nullptr) return read_tiktoken_json(root, path);
   DLF_CHECK(root.find("model") != nullptr, "tokenizer file ", path.string(),

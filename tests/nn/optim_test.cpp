@@ -143,7 +143,7 @@ struct TwoLayers : nn::Module {
 };
 
 // `steps` AdamW steps of `net` on a fixed regression batch.
-void train(TwoLayers& net, Optimizer& opt, int steps) {
+void train_steps(TwoLayers& net, Optimizer& opt, int steps) {
   const Tensor x = from_vector<float>({1, 0, -1, 0.5f, 2, 1, -1, 1, 0, 0, 1, -2}, {4, 3});
   const Tensor y = from_vector<float>({1, -1, 0.5f, 2}, {4, 1});
   for (int i = 0; i < steps; ++i) {
@@ -163,12 +163,12 @@ TEST_CASE("an optimizer resumes from a checkpoint's state as saved, named by par
   manual_seed(4);
   TwoLayers whole;
   AdamW whole_opt(whole.parameters(), options);
-  train(whole, whole_opt, 6);
+  train_steps(whole, whole_opt, 6);
 
   manual_seed(4);
   TwoLayers first;
   AdamW first_opt(first.parameters(), options);
-  train(first, first_opt, 3);
+  train_steps(first, first_opt, 3);
   nn::save_checkpoint(dir.string(),
                       {.model = first.state_dict(), .optimizer = first_opt.state_dict(first)});
 
@@ -186,7 +186,7 @@ TEST_CASE("an optimizer resumes from a checkpoint's state as saved, named by par
               {"named by parameter", "load_state_dict(state, model)"});
   resumed_opt.load_state_dict(ckpt.optimizer, resumed);
   CHECK(resumed_opt.steps() == 3);
-  train(resumed, resumed_opt, 3);
+  train_steps(resumed, resumed_opt, 3);
   for (const auto& [name, t] : whole.state_dict()) {
     INFO(name);
     for (const auto& [other, u] : resumed.state_dict())

@@ -42,7 +42,7 @@ struct TempDir {
 std::string spelled_vocab(const std::string& more = "") {
   std::string json = "{";
   for (int b = 0; b < 256; ++b)
-    json += dlf::nn::json::quote(detail::to_byte_level(std::string(1, char(b)))) + ": " +
+    json += dlf::json::quote(detail::to_byte_level(std::string(1, char(b)))) + ": " +
             std::to_string(b) + ", ";
   return json + R"("Ġt": 256, "he": 257, "Ġthe": 258)" + more + "}";
 }
@@ -96,7 +96,7 @@ TEST_CASE("tokenizer.json as GPT-2's (ByteLevel) and Llama 3's (Split + ByteLeve
           "normalizer": null,
           "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
               {"type": "Split", "pattern": {"Regex": )" +
-      dlf::nn::json::quote(std::string(detail::find_encoding("cl100k_base")->pattern)) +
+      dlf::json::quote(std::string(detail::find_encoding("cl100k_base")->pattern)) +
       R"(}, "behavior": "Isolated", "invert": false},
               {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
                "use_regex": false}]},
@@ -147,7 +147,7 @@ TEST_CASE("tiktoken's rank file (by its name) and npm JSON") {
   lines.append("\n! 256 ").append(base64("ab")).append(" ").append(base64("abc"));
   const std::string json = R"({"pat_str": "\\S+|\\s+", "special_tokens": {"<|endoftext|>": 258},
                                "bpe_ranks": )" +
-                           dlf::nn::json::quote(lines) + "}";
+                           dlf::json::quote(lines) + "}";
   const Tokenizer n = Tokenizer::load(dir.write("tiny.json", json).string());
   CHECK(n.encode("abc abcd") == std::vector<uint32_t>{257, ' ', 257, 'd'});
   CHECK(n.vocab_size() == 259);
