@@ -50,6 +50,7 @@
 #include <dlf/models/gpt.h>
 #include <dlf/models/family.h>
 #include <dlf/models/gpt_parallel.h>
+#include <dlf/models/llama.h>
 #include <dlf/models/plan.h>
 #include <dlf/models/registry.h>
 #include <dlf/models/unet.h>
