@@ -31,7 +31,10 @@ Tensor dropout(const Tensor& x, double p, bool training = true, Generator* gen =
 /// softmax(q kᵀ · scale [+ causal mask]) v over q [..., Tq, d], k [..., Tk, d],
 /// v [..., Tk, dv]; scale defaults to 1/sqrt(d). The causal mask aligns the last query
 /// with the last key (query i sees keys j <= i + Tk - Tq); a query that sees no key gets
-/// zeros. Leading dims broadcast. The op's second output is the per-row logsumexp [..., Tq]
+/// zeros. Leading dims broadcast: grouped-query (or multi-query) attention is q
+/// [B, Hkv, G, T, d] against k and v [B, Hkv, 1, T, d], each key/value head read by its group of
+/// G query heads in place and its gradient summed over the group inside the backward kernel (no
+/// repeated keys, values or gradients). The op's second output is the per-row logsumexp [..., Tq]
 /// of the scaled scores (f64, or f32 for bf16 inputs), for backward.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = false, std::optional<double> scale = {});
