@@ -144,8 +144,12 @@ LlamaDecoderLayer::LlamaDecoderLayer(const LlamaConfig& c)
       mlp(register_module("mlp", std::make_shared<LlamaMLP>(c))) {}
 
 Tensor LlamaDecoderLayer::forward(const Tensor& x) const {
-  const Tensor h = x + self_attn->forward(input_layernorm->forward(x));
-  return h + mlp->forward(post_attention_layernorm->forward(h));
+  return run_block(
+      [this](const std::vector<Tensor>& in) {
+        const Tensor h = in[0] + self_attn->forward(input_layernorm->forward(in[0]));
+        return h + mlp->forward(post_attention_layernorm->forward(h));
+      },
+      {x});
 }
 
 LlamaModel::LlamaModel(const LlamaConfig& c)

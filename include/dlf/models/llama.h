@@ -71,11 +71,12 @@ class LlamaMLP : public nn::Module {
   ///@}
 };
 
-/// x + attn(norm(x)), then + mlp(norm(·)).
+/// x + attn(norm(x)), then + mlp(norm(·)): a block (activation recompute and ZeRO-3 act on it).
 class LlamaDecoderLayer : public nn::Module {
  public:
   explicit LlamaDecoderLayer(const LlamaConfig& config);
   Tensor forward(const Tensor& x) const;  ///< x [B, T, dim] -> [B, T, dim]
+  bool is_block() const override { return true; }
 
   std::shared_ptr<nn::RMSNorm> input_layernorm, post_attention_layernorm;  ///< pre-norms
   std::shared_ptr<LlamaAttention> self_attn;                               ///< attention
