@@ -6,9 +6,9 @@
 #include <string_view>
 #include <utility>
 
+#include "core/json.h"
 #include "flat_map.h"
 #include "model.h"
-#include "core/json.h"
 
 namespace dlf::tokenizers::detail {
 

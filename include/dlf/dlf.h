@@ -47,8 +47,8 @@
 #include <dlf/models/bert.h>
 #include <dlf/models/ddpm.h>
 #include <dlf/models/example_step.h>
-#include <dlf/models/gpt.h>
 #include <dlf/models/family.h>
+#include <dlf/models/gpt.h>
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/models/llama.h>
 #include <dlf/models/plan.h>
