@@ -53,6 +53,7 @@ CastPolicy cast_policy(std::string_view op) {
       {"softmax", CastPolicy::f32},
       {"log_softmax", CastPolicy::f32},
       {"layer_norm", CastPolicy::match},
+      {"rms_norm", CastPolicy::match},
       {"group_norm", CastPolicy::match},
       {"group_norm_silu", CastPolicy::match},
       {"add", CastPolicy::widest},
@@ -62,6 +63,7 @@ CastPolicy cast_policy(std::string_view op) {
       {"pow", CastPolicy::widest},
       {"maximum", CastPolicy::widest},
       {"minimum", CastPolicy::widest},
+      {"swiglu", CastPolicy::widest},
       {"where", CastPolicy::widest},
       {"cat", CastPolicy::widest},
   };

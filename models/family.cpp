@@ -7,7 +7,8 @@
 namespace dlf::models {
 
 const std::vector<Family>& families() {
-  static const std::vector<Family> all = {gpt_family(), bert_family(), vit_family(), unet_family()};
+  static const std::vector<Family> all = {gpt_family(), llama_family(), bert_family(), vit_family(),
+                                          unet_family()};
   return all;
 }
 

@@ -14,12 +14,13 @@ namespace {
 using nn::data::Split;
 using nn::data::TextBatch;
 
-class GPTTask final : public Task {
+// Next-token prediction on the run's text, sequences of `seq` tokens (GPT's and Llama's).
+class NextTokenTask final : public Task {
  public:
-  explicit GPTTask(const TaskSetup& s)
+  NextTokenTask(const TaskSetup& s, int64_t seq)
       : data_(*s.data.text),
         batch_(s.batch),
-        seq_(gpt_family().sequence(s.model, s.seq)),
+        seq_(seq),
         rows_(s.batch / s.replicas),
         row0_(s.replica * rows_),
         seed_(s.seed),
@@ -54,13 +55,22 @@ class GPTTask final : public Task {
 
 }  // namespace
 
-ExampleBatch gpt_batch(const GPTConfig& config, int64_t batch, int64_t seq, Generator& gen) {
-  const bool small_batch = config.vocab > 256;  // the peer's gpt-small runs 4 x 256
+std::unique_ptr<Task> next_token_task(const TaskSetup& setup, int64_t seq) {
+  return std::make_unique<NextTokenTask>(setup, seq);
+}
+
+ExampleBatch next_token_batch(int64_t vocab, int64_t context, int64_t batch, int64_t seq,
+                              Generator& gen) {
+  const bool small_batch = vocab > 256;  // the peer's gpt-small runs 4 x 256
   const int64_t B = batch ? batch : (small_batch ? 4 : 8);
-  const int64_t T = seq ? seq : std::min<int64_t>(config.context, 256);
-  const Tensor x = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &gen);
-  const Tensor y = randint(0, config.vocab, {B, T}, {.dtype = DType::i64}, &gen);
+  const int64_t T = seq ? seq : std::min<int64_t>(context, 256);
+  const Tensor x = randint(0, vocab, {B, T}, {.dtype = DType::i64}, &gen);
+  const Tensor y = randint(0, vocab, {B, T}, {.dtype = DType::i64}, &gen);
   return {{x, y}, T};
+}
+
+ExampleBatch gpt_batch(const GPTConfig& config, int64_t batch, int64_t seq, Generator& gen) {
+  return next_token_batch(config.vocab, config.context, batch, seq, gen);
 }
 
 TrainData text_data(const std::vector<std::string>& paths, double val_fraction) {
@@ -86,7 +96,9 @@ const Family& gpt_family() {
             return static_cast<const GPT&>(model).loss(b[0], b[1]);
           },
       .task =
-          [](const TaskSetup& s) { return std::unique_ptr<Task>(std::make_unique<GPTTask>(s)); },
+          [](const TaskSetup& s) {
+            return next_token_task(s, gpt_family().sequence(s.model, s.seq));
+          },
       .example_batch = [](const std::string& name, int64_t batch, int64_t seq,
                           Generator& gen) { return gpt_batch(gpt_config(name), batch, seq, gen); },
       // Megatron-LM's batches for the planning sizes (Narayanan et al. 2021, table 1): 1536

@@ -62,8 +62,9 @@ void add_zero_option(CLI::App* cmd, int& zero, const std::string& what) {
 void add_train_options(CLI::App* cmd, dlf::app::TrainOptions& o) {
   dlf::train::RunConfig& r = o.run;
   cmd->add_option("--model", r.model,
-                  "model name: gpt-nano, gpt-mini, gpt-small, gpt-medium, bert-tiny, bert-mini, "
-                  "bert-base, vit-tiny, vit-small, unet-tiny, unet-small")
+                  "model name: gpt-nano, gpt-mini, gpt-small, gpt-medium, llama-nano, llama-mini, "
+                  "llama-small, bert-tiny, bert-mini, bert-base, vit-tiny, vit-small, unet-tiny, "
+                  "unet-small")
       ->check(model_name())
       ->capture_default_str();
   cmd->add_option("--data", r.data, "text files or folders (default: /usr/share/games/fortunes)");
@@ -325,7 +326,8 @@ void add_plan(CLI::App& app, dlf::app::PlanCommand& o, CLI::App*& cmd) {
       "plan", "Per-device memory and predicted step time of a layout, planned on meta devices");
   CLI::Option* model =
       cmd->add_option("--model", o.model,
-                      "model name, e.g. gpt-small, gpt3-175b, bert-base, vit-small, unet-small")
+                      "model name, e.g. gpt-small, gpt3-175b, llama2-7b, bert-base, vit-small, "
+                      "unet-small")
           ->check(model_name())
           ->capture_default_str();
   for (auto [flag, value, what] :

@@ -142,6 +142,23 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
         return choose(gt(c.input(0), c.input(1)), eq(c.input(0), c.input(1)), g);
       });
 
+  register_backward("swiglu", {.save_inputs = {0, 1}, .fn = [](C c) -> Grads {
+                                 const Tensor &g = c.grad(), &a = c.input(0), &b = c.input(1);
+                                 Tensor da, db;
+                                 if (grad_enabled()) {  // differentiable ops for a second order
+                                   da = silu_grad(g * b, a);
+                                   db = g * silu(a);
+                                 } else {
+                                   static const OpDef& fused = find_op("swiglu_backward");
+                                   const std::vector<Tensor> d = dispatch(fused, {g, a, b});
+                                   da = d[0];
+                                   db = d[1];
+                                 }
+                                 Grads out(2);
+                                 if (c.needs_grad(0)) out[0] = sum_to(da, shape_of(c, 0));
+                                 if (c.needs_grad(1)) out[1] = sum_to(db, shape_of(c, 1));
+                                 return out;
+                               }});
   register_backward("where", {.save_inputs = {0}, .fn = [](C c) -> Grads {
                                 const Tensor g = c.grad();
                                 const Tensor zero = zero_like_scalar(g);
@@ -158,6 +175,7 @@ Tensor choose(const Tensor& wins, const Tensor& ties, const Tensor& g) {
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) register_nondifferentiable(op);
   register_nondifferentiable("gelu_backward");  // used only for first derivatives
   register_nondifferentiable("silu_backward");
+  register_nondifferentiable("swiglu_backward");
   return true;
 }();
 

@@ -1,4 +1,4 @@
-// Backward of cat and split, embedding, cross_entropy, dropout and attention.
+// Backward of cat and split, embedding, cross_entropy, dropout, attention and rotary embeddings.
 #include <dlf/autograd/backward.h>
 #include <dlf/core/ops/elementwise.h>
 #include <dlf/core/ops/join.h>
@@ -70,6 +70,12 @@ Grads attention_backward(const BackwardContext& c) {
                      }});
   register_backward("scaled_dot_product_attention",
                     {.save_inputs = {0, 1, 2}, .save_outputs = {0, 1}, .fn = attention_backward});
+  // A rotation's transpose is the rotation by minus the angle: the same op, inverse flipped.
+  register_backward("rotary_embedding", {.fn = [](const BackwardContext& c) -> Grads {
+                      Attrs a = c.attrs();
+                      a.set("inverse", !a.b("inverse"));
+                      return {dispatch1(find_op("rotary_embedding"), {c.grad()}, a)};
+                    }});
   register_nondifferentiable("embedding_backward");
   register_nondifferentiable("cross_entropy_backward");
   register_nondifferentiable("scaled_dot_product_attention_backward");

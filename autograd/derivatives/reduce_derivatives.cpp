@@ -1,5 +1,5 @@
-// Backward of the reductions (sum, mean, max, var), softmax/log_softmax, layer_norm and
-// group_norm, composed of dispatched ops so that they can be differentiated again.
+// Backward of the reductions (sum, mean, max, var), softmax/log_softmax, layer_norm, rms_norm
+// and group_norm, composed of dispatched ops so that they can be differentiated again.
 #include <dlf/autograd/backward.h>
 #include <dlf/autograd/grad_mode.h>
 #include <dlf/core/ops/elementwise.h>
@@ -97,6 +97,32 @@ Grads layer_norm_backward(const BackwardContext& c) {
   return out;
 }
 
+// dx = rstd · (ĝ − x̂ · mean(ĝ x̂)) with x̂ = x · rstd and ĝ = g · weight; dweight = Σ_rows g x̂.
+Grads rms_norm_backward(const BackwardContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor weight = c.has_input(1) ? c.input(1) : Tensor();
+  if (!grad_enabled()) {  // first order: one fused pass
+    static const OpDef& fused = find_op("rms_norm_backward");
+    std::vector<Tensor> g = dispatch(fused, {c.grad(0), x, weight, c.output(1)});
+    return {c.needs_grad(0) ? g[0] : Tensor(), c.needs_grad(1) ? g[1] : Tensor()};
+  }
+  const int64_t last = x.dim() - 1;
+  const Tensor rstd = rsqrt(mean(x * x, {last}, true) + c.attrs().f("eps"));
+  const Tensor xhat = x * rstd;
+  const Tensor g = c.grad(0);
+  Grads out(2);
+  if (c.needs_grad(0)) {
+    const Tensor gw = weight.defined() ? g * weight : g;
+    out[0] = rstd * (gw - xhat * mean(gw * xhat, {last}, true));
+  }
+  if (c.needs_grad(1)) {
+    Shape lead_dims;
+    for (int64_t d = 0; d < last; ++d) lead_dims.push_back(d);
+    out[1] = lead_dims.empty() ? g * xhat : sum(g * xhat, lead_dims);
+  }
+  return out;
+}
+
 // The gradients of group_norm, or with `silu` of group_norm_silu (silu of group_norm's output).
 Grads group_norm_grads(const BackwardContext& c, bool silu) {
   const Tensor& x = c.input(0);
@@ -176,6 +202,9 @@ Grads group_norm_grads(const BackwardContext& c, bool silu) {
                      }});
   register_nondifferentiable("layer_norm_backward");
   register_nondifferentiable("group_norm_backward");
+  register_nondifferentiable("rms_norm_backward");
+  register_backward("rms_norm",
+                    {.save_inputs = {0, 1}, .save_outputs = {1}, .fn = rms_norm_backward});
   register_backward("layer_norm",
                     {.save_inputs = {0, 1}, .save_outputs = {1, 2}, .fn = layer_norm_backward});
   register_backward("group_norm",

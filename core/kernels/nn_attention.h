@@ -25,10 +25,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool c
                        const Tensor& out, const Tensor& lse);
 
 /// The gradients of attention_forward's out with respect to q, k and v, given grad_out
-/// [..., Tq, dv] (any strides) and the forward's out and lse. dq [..., Tq, d],
-/// dk [..., Tk, d] and dv [..., Tk, dv] are contiguous over the broadcast leading dims of out
-/// (the caller sums them over the dims an operand was broadcast along). Deterministic: no sum
-/// depends on the thread count.
+/// [..., Tq, dv] (any strides) and the forward's out and lse. dq [..., Tq, d] is contiguous over
+/// the broadcast leading dims of out; dk [..., Tk, d] and dv [..., Tk, dv] over those dims too
+/// but 1 where k and v are both broadcast (grouped-query attention: the kernel sums over the
+/// group). The caller sums them over any other dim an operand was broadcast along.
+/// Deterministic: no sum depends on the thread count.
 void attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& out, const Tensor& lse, bool causal, double scale,
                         const Tensor& dq, const Tensor& dk, const Tensor& dv);

@@ -9,6 +9,10 @@
 //    then one per (entry, block of keys) for dV = Σ Pᵀ dO and dK = Σ dSᵀ Q · scale over the
 //    blocks of query rows that see those keys, in order. The scores are recomputed in each
 //    pass (seven GEMMs) in exchange for no atomics and no per-thread [Tk, d] partial sums.
+// dK and dV come over the leading dims k and v have (their "kv entries"): the batch entries
+// that share one (grouped-query or multi-query attention, k and v broadcast over the group)
+// add into its sums in order, inside the task that owns the entry — the repeated keys and
+// values and their gradients never exist.
 #include <cmath>
 #include <vector>
 
@@ -41,6 +45,8 @@ struct Problem {
   // lse_hi is it rounded to A, lse_lo the rest.
   const A *lse_hi, *lse_lo;
   const A* delta;  // rowsum(dO ∘ O), [batches, tq], summed in double
+  // The batch entries of kv entry e: members[member_start[e] .. member_start[e + 1]), in order.
+  std::vector<int64_t> members, member_start;
 
   /// Keys 0 .. visible(i) - 1 are seen by query row i.
   int64_t visible(int64_t i) const {
@@ -127,40 +133,45 @@ void query_block(const Problem<T>& pr, int64_t b, int64_t i0, int64_t m, T* dq, 
   store(buf.dqk, dq, m * pr.d, pr.scale);
 }
 
-/// All of dq, dk and dv of batch entry b in one task: the blocks of query rows in order, each
-/// making its P and dS once (query_block) and adding its share to dk and dv.
+/// All of dk and dv of kv entry e, and dq of its batch entries, in one task: each entry's blocks
+/// of query rows in order, each making its P and dS once (query_block) and adding its share to
+/// dk and dv.
 template <typename T, typename A = acc_t<T>>
-void whole_entry(const Problem<T>& pr, int64_t b, T* dq, T* dk, T* dv, Scratch<A>& buf) {
+void whole_entry(const Problem<T>& pr, int64_t e, T* dq_base, T* dk, T* dv, Scratch<A>& buf) {
   buf.dk_sum.assign(static_cast<size_t>(pr.tk * pr.d), A(0));
   buf.dv_sum.assign(static_cast<size_t>(pr.tk * pr.dv), A(0));
   Rows<A> dk_sum(buf.dk_sum.data(), pr.tk, pr.d, Eigen::OuterStride<>(pr.d));
   Rows<A> dv_sum(buf.dv_sum.data(), pr.tk, pr.dv, Eigen::OuterStride<>(pr.dv));
-  for (int64_t i0 = 0; i0 < pr.tq; i0 += kAttentionBlockRows) {
-    const int64_t m = std::min(kAttentionBlockRows, pr.tq - i0);
-    query_block(pr, b, i0, m, dq + i0 * pr.d, buf);
-    const int64_t keys = pr.visible(i0 + m - 1);
-    if (keys == 0) continue;
-    auto qm = pr.rows(pr.q, pr.q_base, b, i0, m, pr.d, buf.q);
-    auto gm = pr.rows(pr.g, pr.g_base, b, i0, m, pr.dv, buf.g);
-    Rows<A> p(buf.p.data(), m, keys, Eigen::OuterStride<>(chunk_padded(keys)));
-    Rows<A> ds(buf.dp.data(), m, keys, Eigen::OuterStride<>(chunk_padded(keys)));
-    dk_sum.topRows(keys).noalias() += ds.transpose() * qm;
-    dv_sum.topRows(keys).noalias() += p.transpose() * gm;
+  for (int64_t at = pr.member_start[e]; at < pr.member_start[e + 1]; ++at) {
+    const int64_t b = pr.members[at];
+    for (int64_t i0 = 0; i0 < pr.tq; i0 += kAttentionBlockRows) {
+      const int64_t m = std::min(kAttentionBlockRows, pr.tq - i0);
+      query_block(pr, b, i0, m, dq_base + (b * pr.tq + i0) * pr.d, buf);
+      const int64_t keys = pr.visible(i0 + m - 1);
+      if (keys == 0) continue;
+      auto qm = pr.rows(pr.q, pr.q_base, b, i0, m, pr.d, buf.q);
+      auto gm = pr.rows(pr.g, pr.g_base, b, i0, m, pr.dv, buf.g);
+      Rows<A> p(buf.p.data(), m, keys, Eigen::OuterStride<>(chunk_padded(keys)));
+      Rows<A> ds(buf.dp.data(), m, keys, Eigen::OuterStride<>(chunk_padded(keys)));
+      dk_sum.topRows(keys).noalias() += ds.transpose() * qm;
+      dv_sum.topRows(keys).noalias() += p.transpose() * gm;
+    }
   }
   store(buf.dk_sum, dk, pr.tk * pr.d, pr.scale);
   store(buf.dv_sum, dv, pr.tk * pr.dv, A(1));
 }
 
-/// Pass 2: the rows j0 .. j0 + n - 1 of dk and dv for batch entry b.
+/// Pass 2: the rows j0 .. j0 + n - 1 of dk and dv for kv entry e, summed over its batch entries.
 template <typename T, typename A = acc_t<T>>
-void key_block(const Problem<T>& pr, int64_t b, int64_t j0, int64_t n, T* dk, T* dv,
+void key_block(const Problem<T>& pr, int64_t e, int64_t j0, int64_t n, T* dk, T* dv,
                Scratch<A>& buf) {
   buf.dqk.assign(static_cast<size_t>(n * pr.d), A(0));
   buf.dv.assign(static_cast<size_t>(n * pr.dv), A(0));
   Rows<A> dk_acc(buf.dqk.data(), n, pr.d, Eigen::OuterStride<>(pr.d));
   Rows<A> dv_acc(buf.dv.data(), n, pr.dv, Eigen::OuterStride<>(pr.dv));
   const int64_t first = pr.first_query(j0);
-  if (first < pr.tq) {
+  for (int64_t at = pr.member_start[e]; at < pr.member_start[e + 1] && first < pr.tq; ++at) {
+    const int64_t b = pr.members[at];
     auto km = pr.rows(pr.k, pr.k_base, b, j0, n, pr.d, buf.k);
     auto vm = pr.rows(pr.v, pr.v_base, b, j0, n, pr.dv, buf.v);
     for (int64_t i0 = first; i0 < pr.tq; i0 += kAttentionBlockRows) {
@@ -199,6 +210,29 @@ void key_block(const Problem<T>& pr, int64_t b, int64_t j0, int64_t n, T* dk, T*
   store(buf.dv, dv, n * pr.dv, A(1));
 }
 
+/// The batch entries (over `lead`) of each kv entry (over kv_lead: lead with 1 where k and v
+/// are both broadcast), as members[start[e] .. start[e + 1]) in increasing order.
+void group_by_kv_entry(const Shape& lead, const Shape& kv_lead, std::vector<int64_t>& members,
+                       std::vector<int64_t>& start) {
+  const int64_t batches = numel(lead), kv_batches = numel(kv_lead);
+  std::vector<int64_t> entry(static_cast<size_t>(batches)), count(kv_batches + 1, 0);
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t rem = b, e = 0, kv_stride = 1;
+    for (int64_t d = static_cast<int64_t>(lead.size()) - 1; d >= 0; --d) {
+      const int64_t idx = rem % lead[d];
+      rem /= lead[d];
+      if (kv_lead[d] != 1) e += idx * kv_stride;
+      kv_stride *= kv_lead[d];
+    }
+    entry[b] = e;
+    ++count[e + 1];
+  }
+  for (int64_t e = 0; e < kv_batches; ++e) count[e + 1] += count[e];
+  start = count;
+  members.resize(static_cast<size_t>(batches));
+  for (int64_t b = 0; b < batches; ++b) members[count[entry[b]]++] = b;
+}
+
 template <typename T>
 void backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
               const Tensor& out, const Tensor& lse_t, bool causal, double scale, const Tensor& dq,
@@ -222,7 +256,12 @@ void backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Te
                 .g_base = storage_base<T>(grad_out),
                 .lse_hi = nullptr,
                 .lse_lo = nullptr,
-                .delta = nullptr};
+                .delta = nullptr,
+                .members = {},
+                .member_start = {}};
+  group_by_kv_entry(lead, Shape(dk.shape().begin(), dk.shape().end() - 2), pr.members,
+                    pr.member_start);
+  const int64_t kv_batches = static_cast<int64_t>(pr.member_start.size()) - 1;
   const int64_t rows = pr.batches * pr.tq;
   const RowMajorData<Lse<T>> lse(lse_t);
   std::vector<A> lse_hi(static_cast<size_t>(rows)), lse_lo(static_cast<size_t>(rows));
@@ -251,14 +290,13 @@ void backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Te
   T* dq_base = dq.data<T>();
   T* dk_base = dk.data<T>();
   T* dv_base = dv.data<T>();
-  if (pr.batches >= kWholeEntryMinBatches) {
+  if (kv_batches >= kWholeEntryMinBatches) {
 #pragma omp parallel
     {
       Scratch<A> buf;
 #pragma omp for schedule(dynamic)
-      for (int64_t b = 0; b < pr.batches; ++b) {
-        whole_entry(pr, b, dq_base + b * pr.tq * pr.d, dk_base + b * pr.tk * pr.d,
-                    dv_base + b * pr.tk * pr.dv, buf);
+      for (int64_t e = 0; e < kv_batches; ++e) {
+        whole_entry(pr, e, dq_base, dk_base + e * pr.tk * pr.d, dv_base + e * pr.tk * pr.dv, buf);
       }
     }
     return;
@@ -275,10 +313,10 @@ void backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Te
                   dq_base + (b * pr.tq + i0) * pr.d, buf);
     }
 #pragma omp for schedule(dynamic)
-    for (int64_t task = 0; task < pr.batches * k_blocks; ++task) {
-      const int64_t b = task / k_blocks, j0 = (task % k_blocks) * kAttentionBlockRows;
-      key_block(pr, b, j0, std::min(kAttentionBlockRows, pr.tk - j0),
-                dk_base + (b * pr.tk + j0) * pr.d, dv_base + (b * pr.tk + j0) * pr.dv, buf);
+    for (int64_t task = 0; task < kv_batches * k_blocks; ++task) {
+      const int64_t e = task / k_blocks, j0 = (task % k_blocks) * kAttentionBlockRows;
+      key_block(pr, e, j0, std::min(kAttentionBlockRows, pr.tk - j0),
+                dk_base + (e * pr.tk + j0) * pr.d, dv_base + (e * pr.tk + j0) * pr.dv, buf);
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "core/kernels/activation_math.h"
 #include "core/kernels/elementwise_loop.h"
 #include "core/kernels/elementwise_onednn.h"
 #include "core/ops/elementwise_common.h"
@@ -83,6 +84,9 @@ const OpDef& div_op = register_binary<DTypeSet::floating, false>(
 const OpDef& pow_op = register_binary<DTypeSet::floating, false>(
     "pow", kTranscendental, {}, [](auto a, auto b) { return std::pow(a, b); });
 // NaN in either operand gives NaN on the loop path.
+// SwiGLU's gate: silu(a) · b in one pass (the composite reads a twice and writes silu(a)).
+const OpDef& swiglu_op = register_binary<DTypeSet::floating, false>(
+    "swiglu", kTranscendental + 4, {}, [](auto a, auto b) { return kernels::silu_of(a) * b; });
 const OpDef& maximum_op = register_binary<DTypeSet::numeric, false>(
     "maximum", kArithmetic, commutative(algorithm::binary_max),
     [](auto a, auto b) { return a > b || is_nan(a) ? a : b; });
@@ -122,6 +126,7 @@ Tensor sub(const Tensor& a, const Tensor& b) { return dispatch1(sub_op, {a, b});
 Tensor mul(const Tensor& a, const Tensor& b) { return dispatch1(mul_op, {a, b}); }
 Tensor div(const Tensor& a, const Tensor& b) { return dispatch1(div_op, {a, b}); }
 Tensor pow(const Tensor& a, const Tensor& b) { return dispatch1(pow_op, {a, b}); }
+Tensor swiglu(const Tensor& a, const Tensor& b) { return dispatch1(swiglu_op, {a, b}); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return dispatch1(maximum_op, {a, b}); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return dispatch1(minimum_op, {a, b}); }
 

@@ -107,8 +107,8 @@ std::string attention_operands_str(Inputs in) {
 }
 
 // Inputs: grad of out, q, k, v, out, logsumexp (as scaled_dot_product_attention made them).
-// Outputs: dq, dk, dv over out's (broadcast) leading dims; the formula sums them down to the
-// shapes of q, k and v.
+// Outputs: dq over out's (broadcast) leading dims, dk and dv over those where k or v is not
+// broadcast; the formula sums them down to the shapes of q, k and v.
 const OpDef& attention_backward_op = register_op({
     .name = "scaled_dot_product_attention_backward",
     .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
@@ -122,7 +122,18 @@ const OpDef& attention_backward_op = register_op({
            lse.dtype() == kernels::attention_lse_dtype(q.dtype());
       DLF_CHECK(ok, "scaled_dot_product_attention_backward: operands do not match a forward (",
                 attention_operands_str(in), ")");
-      Shape dq(out.shape().begin(), out.shape().end() - 2), dk = dq, dv = dq;
+      // dk and dv over the leading dims where k or v is not broadcast (grouped-query
+      // attention's k and v shared by a group of query heads: summed in the kernel).
+      Shape dq(out.shape().begin(), out.shape().end() - 2), dk = dq;
+      for (size_t i = 0; i < dk.size(); ++i) {
+        auto broadcast = [&](const Tensor& t) {
+          const int64_t td =
+              static_cast<int64_t>(i) - static_cast<int64_t>(dk.size()) + t.dim() - 2;
+          return td < 0 || t.shape()[td] == 1;
+        };
+        if (broadcast(k) && broadcast(v)) dk[i] = 1;
+      }
+      Shape dv = dk;
       dq.insert(dq.end(), q.shape().end() - 2, q.shape().end());
       dk.insert(dk.end(), k.shape().end() - 2, k.shape().end());
       dv.insert(dv.end(), v.shape().end() - 2, v.shape().end());

@@ -1,11 +1,13 @@
-// layer_norm_backward and group_norm_backward: the fused first-order backwards of the norms (the
-// formulas in autograd/ compose differentiable ops instead when a second derivative is being
-// built).
+// layer_norm_backward, rms_norm_backward and group_norm_backward: the fused first-order backwards
+// of the norms (the formulas in autograd/ compose differentiable ops instead when a second
+// derivative is being built).
 #include <dlf/core/op.h>
 
+#include "core/kernels/dtype_dispatch.h"
 #include "core/kernels/group_norm_backward.h"
 #include "core/kernels/group_norm_channels_last.h"
 #include "core/kernels/layer_norm_backward.h"
+#include "core/kernels/rms_norm.h"
 #include "core/kernels/strided_copy.h"
 
 namespace dlf {
@@ -40,6 +42,34 @@ const OpDef& layer_norm_backward_op = register_op({
       const double bytes = static_cast<double>(in[1].nbytes());
       return {12.0 * static_cast<double>(in[1].numel()), 4 * bytes,
               static_cast<double>(out[0].nbytes())};
+    },
+});
+
+// Inputs: grad of y, x, weight (or undefined), rstd as rms_norm gave it. Outputs: dx, dweight.
+const OpDef& rms_norm_backward_op = register_op({
+    .name = "rms_norm_backward",
+    .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
+      const Tensor &g = in[0], &x = in[1], &w = in[2], &rstd = in[3];
+      const int64_t n = x.dim() >= 1 ? x.shape().back() : 0;
+      DLF_CHECK(is_floating(x.dtype()) && n > 0 && g.shape() == x.shape() &&
+                    g.dtype() == x.dtype() &&
+                    (!w.defined() || (w.shape() == Shape{n} && w.dtype() == x.dtype())) &&
+                    rstd.numel() == x.numel() / n && rstd.dtype() == kernels::acc_dtype(x.dtype()),
+                "rms_norm_backward: operands do not match a forward (grad ", shape_str(g.shape()),
+                ", x ", shape_str(x.shape()), ", rstd ", shape_str(rstd.shape()), ")");
+      return {{x.shape(), x.dtype()}, {{n}, x.dtype()}};
+    },
+    .kernel =
+        [](Inputs in, const Attrs&, Outputs out) {
+          kernels::rms_norm_backward(in[0], in[1], in[2], in[3], out[0], out[1]);
+        },
+    // Per element: about 9 flops; g and x are read once (a row stays in cache for its second
+    // pass), dx written once.
+    .cost = [](Inputs in, const Attrs&, std::span<const Tensor> out) -> Cost {
+      double read = 0;
+      for (const Tensor& t : in) read += t.defined() ? static_cast<double>(t.nbytes()) : 0;
+      return {9.0 * static_cast<double>(in[1].numel()), read,
+              static_cast<double>(out[0].nbytes() + out[1].nbytes())};
     },
 });
 

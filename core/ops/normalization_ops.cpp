@@ -1,11 +1,12 @@
-// Softmax, log_softmax, layer_norm and group_norm. The norms' extra outputs (mean and rstd
-// per normalised block) are what their backward needs.
+// Softmax, log_softmax, layer_norm, rms_norm and group_norm. The norms' extra outputs (mean
+// and rstd per normalised block) are what their backward needs.
 #include <dlf/core/op.h>
 #include <dlf/core/ops/normalization.h>
 
 #include "core/kernels/dtype_dispatch.h"
 #include "core/kernels/normalization_kernels.h"
 #include "core/kernels/reduce_common.h"
+#include "core/kernels/rms_norm.h"
 
 namespace dlf {
 namespace {
@@ -93,6 +94,29 @@ const OpDef& layer_norm_op = register_op({
     .cost = norm_cost,
 });
 
+// Llama's RMSNorm over the last dim: y = x / sqrt(mean(x²) + eps) · weight, and rstd per row.
+const OpDef& rms_norm_op = register_op({
+    .name = "rms_norm",
+    .infer = [](Inputs in, const Attrs&) -> std::vector<TensorMeta> {
+      const Tensor& x = in[0];
+      check_floating("rms_norm", x);
+      DLF_CHECK(x.dim() >= 1 && x.shape().back() > 0,
+                "rms_norm: input needs a last dim of at least one element, got shape ",
+                shape_str(x.shape()));
+      check_param("rms_norm", "weight", in[1], {x.shape().back()}, x);
+      return {{x.shape(), x.dtype()},
+              {{x.numel() / x.shape().back()}, kernels::acc_dtype(x.dtype())}};
+    },
+    .kernel =
+        [](Inputs in, const Attrs& a, Outputs out) {
+          kernels::rms_norm_forward(in[0], in[1], a.f("eps"), out[0], out[1]);
+        },
+    .cost =
+        [](Inputs in, const Attrs&, std::span<const Tensor> out) {
+          return kernels::io_cost(in, out, 4);  // square, sum, scale, weight
+        },
+});
+
 // group_norm, and group_norm_silu: silu of its output in the same pass (a UNet's GroupNorm
 // and the SiLU after it, which would otherwise read and write the activation once more).
 const OpDef& register_group_norm(const std::string& name, bool silu) {
@@ -137,6 +161,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                   const Tensor& bias, double eps) {
   return dispatch1(layer_norm_op, {x, weight, bias},
                    {{"normalized_shape", normalized_shape}, {"eps", eps}});
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+  return dispatch1(rms_norm_op, {x, weight}, {{"eps", eps}});
 }
 
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,

@@ -51,6 +51,7 @@
 #include <dlf/models/generate.h>
 #include <dlf/models/gpt.h>
 #include <dlf/models/gpt_parallel.h>
+#include <dlf/models/llama.h>
 #include <dlf/models/registry.h>
 #include <dlf/models/text_stream.h>
 #include <dlf/models/unet.h>

@@ -17,6 +17,13 @@ Tensor LayerNorm::forward(const Tensor& x) const {
   return layer_norm(x, {x.size(-1)}, weight, bias, eps);
 }
 
+RMSNorm::RMSNorm(int64_t dim, double epsilon, DType dtype) : eps(epsilon) {
+  DLF_CHECK(dim > 0, "RMSNorm: dim must be positive, got ", dim);
+  weight = register_parameter("weight", ones({dim}, {.dtype = dtype}));
+}
+
+Tensor RMSNorm::forward(const Tensor& x) const { return rms_norm(x, weight, eps); }
+
 GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps, DType dtype)
     : groups(groups), eps(eps) {
   DLF_CHECK(groups > 0 && channels % groups == 0, "GroupNorm: ", channels,
@@ -36,6 +43,10 @@ Tensor GroupNorm::forward_silu(const Tensor& x) const {
 std::string LayerNorm::extra_repr() const {
   return detail::concat("(", dim, "), eps=", eps,
                         ", elementwise_affine=", weight.defined() ? "true" : "false");
+}
+
+std::string RMSNorm::extra_repr() const {
+  return detail::concat("(", weight.size(0), ",), eps=", eps);
 }
 
 std::string GroupNorm::extra_repr() const {

@@ -7,7 +7,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 val() { grep "validation loss" "$1" | tail -1 | sed 's/.*validation loss \([0-9.]*\).*/\1/'; }
 
-for model in gpt-nano bert-tiny vit-tiny unet-tiny; do
+for model in gpt-nano llama-nano bert-tiny vit-tiny unet-tiny; do
   for device in sim cpu; do
     "$dlf" --threads 2 train --model "$model" --devices 2 --device "$device" --steps 2 --batch 4 \
       --eval-batches 1 --checkpoint "$tmp/$model-$device" 2>"$tmp/$model-$device.log" ||
@@ -33,6 +33,9 @@ grep -q '"step":1,.*"lr":6.66667e-05,' "$tmp/recipe-gpt-nano.jsonl" ||
 out=$("$dlf" eval --checkpoint "$tmp/gpt-nano-cpu" --batches 2) || fail "eval gpt-nano"
 echo "$out" | grep -q "gpt-nano: validation loss [0-9.]*, perplexity [0-9.]*, [0-9.]* bits per byte" ||
   fail "eval gpt-nano: $out"
+out=$("$dlf" eval --checkpoint "$tmp/llama-nano-cpu" --batches 2) || fail "eval llama-nano"
+echo "$out" | grep -q "llama-nano: validation loss [0-9.]*, perplexity [0-9.]*, [0-9.]* bits per byte" ||
+  fail "eval llama-nano: $out"
 out=$("$dlf" eval --checkpoint "$tmp/bert-tiny-cpu" --batches 2) || fail "eval bert-tiny"
 echo "$out" | grep -q "bert-tiny: validation loss [0-9.]*, masked_accuracy 0\.[0-9]*" || fail "eval bert-tiny: $out"
 out=$("$dlf" eval --checkpoint "$tmp/vit-tiny-cpu" --batches 2) || fail "eval vit-tiny"

@@ -40,9 +40,11 @@ TEST_CASE("autocast: each op computes in the precision its table entry says") {
   // match: the normalisation's parameters follow a bf16 input
   CHECK(layer_norm(y, {6}, ones({6}), zeros({6})).dtype() == DType::bf16);
   CHECK(layer_norm(a, {8}, ones({8}), zeros({8})).dtype() == DType::f32);
+  CHECK(rms_norm(y, ones({6})).dtype() == DType::bf16);
   // widest: element-wise ops mixing the two compute in f32
   CHECK((y + randn({4, 6})).dtype() == DType::f32);
   CHECK((y * y).dtype() == DType::bf16);
+  CHECK(swiglu(y, randn({4, 6})).dtype() == DType::f32);
   // ops outside the table take their inputs' dtype
   CHECK(gelu(y).dtype() == DType::bf16);
   // the bf16 result is f32's rounded: within bf16's 2^-8 of the f32 product

@@ -119,6 +119,21 @@ GradCase unary(
                    return V{test::transposed_leaf({3, 4}), leaves({{4}})[0]};
                  },
                  [](const V& x) { return x[0] * x[1]; }},
+        GradCase{"swiglu", "gate and up of one shape",
+                 [] {
+                   return leaves({{3, 4}, {3, 4}});
+                 },
+                 [](const V& x) { return swiglu(x[0], x[1]); }},
+        GradCase{"swiglu", "transposed gate, broadcast up row",
+                 [] {
+                   return V{test::transposed_leaf({3, 4}), leaves({{4}})[0]};
+                 },
+                 [](const V& x) { return swiglu(x[0], x[1]); }},
+        GradCase{"swiglu", "one tensor's two halves (gate and up from one projection)",
+                 [] {
+                   return one({2, 6});
+                 },
+                 [](const V& x) { return swiglu(x[0].narrow(1, 0, 3), x[0].narrow(1, 3, 3)); }},
         GradCase{"mul", "same tensor twice", [] { return one({3}); },
                  [](const V& x) { return x[0] * x[0]; }},
         GradCase{"div", "broadcast, scalar-shaped divisor",
@@ -179,6 +194,7 @@ TEST_CASE("element-wise ops and matmul can be differentiated twice") {
        leaves({{2, 4}, {4, 3}})},
       {"gelu", [](const V& x) { return gelu(x[0]); }, leaves({{2, 3}})},
       {"silu", [](const V& x) { return silu(x[0]); }, leaves({{2, 3}})},
+      {"swiglu", [](const V& x) { return swiglu(x[0], x[1] * x[0]); }, leaves({{2, 3}, {3}})},
       {"sigmoid / exp", [](const V& x) { return sigmoid(x[0]) / exp(x[0]); }, leaves({{2, 3}})},
   };
   for (const Case& c : cases) {
@@ -186,6 +202,30 @@ TEST_CASE("element-wise ops and matmul can be differentiated twice") {
     INFO(c.name, ": ", r.str());
     CHECK(r.ok);
   }
+}
+
+TEST_CASE("swiglu: forward and fused backward in f32 and bf16 match the f64 formula") {
+  const Tensor a64 = randn({5, 37}, {.dtype = DType::f64}) * 3.0;
+  const Tensor b64 = randn({5, 37}, {.dtype = DType::f64});
+  const Tensor g64 = randn({5, 37}, {.dtype = DType::f64});
+  const Tensor s = sigmoid(a64);
+  for (auto [dtype, tol] : {std::pair{DType::f32, 1e-5}, std::pair{DType::bf16, 2e-2}}) {
+    INFO(dtype_name(dtype));
+    Tensor a = a64.to(dtype).detach().requires_grad_(), b = b64.to(dtype).detach().requires_grad_();
+    const Tensor y = swiglu(a, b);
+    autograd::backward({y}, {g64.to(dtype)});
+    test::check_close(y.to(DType::f64), a64 * s * b64, tol, tol);
+    test::check_close(a.grad().to(DType::f64), g64 * b64 * s * (a64 * (1.0 - s) + 1.0), tol, tol);
+    test::check_close(b.grad().to(DType::f64), g64 * a64 * s, tol, tol);
+  }
+  test::check_close(swiglu(from_vector<double>({0, 2}), from_vector<double>({5, 3})),
+                    {0, 6 / (1 + std::exp(-2.0))}, {2}, 1e-15);
+  test::check_error([&] { swiglu(a64, b64.to(DType::f32)); }, {"swiglu", "f32"});
+  test::check_error(
+      [&] {
+        swiglu(a64, zeros({4, 37}, {.dtype = DType::f64}));
+      },
+      {"swiglu", "[5, 37]", "[4, 37]"});
 }
 
 TEST_CASE("silu: f32 forward and fused backward match the f64 formula") {

@@ -173,6 +173,40 @@ GradCase cross_entropy_case(std::string name, std::function<V()> logits,
         attention_case("causal, 8 entries, more queries than keys, k/v broadcast",
                        {{8, 4, 2}, {1, 3, 2}, {1, 3, 2}}, true),
         attention_case("8 entries, Tq != Tk", {{8, 3, 4}, {8, 5, 4}, {8, 5, 2}}, false),
+        // Grouped-query attention: q [B, Hkv, G, T, d] against k and v [B, Hkv, 1, T, d].
+        attention_case("grouped-query, causal, 2 kv heads of 3 query heads each",
+                       {{2, 2, 3, 4, 3}, {2, 2, 1, 4, 3}, {2, 2, 1, 4, 2}}, true),
+        attention_case("multi-query, causal, 8 kv entries (one task per kv entry)",
+                       {{8, 2, 3, 2}, {8, 1, 3, 2}, {8, 1, 3, 2}}, true),
+        attention_case("grouped-query over 70 rows, Tq != Tk",
+                       {{1, 2, 70, 2}, {1, 1, 67, 2}, {1, 1, 67, 1}}, false),
+        GradCase{"scaled_dot_product_attention", "k broadcast over the group, v not",
+                 [] {
+                   return leaves({{2, 3, 3, 2}, {2, 1, 3, 2}, {2, 3, 3, 2}});
+                 },
+                 [](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], true); }},
+        GradCase{"rotary_embedding", "rotate-half, [B, H, T, d]",
+                 [] {
+                   return leaves({{2, 2, 3, 4}});
+                 },
+                 [](const V& x) { return rotary_embedding(x[0]); }},
+        GradCase{"rotary_embedding", "interleaved, [B, T, H, d], offset, Llama 3 scaling",
+                 [] {
+                   return leaves({{1, 3, 2, 8}});
+                 },
+                 [](const V& x) {
+                   return rotary_embedding(x[0],
+                                           {.theta = 50,
+                                            .interleaved = true,
+                                            .offset = 5,
+                                            .seq_dim = 1,
+                                            .scaling = {.factor = 8, .original_context = 16}});
+                 }},
+        GradCase{"rotary_embedding", "transposed input",
+                 [] {
+                   return V{test::transposed_leaf({4, 3})};
+                 },
+                 [](const V& x) { return rotary_embedding(x[0].transpose(0, 1), {.seq_dim = 0}); }},
         GradCase{"scaled_dot_product_attention", "an expanded incoming gradient (sum over dv)",
                  [] {
                    return leaves({{2, 3, 2}, {2, 3, 2}, {2, 3, 3}});

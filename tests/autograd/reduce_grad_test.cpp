@@ -98,6 +98,23 @@ V transposed(const Shape& s) { return V{test::transposed_leaf(s)}; }
                              return leaves({{2, 5}, {5}});
                            },
                            [](const V& x) { return layer_norm(x[0], {5}, x[1], {}, 1e-3); }},
+                  GradCase{"rms_norm", "weight, [2, 3, 4]",
+                           [] {
+                             return leaves({{2, 3, 4}, {4}});
+                           },
+                           [](const V& x) { return rms_norm(x[0], x[1]); }},
+                  GradCase{"rms_norm", "transposed input, no weight, eps 0.1",
+                           [] {
+                             return transposed({3, 5});
+                           },
+                           [](const V& x) { return rms_norm(x[0], {}, 0.1); }},
+                  GradCase{"rms_norm", "one row (33 elements), weight only needs grad",
+                           [] {
+                             V v = leaves({{33}, {33}});
+                             v[0] = v[0].detach();
+                             return v;
+                           },
+                           [](const V& x) { return rms_norm(x[0], x[1]); }},
                   GradCase{"group_norm", "2 groups, affine",
                            [] {
                              return leaves({{2, 4, 3, 3}, {4}, {4}});
@@ -132,7 +149,7 @@ TEST_CASE("max shares the gradient among ties") {
   test::check_close(x.grad(), {0, 0.5, 0.5, 0}, {2, 2}, 0);
 }
 
-TEST_CASE("layer_norm, softmax and group_norm_silu can be differentiated twice") {
+TEST_CASE("layer_norm, rms_norm, softmax and group_norm_silu can be differentiated twice") {
   Generator g(11);
   Tensor v = randn({3, 4}, {.dtype = DType::f64}, &g);
   auto grad_of = [v](auto f) {
@@ -140,6 +157,7 @@ TEST_CASE("layer_norm, softmax and group_norm_silu can be differentiated twice")
   };
   for (auto f :
        {std::function<Tensor(const Tensor&)>([](const Tensor& x) { return layer_norm(x, {4}); }),
+        std::function<Tensor(const Tensor&)>([](const Tensor& x) { return rms_norm(x, x[2]); }),
         std::function<Tensor(const Tensor&)>([](const Tensor& x) { return softmax(x, 1); }),
         std::function<Tensor(const Tensor&)>(
             // weight and bias: rows of x itself, so that their paths are differentiated too

@@ -135,6 +135,34 @@ TEST_CASE("layer_norm matches a naive f64 loop, with and without weight and bias
   check_op([](const auto& t) { return layer_norm(t[0].transpose(0, 1), {4}, t[3]); }, in);
 }
 
+TEST_CASE("rms_norm gives hand values and agrees across dtypes, layouts and its composite") {
+  // mean of squares (1 + 4 + 9 + 16) / 4 = 7.5
+  const Tensor x = from_vector<double>({1, -2, 3, 4}, {1, 4});
+  const double r = 1 / std::sqrt(7.5 + 0.5);
+  const std::vector<Tensor> out =
+      dispatch(find_op("rms_norm"), {x, from_vector<double>({1, 2, 0, -1})}, {{"eps", 0.5}});
+  check_close(out[0], {r, -4 * r, 0, -4 * r}, {1, 4}, 1e-15);
+  check_close(out[1], {r}, {1}, 1e-15);
+  CHECK(dispatch(find_op("rms_norm"), {x.to(DType::bf16), Tensor()}, {{"eps", 0.5}})[1].dtype() ==
+        DType::f32);
+
+  auto in = random_inputs({{3, 5, 67}, {67}}, 6);
+  const auto composite = [](const Tensor& t, const Tensor& w) {
+    return t * rsqrt(mean(t * t, {-1}, true) + 1e-6) * w;
+  };
+  check_close(check_op([](const auto& t) { return rms_norm(t[0], t[1]); }, in, {.bf16_tol = 3e-2}),
+              composite(in[0], in[1]), 1e-13, 1e-13);
+  check_op([](const auto& t) { return rms_norm(t[0].transpose(0, 2), {}, 1e-3); }, {in[0]});
+  // The fused backward against the composite's gradients.
+  Tensor xa = in[0].detach().requires_grad_(), wa = in[1].detach().requires_grad_();
+  Tensor xb = in[0].detach().requires_grad_(), wb = in[1].detach().requires_grad_();
+  const Tensor g = random_inputs({{3, 5, 67}}, 7)[0];
+  autograd::backward({rms_norm(xa, wa)}, {g});
+  autograd::backward({composite(xb, wb)}, {g});
+  check_close(xa.grad(), xb.grad(), 1e-12, 1e-12);
+  check_close(wa.grad(), wb.grad(), 1e-12, 1e-12);
+}
+
 TEST_CASE("group_norm matches a naive f64 loop, with and without weight and bias") {
   auto in = random_inputs({{2, 6, 3, 2}, {6}, {6}}, 4);
   const OpDef& op = find_op("group_norm");
@@ -191,4 +219,7 @@ TEST_CASE("normalisations refuse bad input") {
       },
       {"group_norm", "weight", "[3]", "[6]"});
   check_error([&] { group_norm(zeros({6}), 3); }, {"group_norm", "[6]"});
+  check_error([&] { rms_norm(x, zeros({3})); }, {"rms_norm", "weight", "[3]", "[4]"});
+  check_error([&] { rms_norm(zeros({0})); }, {"rms_norm", "[0]"});
+  check_error([&] { rms_norm(from_vector<int64_t>({1})); }, {"rms_norm", "i64"});
 }

@@ -1,7 +1,8 @@
-// BERT and ViT with their blocks split over a tensor-parallel group: each rank's loss is one
+// BERT, ViT and Llama with their blocks split over a tensor-parallel group: each rank's loss is one
 // device's, each gradient is that rank's part of one device's gradient, and the shards gather
 // back into the whole state they were cut from.
 #include <dlf/models/bert.h>
+#include <dlf/models/llama.h>
 #include <dlf/models/vit.h>
 #include <dlf/nn/data/masking.h>
 #include <dlf/nn/optim/optimizer.h>
@@ -121,6 +122,25 @@ TEST_CASE("tensor-parallel ViT: tp = 2 and 4 give one device's loss and gradient
   }
 }
 
+TEST_CASE(
+    "tensor-parallel Llama: tp = 2 (one kv head a rank) gives one device's loss and gradients") {
+  Generator gen(5);
+  const Tensor ids = randint(0, 32, {2, 6}, {.dtype = DType::i64}, &gen);
+  const Tensor targets = randint(0, 32, {2, 6}, {.dtype = DType::i64}, &gen);
+  const models::LlamaConfig config{.name = "small",
+                                   .vocab = 32,
+                                   .context = 8,
+                                   .layers = 2,
+                                   .heads = 4,
+                                   .kv_heads = 2,
+                                   .dim = 16,
+                                   .ffn = 24,
+                                   .dtype = DType::f64};
+  check_tensor_parallel<models::Llama>(
+      config, models::llama_tensor_parallel_split, 2,
+      [&](const models::Llama& m) { return m.loss(ids, targets); });
+}
+
 TEST_CASE("tensor-parallel BERT and ViT refuse heads that do not split over the ranks") {
   auto with_ranks = [](int n, auto build) {
     parallel::run_ranks(parallel::devices_of(DeviceType::cpu, n),
@@ -146,7 +166,8 @@ TEST_CASE("tensor-parallel BERT and ViT refuse heads that do not split over the 
           models::VisionTransformer m(c);
         });
       },
-      {"attention: 3 heads do not split over 2 tensor-parallel ranks (--tp must divide the heads)"});
+      {"attention: 3 heads do not split over 2 tensor-parallel ranks (--tp must divide the "
+       "heads)"});
 }
 
 TEST_CASE("a row-parallel Linear refuses an activation before the sum over the group") {

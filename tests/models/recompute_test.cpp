@@ -49,8 +49,8 @@ void check_recompute(nn::Module& model, const std::function<Tensor()>& loss, dou
 }  // namespace
 
 TEST_CASE(
-    "recompute, full and selective: GPT (with dropout), BERT, ViT and UNet train on the same "
-    "gradients") {
+    "recompute, full and selective: GPT (with dropout), Llama, BERT, ViT and UNet train on the "
+    "same gradients") {
   manual_seed(1);
   models::GPTConfig g = models::gpt_config("gpt-nano");
   g.dropout = 0.1;
@@ -58,6 +58,10 @@ TEST_CASE(
   const Tensor idx = randint(0, 256, {4, 64}), targets = randint(0, 256, {4, 64});
   check_recompute(
       gpt, [&] { return gpt.loss(idx, targets); }, 0.5, 0.7);
+
+  models::Llama llama(models::llama_config("llama-nano"));
+  check_recompute(
+      llama, [&] { return llama.loss(idx, targets); }, 0.5, 0.7);
 
   models::BertForMaskedLM bert(models::bert_config("bert-tiny"));
   const Tensor ids = randint(0, 256, {4, 64});

@@ -1,4 +1,4 @@
-// LayerNorm and GroupNorm layers (gain 1, shift 0).
+// LayerNorm, RMSNorm and GroupNorm layers (gain 1, shift 0).
 #pragma once
 #include <dlf/nn/module.h>
 
@@ -18,6 +18,18 @@ class LayerNorm : public Module, public Callable<LayerNorm> {
   ///@}
   int64_t dim;  ///< the normalized size
   double eps;   ///< added to the variance
+};
+
+/// Llama's RMSNorm over the last dim of size `dim`: x / sqrt(mean(x²) + eps) · weight.
+class RMSNorm : public Module, public Callable<RMSNorm> {
+ public:
+  /// Over the last dim of size `dim`, with weight [dim] (ones).
+  explicit RMSNorm(int64_t dim, double eps = 1e-6, DType dtype = DType::f32);
+  Tensor forward(const Tensor& x) const;    ///< x [..., dim] -> normalized, same shape
+  std::string extra_repr() const override;  ///< "(4096,), eps=1e-05"
+
+  Tensor weight;  ///< [dim]
+  double eps;     ///< added to the mean square
 };
 
 /// x [N, C, ...] normalised over `groups` groups of C/groups channels.

@@ -39,6 +39,9 @@ enum class GeluApproximation { erf, tanh };
 Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation::erf);
 /// SiLU (swish): x · sigmoid(x), one pass forward and one backward.
 Tensor silu(const Tensor& x);
+/// SwiGLU's gate silu(a) · b (Llama's MLP: a the gate projection, b the up projection), fused
+/// forward and backward; a and b broadcast.
+Tensor swiglu(const Tensor& a, const Tensor& b);
 
 /// Binary, broadcasting: a + b, a - b, a * b, a / b, a^b, the larger and the smaller.
 ///@{

@@ -31,9 +31,34 @@ Tensor dropout(const Tensor& x, double p, bool training = true, Generator* gen =
 /// softmax(q kᵀ · scale [+ causal mask]) v over q [..., Tq, d], k [..., Tk, d],
 /// v [..., Tk, dv]; scale defaults to 1/sqrt(d). The causal mask aligns the last query
 /// with the last key (query i sees keys j <= i + Tk - Tq); a query that sees no key gets
-/// zeros. Leading dims broadcast. The op's second output is the per-row logsumexp [..., Tq]
+/// zeros. Leading dims broadcast: grouped-query (or multi-query) attention is q
+/// [B, Hkv, G, T, d] against k and v [B, Hkv, 1, T, d], each key/value head read by its group of
+/// G query heads in place and its gradient summed over the group inside the backward kernel (no
+/// repeated keys, values or gradients). The op's second output is the per-row logsumexp [..., Tq]
 /// of the scaled scores (f64, or f32 for bf16 inputs), for backward.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = false, std::optional<double> scale = {});
+
+/// Llama 3's stretch of the rotary frequencies to a longer context (factor 0: none): wavelengths
+/// above original_context / low_freq_factor grow by `factor`, those below
+/// original_context / high_freq_factor stay, the ones between are blended.
+struct RopeScaling {
+  double factor = 0;
+  double low_freq_factor = 1;
+  double high_freq_factor = 4;
+  int64_t original_context = 8192;
+};
+/// Options of rotary_embedding.
+struct RotaryOptions {
+  double theta = 10000;      ///< frequency j of head dim d is theta^(-2j/d)
+  bool interleaved = false;  ///< Meta's pairs (2j, 2j+1), not Hugging Face's (j, j + d/2)
+  int64_t offset = 0;        ///< the position of the first index along seq_dim (a KV-cached decode)
+  int64_t seq_dim = -2;      ///< the positions' dim: -2 for [B, H, T, d], 1 for [B, T, H, d]
+  RopeScaling scaling = {};
+};
+/// Rotary position embeddings (RoFormer; Llama): each pair of x's last dim (d even) rotated by
+/// the angle (offset + t) · frequency, t the index along seq_dim. Fused, its gradient the
+/// inverse rotation.
+Tensor rotary_embedding(const Tensor& x, const RotaryOptions& options = {});
 
 }  // namespace dlf

@@ -12,6 +12,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim);  ///< log(softmax(x, dim)), co
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
 
+/// RMSNorm (Llama's): x / sqrt(mean(x²) + eps) · weight over the last dim; weight [C] may be
+/// undefined. The op's second output is the per-row rstd (f32, or f64 for f64), for backward.
+Tensor rms_norm(const Tensor& x, const Tensor& weight = {}, double eps = 1e-6);
+
 /// x [N, C, ...] normalised over each of `groups` groups of C/groups channels; weight and
 /// bias [C] may be undefined.
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight = {},
