@@ -16,7 +16,7 @@ namespace dlf::bench {
 
 /// A generation case, as its name says.
 struct GenerateCase {
-  std::string model;   ///< "gpt-mini"
+  std::string model;  ///< "gpt-mini"
   bool kv_cache = true;
   int64_t batch = 0, tokens = 0;
 };

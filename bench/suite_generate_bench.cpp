@@ -19,9 +19,8 @@ bench::suite::Case generate_case(const std::string& name) {
   const Tensor ids = randint(0, gpt->config().vocab, {g.batch, 16}, {.dtype = DType::i64}, &gen);
   std::vector<std::vector<int64_t>> prompts;
   for (int64_t b = 0; b < g.batch; ++b) prompts.push_back(ids.select(0, b).to_vector<int64_t>());
-  const models::GenerateOptions options{.max_tokens = g.tokens,
-                                        .sampling = {.temperature = 0},
-                                        .kv_cache = g.kv_cache};
+  const models::GenerateOptions options{
+      .max_tokens = g.tokens, .sampling = {.temperature = 0}, .kv_cache = g.kv_cache};
   return {.bench = "generate",
           .call = [gpt, prompts, options] { models::generate(*gpt, prompts, options); },
           .items = double(g.batch * g.tokens),

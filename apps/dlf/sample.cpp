@@ -75,6 +75,10 @@ TokenCodec codec_for(const models::GPTConfig& model, const std::string& name) {
 void continue_text(const nn::Checkpoint& ckpt, const RunConfig& run, const GenerateOptions& o) {
   for (const std::string& prompt : o.prompts)
     DLF_CHECK(!prompt.empty(), "--prompt must not be empty");
+  // models::generate and its key/value cache run a GPT; the Llama family's rotary positions
+  // per cached row are not written yet.
+  DLF_CHECK(models::family_of(run.model).gpt, "dlf generate does not continue ", run.model,
+            "'s text yet (only the GPT family's): score it with dlf eval");
   manual_seed(run.seed);
   const auto gpt = std::make_unique<models::GPT>(models::gpt_config(run.model));
   nn::restore_module(*gpt, ckpt);

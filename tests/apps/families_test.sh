@@ -49,6 +49,9 @@ out=$("$dlf" eval --checkpoint "$tmp/bert-tiny-cpu" --batches 1)
 
 out=$("$dlf" generate --checkpoint "$tmp/gpt-nano-cpu" --prompt "Hello" --tokens 8) || fail "generate gpt"
 case "$out" in Hello*) ;; *) fail "generate gpt: $out" ;; esac
+err=$("$dlf" generate --checkpoint "$tmp/llama-nano-cpu" --prompt "Hello" 2>&1 >/dev/null) &&
+  fail "generate llama-nano: no refusal"
+echo "$err" | grep -q "dlf generate does not continue llama-nano's text yet" || fail "generate llama: $err"
 out=$("$dlf" generate --checkpoint "$tmp/bert-tiny-cpu" --prompt "The [MASK]at [MASK]at") || fail "fill-mask"
 first=$(echo "$out" | head -1)
 case "$first" in "The "?"at "?"at") ;; *) fail "fill-mask: the masks are not filled: $out" ;; esac
