@@ -48,22 +48,22 @@ parallel::Split llama_tensor_parallel_split(const std::string& name);
 /// Causal self-attention with rotary embeddings and kv_heads key/value heads.
 class LlamaAttention : public nn::Module {
  public:
-  explicit LlamaAttention(const LlamaConfig& config);
-  Tensor forward(const Tensor& x) const;  ///< x [B, T, dim] -> [B, T, dim]
+  explicit LlamaAttention(const LlamaConfig& config);  ///< its projections, initialised
+  Tensor forward(const Tensor& x) const;               ///< x [B, T, dim] -> [B, T, dim]
 
   /// the projections, q/k/v/o_proj (no biases)
   ///@{
   std::shared_ptr<nn::Linear> q_proj, k_proj, v_proj, o_proj;
   ///@}
-  int64_t head_dim;  ///< dim / heads
-  RotaryOptions rotary;
+  int64_t head_dim;      ///< dim / heads
+  RotaryOptions rotary;  ///< the config's theta and scaling
 };
 
 /// down_proj(swiglu(gate_proj(x), up_proj(x))).
 class LlamaMLP : public nn::Module {
  public:
-  explicit LlamaMLP(const LlamaConfig& config);
-  Tensor forward(const Tensor& x) const;  ///< x [B, T, dim] -> [B, T, dim]
+  explicit LlamaMLP(const LlamaConfig& config);  ///< its projections, initialised
+  Tensor forward(const Tensor& x) const;         ///< x [B, T, dim] -> [B, T, dim]
 
   /// the projections (no biases)
   ///@{
@@ -74,19 +74,22 @@ class LlamaMLP : public nn::Module {
 /// x + attn(norm(x)), then + mlp(norm(·)): a block (activation recompute and ZeRO-3 act on it).
 class LlamaDecoderLayer : public nn::Module {
  public:
-  explicit LlamaDecoderLayer(const LlamaConfig& config);
-  Tensor forward(const Tensor& x) const;  ///< x [B, T, dim] -> [B, T, dim]
+  explicit LlamaDecoderLayer(const LlamaConfig& config);  ///< its norms, attention and MLP
+  Tensor forward(const Tensor& x) const;                  ///< x [B, T, dim] -> [B, T, dim]
   bool is_block() const override { return true; }
 
-  std::shared_ptr<nn::RMSNorm> input_layernorm, post_attention_layernorm;  ///< pre-norms
-  std::shared_ptr<LlamaAttention> self_attn;                               ///< attention
-  std::shared_ptr<LlamaMLP> mlp;                                           ///< SwiGLU MLP
+  /// the pre-norms of the attention and of the MLP
+  ///@{
+  std::shared_ptr<nn::RMSNorm> input_layernorm, post_attention_layernorm;
+  ///@}
+  std::shared_ptr<LlamaAttention> self_attn;  ///< attention
+  std::shared_ptr<LlamaMLP> mlp;              ///< SwiGLU MLP
 };
 
 /// The trunk, named `model`: embed_tokens, layers.{i}, norm.
 class LlamaModel : public nn::Module {
  public:
-  explicit LlamaModel(const LlamaConfig& config);
+  explicit LlamaModel(const LlamaConfig& config);  ///< its embedding, layers and norm
 
   std::shared_ptr<nn::Embedding> embed_tokens;                ///< [vocab, dim]
   std::shared_ptr<nn::ModuleList<LlamaDecoderLayer>> layers;  ///< model.layers.{i}

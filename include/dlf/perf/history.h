@@ -69,8 +69,8 @@ struct Result {
 /// A case a run left out: it failed (it may not exist at that revision) or could not run here
 /// (no mpirun).
 struct LeftOut {
-  std::string case_name;
-  std::string reason;  ///< one line
+  std::string case_name;  ///< as the suite names it
+  std::string reason;     ///< one line
 };
 
 /// A host peak measured in a run (the normalisation's denominators).

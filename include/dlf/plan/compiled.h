@@ -23,7 +23,10 @@ namespace dlf::plan {
 /// second run.
 struct CompiledStepMemory {
   std::string model;  ///< its name
+  /// rows of its batch and tokens a row (0 for images)
+  ///@{
   int64_t batch = 0, seq = 0;
+  ///@}
   size_t nodes = 0;  ///< of the optimised graph
   /// Bytes: the parameters, the optimizer state (and the step's other external tensors: its
   /// step counters, module buffers), the batch, and the arena (activations, temporaries and
@@ -32,13 +35,14 @@ struct CompiledStepMemory {
   int64_t parameters = 0, optimizer_state = 0, batch_bytes = 0, arena = 0;
   ///@}
   int64_t measured_peak = 0;  ///< the allocator's high-water over the second run
+  /// What the plan says the step peaks at: the sum of the four.
   int64_t planned_peak() const { return parameters + optimizer_state + batch_bytes + arena; }
 };
 /// The layout a captured step runs in, as `dlf train --compile` runs it; above one rank the
 /// default device must be a meta device, and the step is one rank's: dp rank 0, tp rank 0 of
 /// pipeline stage `stage`. A GPT over more than one rank, or in micro-batches, runs as dlf train
-/// runs it (models::DistributedGPT: its stage of the model sharded over tp, its replica's rows in
-/// micro-batches through the pipeline schedule, gradients reduced over dp); other families over
+/// runs it (train::make_pipeline_model: its stage of the model sharded over tp, its replica's rows
+/// in micro-batches through the pipeline schedule, gradients reduced over dp); other families over
 /// dp replicas as DDP or FSDP, a BERT's or ViT's replica as tp rank 0's shard of it (Megatron's
 /// linears) over `tp` ranks. Either way DDP's buckets are averaged inside the step (ZeRO-2:
 /// reduce-scattered), the optimizer state and update sharded under ZeRO-1 and -2, and under
@@ -71,9 +75,10 @@ struct StepModel {
 /// One training step captured and run once (capture_step): what `dlf graph` shows and the
 /// compiled planner measures.
 struct CapturedStep {
-  std::unique_ptr<parallel::Mesh> mesh = {};  ///< outlives the step over it
-  std::unique_ptr<train::RankStep> step = {};
-  std::vector<Tensor> batch = {};  ///< a replica's rows, on the host
+  std::unique_ptr<parallel::Mesh> mesh = {};   ///< outlives the step over it
+  std::unique_ptr<train::RankStep> step = {};  ///< the rank's step, captured
+  std::vector<Tensor> batch = {};              ///< a replica's rows, on the host
+  /// the replica's rows and tokens a row (0 for images)
   ///@{
   int64_t rows = 0, seq = 0;
   ///@}

@@ -15,30 +15,36 @@
 
 namespace dlf::plan {
 
+/// The memory-saving flags of a run.
 struct MemoryFlags {
-  autograd::Recompute recompute = autograd::Recompute::none;
-  int zero = 0;
-  Offload offload = Offload::none;  ///< --offload
+  autograd::Recompute recompute = autograd::Recompute::none;  ///< --recompute
+  int zero = 0;                                               ///< --zero: the ZeRO stage, 0 to 3
+  Offload offload = Offload::none;                            ///< --offload
 };
 
 /// What is planned: the run's model, layout, devices and batch.
 struct FlagsQuery {
-  std::string model;
+  std::string model;  ///< a registered name
   /// a GPT by its dimensions (dlf plan --layers ...), planned instead of `model`
   std::optional<GPTConfig> gpt = std::nullopt;
-  parallel::Layout layout;
-  SimSpec spec;
+  parallel::Layout layout;  ///< dp x tp x pp
+  SimSpec spec;             ///< the devices
+  /// the global batch (rows), tokens a row (0: the model's) and rows a micro-batch
+  ///@{
   int64_t batch = 0, seq = 0, micro_batch = 1;
-  DType dtype = DType::f32;
+  ///@}
+  DType dtype = DType::f32;  ///< f32, or bf16 (mixed precision)
+  /// the pipeline's schedule
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;  ///< chunks of layers per pipeline rank (interleaved)
 };
 
+/// One combination of flags, planned.
 struct FlagsPlan {
-  MemoryFlags flags;
-  int64_t peak_bytes = 0;
-  double step_s = 0;
-  bool fits = false;
+  MemoryFlags flags;       ///< what was planned
+  int64_t peak_bytes = 0;  ///< the busiest device's planned peak
+  double step_s = 0;       ///< the predicted step time, seconds
+  bool fits = false;       ///< the peak is within the device's memory
 };
 
 /// Every combination the layout allows (ZeRO needs dp > 1), planned: those that fit first, fastest

@@ -13,10 +13,11 @@ namespace dlf::plan {
 /// The run: model, spec, global batch (set), sequence, dtype, schedule and virtual stages.
 /// Its layout, micro-batch, recompute, ZeRO stage and offload are what is searched.
 struct SearchOptions {
-  PlanOptions run;
-  int devices = 1;
+  PlanOptions run;  ///< the run as planned; its layout and memory flags are ignored
+  int devices = 1;  ///< devices the layouts use
 };
 
+/// What the search found.
 struct SearchResult {
   std::optional<Plan> best;  ///< the fastest that fits, if any does
   Plan least;                ///< of those planned, the smallest peak (when none fits)

@@ -43,10 +43,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 /// above original_context / low_freq_factor grow by `factor`, those below
 /// original_context / high_freq_factor stay, the ones between are blended.
 struct RopeScaling {
-  double factor = 0;
-  double low_freq_factor = 1;
-  double high_freq_factor = 4;
-  int64_t original_context = 8192;
+  double factor = 0;                ///< how much longer wavelengths grow; 0: no scaling
+  double low_freq_factor = 1;       ///< wavelengths above original_context / this grow
+  double high_freq_factor = 4;      ///< wavelengths below original_context / this stay
+  int64_t original_context = 8192;  ///< the context the model was pretrained at
 };
 /// Options of rotary_embedding.
 struct RotaryOptions {
@@ -54,7 +54,7 @@ struct RotaryOptions {
   bool interleaved = false;  ///< Meta's pairs (2j, 2j+1), not Hugging Face's (j, j + d/2)
   int64_t offset = 0;        ///< the position of the first index along seq_dim (a KV-cached decode)
   int64_t seq_dim = -2;      ///< the positions' dim: -2 for [B, H, T, d], 1 for [B, T, H, d]
-  RopeScaling scaling = {};
+  RopeScaling scaling = {};  ///< Llama 3's frequency scaling (none by default)
 };
 /// Rotary position embeddings (RoFormer; Llama): each pair of x's last dim (d even) rotated by
 /// the angle (offset + t) · frequency, t the index along seq_dim. Fused, its gradient the
