@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the whole test suite: the Release build, then
-# the same suite under ASan + UBSan. Ends with ctest's summary line.
+# Installs what is missing, builds, and runs the whole test suite: under ASan + UBSan (all but
+# the tests labelled release_only: tests/CMakeLists.txt says why), then the Release build's.
+# Ends with ctest's summary line.
 # The test presets set OMP_WAIT_POLICY=PASSIVE: ctest runs nproc tests at once, each with an
 # OpenMP pool, and spinning idle workers then starve the running ones (the release suite took
 # 120 s with spinning workers, 68 s without).

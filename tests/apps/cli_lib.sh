@@ -6,9 +6,16 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 expect_error() {  # expect_error CODE ARGS...: exit code CODE and exactly one line on stderr
   local code=$1; shift
   err=$("$dlf" "$@" 2>&1 >/dev/null); got=$?
-  [ "$got" -eq "$code" ] || fail "dlf $*: exit $got, expected $code"
+  [ "$got" -eq "$code" ] || fail "dlf $*: exit $got, expected $code: $err"
   [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "dlf $*: stderr is not one line: $err"
   case "$err" in dlf:*) ;; *) fail "dlf $*: stderr does not start with 'dlf:': $err" ;; esac
+}
+# mpirun as root; LeakSanitizer (ASan builds) ignores what OpenMPI keeps until exit
+# (tests/mpi/lsan.supp), whose stacks need the slow unwinder: only the MPI runs pay for it.
+lsan_supp=$(cd "$(dirname "${BASH_SOURCE[0]}")/../mpi" && pwd)/lsan.supp
+mpirun_as_root() {
+  LSAN_OPTIONS=suppressions=$lsan_supp:print_suppressions=0:fast_unwind_on_malloc=0 \
+    mpirun --allow-run-as-root --oversubscribe "$@"
 }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 train() { "$dlf" --threads 1 train --model gpt-nano --batch 4 --seq 32 "$@"; }

@@ -173,7 +173,7 @@ expect_error 1 generate --checkpoint "$tmp/unet" --out /proc/dlf-x.png
 echo "$err" | grep -q "^dlf: --out: cannot write in /proc" || fail "generate --out /proc: $err"
 
 # MPI: one rank per process gives the in-process run's losses, bit for bit; checkpoints too
-mpi() { mpirun --allow-run-as-root --oversubscribe -np "$1" "$dlf" --threads 1 train --model gpt-nano \
+mpi() { mpirun_as_root -np "$1" "$dlf" --threads 1 train --model gpt-nano \
   --batch 4 --seq 32 --device cpu "${@:2}"; }
 mpi 2 --steps 3 --dp 2 --metrics "$tmp/mpi2.jsonl" >"$tmp/log" 2>&1 || fail "mpirun -np 2: $(cat "$tmp/log")"
 [ "$(losses "$tmp/dp2.jsonl")" = "$(losses "$tmp/mpi2.jsonl")" ] ||

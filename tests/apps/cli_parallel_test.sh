@@ -101,7 +101,7 @@ expect_error 1 plan --model gpt-medium --devices 8 --zero 1 --offload params
 # vit-tiny's ZeRO-3 peak on 2 sim devices is the run's, within 0.1 %
 for z in 2 3; do
   planned=$("$dlf" plan --model vit-tiny --devices 2 --zero $z --json | sed -n 's/.*"peak_bytes":\([0-9.e+]*\).*/\1/p')
-  "$dlf" --threads 1 train --model vit-tiny --devices 2 --dp 2 --zero $z --steps 2 --device sim:a100-40gb \
+  "$dlf" --threads 1 train --model vit-tiny --devices 2 --dp 2 --zero $z --steps 2 --eval-batches 1 --device sim:a100-40gb \
     --metrics "$tmp/vit-zero$z.jsonl" >/dev/null 2>&1 || fail "vit-tiny --zero $z on sim"
   measured=$(grep '"step":2,.*"sim_peak_bytes"' "$tmp/vit-zero$z.jsonl" | sed 's/.*"sim_peak_bytes":\([0-9.e+]*\).*/\1/')
   [ -n "$planned" ] && close "$planned" "$measured" 0.001 ||

@@ -139,7 +139,7 @@ err=$("$dlf" trian --model gpt-nano 2>&1 >/dev/null); [ $? -eq 2 ] || fail "tria
 ! "$dlf" help train | grep -- "--zero INT[^ ]*=" || fail "--zero's help shows a default stage"
 # one default batch: dlf plan plans the batch dlf train runs, on any number of devices
 for m in gpt-nano bert-tiny vit-tiny unet-tiny; do
-  "$dlf" --threads 1 train --model $m --steps 1 --devices 2 --device cpu 2>"$tmp/log" >/dev/null ||
+  "$dlf" --threads 1 train --model $m --steps 1 --eval-batches 1 --devices 2 --device cpu 2>"$tmp/log" >/dev/null ||
     fail "train $m on 2: $(cat "$tmp/log")"
   trained=$(sed -n 's/.*parameters, batch \([0-9]*\).*/\1/p' "$tmp/log")
   planned=$("$dlf" plan --model $m --devices 2 --json | sed 's/.*"batch":\([0-9]*\).*/\1/')

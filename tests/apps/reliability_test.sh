@@ -1,15 +1,10 @@
 #!/usr/bin/env bash
 # dlf under a failing machine and a hostile user: full disks, signals, NaN, corrupt files, bad
 # values, broken output, a frozen MPI rank. Each case would have failed before its fix.
-set -u
-dlf=$1
-fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-train() { "$dlf" --threads 1 train --model gpt-nano --batch 4 --seq 32 "$@"; }
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh" "$1"
 # In the background: `exec`, so that $! is dlf's own pid (a signal to a subshell never reaches it).
 train_bg() { exec "$dlf" --threads 1 train --model gpt-nano --batch 4 --seq 32 --until 5000 "$@"; }
 lines_of() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
-losses() { grep '"loss"' "$1" | sed 's/.*"loss":\([^,]*\).*/\1/'; }
 one_line() { [ "$(printf '%s\n' "$1" | wc -l)" -eq 1 ] || fail "$2: stderr is not one line: $1"; }
 
 # --- a save that cannot be written leaves the previous checkpoint as it was ---------------------
@@ -117,13 +112,6 @@ err=$(train --steps 5 --lr 1e9 --detect-anomaly 2>&1 >/dev/null)
 echo "$err" | grep -q "detect_anomaly: op '[a-z_]*'" || fail "--detect-anomaly names no op: $err"
 
 # --- bad values are refused up front, with one line naming the limit ----------------------------
-expect_error() {  # expect_error CODE ARGS...
-  local code=$1; shift
-  err=$("$dlf" "$@" 2>&1 >/dev/null); got=$?
-  [ "$got" -eq "$code" ] || fail "dlf $*: exit $got, expected $code: $err"
-  one_line "$err" "dlf $*"
-  case "$err" in dlf:*) ;; *) fail "dlf $*: stderr does not start with 'dlf:': $err" ;; esac
-}
 for args in "--tp 65536 --pp 65536" "--devices 4096 --dp 4096" "--steps 99999999999999999999" \
   "--lr inf" "--lr nan" "--lr -1" "--min-lr -1" "--min-lr nan" "--weight-decay inf" \
   "--weight-decay -0.1" "--clip inf" "--batch 0" "--bucket-mb 9999999"; do
@@ -165,12 +153,11 @@ grep -q "writing the output failed" "$tmp/pipe.log" || fail "generate | true: $(
 
 # --- MPI: ranks with different options are refused; a frozen rank ends the job -----------------
 if command -v mpirun >/dev/null; then
-  mpi=(mpirun --allow-run-as-root --oversubscribe)
-  err=$("${mpi[@]}" -np 1 "$dlf" train --model gpt-nano --steps 2 --batch 4 : \
+  err=$(mpirun_as_root -np 1 "$dlf" train --model gpt-nano --steps 2 --batch 4 : \
     -np 1 "$dlf" train --model gpt-nano --steps 2 --batch 8 2>&1); code=$?
   [ "$code" -ne 0 ] || fail "MPI ranks with different --batch trained"
   echo "$err" | grep -q "started with different options" || fail "MPI --batch mismatch: $err"
-  "${mpi[@]}" -np 2 "$dlf" --collective-timeout 3 train --model gpt-nano --batch 4 --seq 32 \
+  mpirun_as_root -np 2 "$dlf" --collective-timeout 3 train --model gpt-nano --batch 4 --seq 32 \
     --steps 100000 --until 20000 --metrics "$tmp/mpi.jsonl" >"$tmp/mpi.log" 2>&1 &
   job=$!
   for _ in $(seq 400); do [ "$(lines_of "$tmp/mpi.jsonl")" -ge 2 ] && break; sleep 0.05; done
