@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """PyTorch's side of the cross-check: builds the model torch_reference wrote (GPT as nanoGPT,
-BERT as Hugging Face's BertForMaskedLM, ViT as timm), loads its safetensors weights with a
+BERT as Hugging Face's BertForMaskedLM, ViT as timm, Llama as Hugging Face's LlamaForCausalLM),
+loads its safetensors weights with a
 reader written here on numpy (the format read by a second, independent implementation), runs
 the same batch and compares with what dlf computed.
 
@@ -31,12 +32,12 @@ DTYPES = {"F64": np.float64, "F32": np.float32, "I64": np.int64, "I32": np.int32
 TOLERANCE = {"f32": 1e-5, "f64": 1e-10}
 # How far dlf's f32 weights after AdamW may be from the f64 result (relative, over the elements
 # of non-zero gradient), per family: three times the most measured with oneDNN on AVX2, AVX-512
-# and AVX-512-BF16 (gpt-nano 2.2e-7, bert-tiny 1.7e-7, vit-tiny 1.0e-6). A bound of dlf's own,
+# and AVX-512-BF16 (gpt-nano 2.2e-7, bert-tiny 1.7e-7, vit-tiny 1.0e-6, llama-nano 4.6e-7). A bound of dlf's own,
 # so that the verdict is the same whichever BLAS PyTorch runs on: its own f32 run ended 2.3e-6
 # to 1.4e-5 from the f64 result by the OpenBLAS kernel (Haswell, SkylakeX, Cooperlake) or
 # Debian's reference BLAS when AdamW's eps was 1e-8 (see torch_reference.cpp), and 9.3e-7 to
 # 1.1e-6 (vit-tiny) with eps 1e-6.
-F32_ADAMW_BOUND = {"gpt": 6e-7, "bert": 5e-7, "vit": 3e-6}
+F32_ADAMW_BOUND = {"gpt": 6e-7, "bert": 5e-7, "vit": 3e-6, "llama": 1.4e-6}
 
 
 def read_safetensors(path):
@@ -213,14 +214,96 @@ class ViT(nn.Module):
         return F.cross_entropy(self(batch), batch["labels"])
 
 
-MODELS = {"gpt": GPT, "bert": Bert, "vit": ViT}
+class Llama(nn.Module):
+    """LlamaForCausalLM as Hugging Face's modeling_llama.py computes it (its names; rotary in
+    the rotate-half convention; grouped-query attention by repeating the key/value heads; RMSNorm
+    in the weights' dtype; no dropout, no biases)."""
+
+    def __init__(self, s):
+        super().__init__()
+        dim, self.heads, self.kv_heads = s["dim"], s["heads"], s["kv_heads"]
+        self.theta, self.eps = s["theta"], s["norm_eps"]
+        head_dim = dim // self.heads
+        self.model = nn.Module()
+        self.model.embed_tokens = nn.Embedding(s["vocab"], dim)
+        self.model.layers = nn.ModuleList()
+        for _ in range(s["layers"]):
+            layer = nn.Module()
+            layer.input_layernorm = RMSNorm(dim, self.eps)
+            layer.self_attn = nn.Module()
+            for proj, out in (("q_proj", self.heads), ("k_proj", self.kv_heads),
+                              ("v_proj", self.kv_heads)):
+                setattr(layer.self_attn, proj, nn.Linear(dim, out * head_dim, bias=False))
+            layer.self_attn.o_proj = nn.Linear(dim, dim, bias=False)
+            layer.post_attention_layernorm = RMSNorm(dim, self.eps)
+            layer.mlp = nn.Module()
+            layer.mlp.gate_proj = nn.Linear(dim, s["ffn"], bias=False)
+            layer.mlp.up_proj = nn.Linear(dim, s["ffn"], bias=False)
+            layer.mlp.down_proj = nn.Linear(s["ffn"], dim, bias=False)
+            self.model.layers.append(layer)
+        self.model.norm = RMSNorm(dim, self.eps)
+        self.lm_head = nn.Linear(dim, s["vocab"], bias=False)
+
+    def rotary(self, T, head_dim, dtype):
+        """cos and sin [T, head_dim] of HF's LlamaRotaryEmbedding (no scaling)."""
+        inv_freq = 1.0 / (self.theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+        freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
+        emb = torch.cat([freqs, freqs], -1)
+        return emb.cos().to(dtype), emb.sin().to(dtype)
+
+    def forward(self, batch):
+        idx = batch["idx"]
+        B, T = idx.shape
+        x = self.model.embed_tokens(idx)
+        head_dim = x.shape[-1] // self.heads
+        cos, sin = self.rotary(T, head_dim, x.dtype)
+
+        def rotate_half(t):
+            half = t.shape[-1] // 2
+            return torch.cat([-t[..., half:], t[..., :half]], -1)
+
+        for layer in self.model.layers:
+            a = layer.self_attn
+            h = layer.input_layernorm(x)
+            q = a.q_proj(h).view(B, T, self.heads, head_dim).transpose(1, 2)
+            k = a.k_proj(h).view(B, T, self.kv_heads, head_dim).transpose(1, 2)
+            v = a.v_proj(h).view(B, T, self.kv_heads, head_dim).transpose(1, 2)
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            groups = self.heads // self.kv_heads
+            k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
+            y = attention(q, k, v, True).transpose(1, 2).reshape(B, T, -1)
+            x = x + a.o_proj(y)
+            m = layer.mlp
+            h = layer.post_attention_layernorm(x)
+            x = x + m.down_proj(F.silu(m.gate_proj(h)) * m.up_proj(h))
+        return self.lm_head(self.model.norm(x))
+
+    def loss(self, batch):
+        logits = self(batch)
+        return F.cross_entropy(logits.flatten(0, 1), batch["targets"].flatten())
+
+
+class RMSNorm(nn.Module):
+    """Hugging Face's LlamaRMSNorm: x / sqrt(mean(x^2) + eps) * weight."""
+
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+MODELS = {"gpt": GPT, "bert": Bert, "vit": ViT, "llama": Llama}
 
 
 def build(directory):
     """The model, loaded with dlf's weights, and the batch; the dtype's name; the family."""
     weights, meta = read_safetensors(f"{directory}/weights.safetensors")
     batch, _ = read_safetensors(f"{directory}/batch.safetensors")
-    sizes = {k: int(v) for k, v in meta.items() if k not in ("family", "dtype")}
+    sizes = {k: int(v) if v.lstrip("-").isdigit() else float(v)
+             for k, v in meta.items() if k not in ("family", "dtype")}
     dtype = meta["dtype"]
     model = MODELS[meta["family"]](sizes)
     if dtype == "f64":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cross-check against PyTorch: gpt-nano, bert-tiny and vit-tiny, each in f32 and f64, run by
+# The cross-check against PyTorch: gpt-nano, bert-tiny, vit-tiny and llama-nano, each in f32 and f64, run by
 # dlf (torch_reference) and by PyTorch on the same weights and batch (torch_crosscheck.py); then a
 # GPT that PyTorch writes in Hugging Face GPT-2's layout, generated from by dlf
 # (gpt2_layout_check.py), left out when no dlf is given. Exits 77 (skipped) when Debian's
@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/isa"
 ONEDNN_VERBOSE=1 "$reference" gpt-nano f32 "$tmp/isa" >"$tmp/isa/verbose"
 echo "oneDNN (ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-}): $(grep -m1 -o 'isa:.*' "$tmp/isa/verbose")"
-for model in gpt-nano bert-tiny vit-tiny; do
+for model in gpt-nano bert-tiny vit-tiny llama-nano; do
   for dtype in f32 f64; do
     mkdir -p "$tmp/$model-$dtype"
     "$reference" "$model" "$dtype" "$tmp/$model-$dtype"

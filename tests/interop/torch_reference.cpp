@@ -113,6 +113,28 @@ Case vit_case(const std::string& name, DType dtype, Generator& gen) {
           [=] { return vit->loss(images, labels); }};
 }
 
+Case llama_case(const std::string& name, DType dtype, Generator& gen) {
+  models::LlamaConfig c = models::llama_config(name);
+  c.dtype = dtype;
+  auto llama = std::make_shared<models::Llama>(c, &gen);
+  const int64_t T = 16;
+  const Tensor idx = randint(0, c.vocab, {kBatch, T}, {.dtype = DType::i64}, &gen);
+  const Tensor targets = randint(0, c.vocab, {kBatch, T}, {.dtype = DType::i64}, &gen);
+  return {llama,
+          {{"family", "llama"},
+           {"vocab", str(c.vocab)},
+           {"layers", str(c.layers)},
+           {"heads", str(c.heads)},
+           {"kv_heads", str(c.kv_heads)},
+           {"dim", str(c.dim)},
+           {"ffn", str(c.ffn)},
+           {"theta", num(c.theta)},
+           {"norm_eps", num(c.norm_eps)}},
+          {{"idx", idx}, {"targets", targets}},
+          [=] { return llama->forward(idx); },
+          [=] { return llama->loss(idx, targets); }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,9 +150,10 @@ int main(int argc, char** argv) {
     const std::string family = models::family_of(model).name;
     Case c = family == "gpt"    ? gpt_case(model, dtype, gen)
              : family == "bert" ? bert_case(model, dtype, gen)
-             : family == "vit"
-                 ? vit_case(model, dtype, gen)
-                 : throw Error("the cross-check covers GPT, BERT and ViT, not " + model);
+             : family == "vit"  ? vit_case(model, dtype, gen)
+             : family == "llama"
+                 ? llama_case(model, dtype, gen)
+                 : throw Error("the cross-check covers GPT, BERT, ViT and Llama, not " + model);
     c.sizes["dtype"] = dtype_name;
     save_safetensors(dir + "weights.safetensors", c.model->state_dict(), c.sizes);
     save_safetensors(dir + "batch.safetensors", c.batch);
