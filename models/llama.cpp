@@ -124,6 +124,21 @@ Tensor LlamaAttention::forward(const Tensor& x) const {
   return o_proj->forward(y.permute({0, 3, 1, 2, 4}).reshape({B, T, kv * group * head_dim}));
 }
 
+Tensor LlamaAttention::forward(const Tensor& x, nn::KVCache& cache, int64_t layer) const {
+  const int64_t B = x.size(0), T = x.size(1);
+  const int64_t kv = k_proj->weight.size(0) / head_dim, heads = q_proj->weight.size(0) / head_dim;
+  // Each row's tokens rotated from its own cached length on; the cache broadcasts each kv head
+  // over its group of query heads.
+  RotaryOptions at = rotary;
+  at.row_offsets = cache.lengths();
+  auto rotated = [&](const std::shared_ptr<nn::Linear>& proj, int64_t n) {
+    return rotary_embedding(proj->forward(x).view({B, T, n, head_dim}), at).transpose(1, 2);
+  };
+  const Tensor v = v_proj->forward(x).view({B, T, kv, head_dim}).transpose(1, 2);
+  const Tensor y = cache.attend(layer, rotated(q_proj, heads), rotated(k_proj, kv), v);
+  return o_proj->forward(y.transpose(1, 2).reshape({B, T, heads * head_dim}));
+}
+
 LlamaMLP::LlamaMLP(const LlamaConfig& c)
     : gate_proj(
           register_module("gate_proj", projection(c, c.dim, c.ffn, nn::LinearParallel::column))),
@@ -152,6 +167,11 @@ Tensor LlamaDecoderLayer::forward(const Tensor& x) const {
       {x});
 }
 
+Tensor LlamaDecoderLayer::forward(const Tensor& x, nn::KVCache& cache, int64_t layer) const {
+  const Tensor h = x + self_attn->forward(input_layernorm->forward(x), cache, layer);
+  return h + mlp->forward(post_attention_layernorm->forward(h));
+}
+
 LlamaModel::LlamaModel(const LlamaConfig& c)
     : embed_tokens(register_module("embed_tokens",
                                    std::make_shared<nn::Embedding>(c.vocab, c.dim, c.dtype))),
@@ -178,14 +198,42 @@ Llama::Llama(LlamaConfig config, Generator* gen) : config_(std::move(config)) {
   }
 }
 
-Tensor Llama::forward(const Tensor& idx) const {
+Tensor Llama::hidden(const Tensor& idx, nn::KVCache* cache) const {
   DLF_CHECK(idx.dim() == 2, "Llama: expected token ids [B, T], got ", shape_str(idx.shape()));
-  const int64_t T = idx.size(1);
+  const int64_t B = idx.size(0), T = idx.size(1);
   DLF_CHECK(T >= 1 && T <= config_.context, "Llama '", config_.name, "': sequence length ", T,
             " is outside 1..", config_.context, " (the context)");
+  if (cache) {
+    DLF_CHECK(cache->batch() == B && cache->layers() == config_.layers, "Llama '", config_.name,
+              "': a cache of ", cache->batch(), " rows and ", cache->layers(),
+              " layers for tokens ", shape_str(idx.shape()), " and ", config_.layers, " layers");
+    for (const int64_t n : cache->lengths())
+      DLF_CHECK(n + T <= config_.context, "Llama '", config_.name, "': positions ", n, "..",
+                n + T - 1, " are past the context of ", config_.context);
+  }
   Tensor x = model->embed_tokens->forward(idx);
-  for (const auto& layer : *model->layers) x = layer->forward(x);
-  return lm_head->forward(model->norm->forward(x));
+  for (int64_t i = 0; i < config_.layers; ++i) {
+    const LlamaDecoderLayer& layer = (*model->layers)[size_t(i)];
+    x = cache ? layer.forward(x, *cache, i) : layer.forward(x);
+  }
+  if (cache) cache->advance(T);
+  return model->norm->forward(x);
+}
+
+Tensor Llama::head(const Tensor& hidden) const { return lm_head->forward(hidden); }
+
+Tensor Llama::forward(const Tensor& idx) const { return head(hidden(idx)); }
+
+Tensor Llama::forward(const Tensor& idx, nn::KVCache& cache) const {
+  return head(hidden(idx, &cache));
+}
+
+nn::KVCache Llama::make_cache(int64_t batch, int64_t capacity) const {
+  const LlamaAttention& attn = *(*model->layers)[0].self_attn;
+  const Tensor& w = attn.k_proj->weight;
+  return nn::KVCache(config_.layers, batch, w.size(0) / attn.head_dim, attn.head_dim,
+                     capacity > 0 ? capacity : config_.context,
+                     {.dtype = w.dtype(), .device = w.device()});
 }
 
 Tensor Llama::loss(const Tensor& idx, const Tensor& targets) const {

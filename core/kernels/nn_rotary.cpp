@@ -45,12 +45,21 @@ void rotate(const Tensor& x_t, const Attrs& a, const Tensor& y_t) {
 
   const std::vector<double> freq = rotary_frequencies(d, a);
   const double offset = static_cast<double>(a.i("offset")), sign = a.b("inverse") ? -1 : 1;
-  std::vector<A> cos_table(static_cast<size_t>(positions * half)), sin_table(cos_table.size());
-  for (int64_t t = 0; t < positions; ++t) {
-    for (int64_t j = 0; j < half; ++j) {
-      const double angle = (offset + static_cast<double>(t)) * freq[static_cast<size_t>(j)];
-      cos_table[static_cast<size_t>(t * half + j)] = A(std::cos(angle));
-      sin_table[static_cast<size_t>(t * half + j)] = A(sign * std::sin(angle));
+  // One table of positions x d/2 per row of dim 0 with an offset of its own, else one for all.
+  const std::vector<int64_t>& row_offsets = a.ints("row_offsets");
+  const int64_t tables = row_offsets.empty() ? 1 : int64_t(row_offsets.size());
+  const int64_t rows_per_table = tables > 0 ? rows / tables : 0;
+  std::vector<A> cos_table(static_cast<size_t>(tables * positions * half)),
+      sin_table(cos_table.size());
+  for (int64_t b = 0; b < tables; ++b) {
+    const double first = offset + (row_offsets.empty() ? 0.0 : double(row_offsets[size_t(b)]));
+    for (int64_t t = 0; t < positions; ++t) {
+      for (int64_t j = 0; j < half; ++j) {
+        const double angle = (first + static_cast<double>(t)) * freq[static_cast<size_t>(j)];
+        const auto at = static_cast<size_t>((b * positions + t) * half + j);
+        cos_table[at] = A(std::cos(angle));
+        sin_table[at] = A(sign * std::sin(angle));
+      }
     }
   }
   const RowMajorData<T> x_rows(x_t);
@@ -63,7 +72,7 @@ void rotate(const Tensor& x_t, const Attrs& a, const Tensor& y_t) {
     constexpr int64_t step = Interleaved ? 2 : 1;
 #pragma omp parallel for schedule(static) if (x_t.numel() > 32768)
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t t = (r / inner) % positions;
+      const int64_t t = (r / inner) % positions + (tables > 1 ? r / rows_per_table : 0) * positions;
       const A* c = cos_table.data() + t * half;
       const A* s = sin_table.data() + t * half;
       const T* xr = x + r * d;

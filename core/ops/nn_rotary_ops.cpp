@@ -3,6 +3,8 @@
 #include <dlf/core/op.h>
 #include <dlf/core/ops/nn_ops.h>
 
+#include <algorithm>
+
 #include "core/kernels/nn_rotary.h"
 
 namespace dlf {
@@ -24,6 +26,12 @@ const OpDef& rotary_op = register_op({
       DLF_CHECK(a.f("theta") > 0 && a.i("offset") >= 0,
                 "rotary_embedding: theta must be positive and offset non-negative (theta ",
                 a.f("theta"), ", offset ", a.i("offset"), ")");
+      const std::vector<int64_t>& rows = a.ints("row_offsets");
+      DLF_CHECK(rows.empty() || (wrap_dim(seq, rank) != 0 && int64_t(rows.size()) == x.size(0) &&
+                                 std::ranges::all_of(rows, [](int64_t n) { return n >= 0; })),
+                "rotary_embedding: row_offsets needs one offset >= 0 per row of dim 0 (", x.size(0),
+                ") and the positions along another dim, got ", rows.size(), " offsets and seq_dim ",
+                seq);
       const double factor = a.f("scaling_factor");
       DLF_CHECK(factor == 0 || (factor > 0 && a.f("low_freq_factor") > 0 &&
                                 a.f("high_freq_factor") > a.f("low_freq_factor") &&
@@ -55,6 +63,7 @@ Tensor rotary_embedding(const Tensor& x, const RotaryOptions& o) {
                     {"low_freq_factor", o.scaling.low_freq_factor},
                     {"high_freq_factor", o.scaling.high_freq_factor},
                     {"original_context", o.scaling.original_context},
+                    {"row_offsets", o.row_offsets},
                     {"inverse", false}});
 }
 

@@ -84,6 +84,25 @@ TEST_CASE("rotary_embedding by hand: a quarter turn per position, and a decode s
   check_close(leaf.grad(), seq, 1e-14, 1e-14);
 }
 
+TEST_CASE("rotary_embedding with an offset per row: each row as if rotated alone") {
+  // [B, T, H, d]: row 0 three positions on (a cached decode of a longer prompt), row 1 none.
+  const Tensor x = random_inputs({{2, 5, 2, 8}})[0];
+  RotaryOptions rows = kRope;
+  rows.seq_dim = 1;
+  rows.row_offsets = {3, 0};
+  const Tensor both = rotary_embedding(x, rows);
+  for (int64_t b = 0; b < 2; ++b) {
+    RotaryOptions alone = kRope;
+    alone.seq_dim = 1;
+    alone.offset = kRope.offset + rows.row_offsets[size_t(b)];
+    check_close(both.narrow(0, b, 1), rotary_embedding(x.narrow(0, b, 1), alone), 1e-15, 1e-15);
+  }
+  // Its gradient is the inverse rotation, row by row too.
+  Tensor leaf = x.detach().requires_grad_();
+  autograd::backward({rotary_embedding(leaf, rows)}, {both});
+  check_close(leaf.grad(), x, 1e-14, 1e-14);
+}
+
 TEST_CASE("rotary_embedding refuses bad input") {
   check_error([] { rotary_embedding(zeros({2, 3})); }, {"rotary_embedding", "even", "[2, 3]"});
   check_error([] { rotary_embedding(zeros({4})); }, {"rotary_embedding", "at least 2 dims"});
@@ -91,6 +110,16 @@ TEST_CASE("rotary_embedding refuses bad input") {
   check_error([] { rotary_embedding(zeros({2, 4}, {.dtype = DType::i64})); }, {"floating", "i64"});
   check_error([] { rotary_embedding(zeros({2, 4}), {.theta = 0}); }, {"theta"});
   check_error([] { rotary_embedding(zeros({2, 4}), {.offset = -1}); }, {"offset", "-1"});
+  check_error(
+      [] {
+        rotary_embedding(zeros({2, 3, 4}), {.row_offsets = {1}});
+      },
+      {"row_offsets", "per row of dim 0 (2)", "1 offsets"});
+  check_error(
+      [] {
+        rotary_embedding(zeros({2, 4}), {.seq_dim = 0, .row_offsets = {1, 2}});
+      },
+      {"row_offsets", "seq_dim 0"});
   check_error(
       [] {
         rotary_embedding(zeros({2, 4}), {.scaling = {.factor = 8, .high_freq_factor = 1}});

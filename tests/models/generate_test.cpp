@@ -15,11 +15,24 @@ struct Run {
   std::vector<Tensor> logits;
 };
 
-Run run(models::GPT& gpt, const Rows& prompts, models::GenerateOptions o) {
+Run run(models::CausalLM& model, const Rows& prompts, models::GenerateOptions o) {
   Run r;
   o.on_logits = [&](const Tensor& l) { r.logits.push_back(l.clone()); };
-  r.tokens = models::generate(gpt, prompts, o);
+  r.tokens = models::generate(model, prompts, o);
   return r;
+}
+
+// gpt-nano or llama-nano (grouped-query heads, rotary positions) in `dtype`, seeded.
+std::unique_ptr<models::CausalLM> nano(const std::string& family, DType dtype) {
+  Generator init(7);
+  if (family == "gpt") {
+    models::GPTConfig config = models::gpt_config("gpt-nano");
+    config.dtype = dtype;
+    return std::make_unique<models::GPT>(config, &init);
+  }
+  models::LlamaConfig config = models::llama_config("llama-nano");
+  config.dtype = dtype;
+  return std::make_unique<models::Llama>(config, &init);
 }
 
 // The largest |a - b| relative to the largest |b|.
@@ -82,28 +95,30 @@ TEST_CASE("KVCache: rows of different lengths and grouped-query heads attend as 
 }
 
 TEST_CASE(
-    "generate: the cache gives generation without it, token for token (greedy, f32 and f64)") {
-  for (const DType dtype : {DType::f32, DType::f64}) {
-    CAPTURE(dtype_name(dtype));
-    Generator init(7);
-    models::GPTConfig config = models::gpt_config("gpt-nano");
-    config.dtype = dtype;
-    models::GPT gpt(config, &init);
-    // Three prompts of different lengths in one batch, to 12 + 40 = 52 of the 64 positions.
-    const Rows prompts = {{5, 9, 200, 31, 7}, {42}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
-    const models::GenerateOptions greedy{.max_tokens = 40, .sampling = {.temperature = 0}};
-    models::GenerateOptions uncached = greedy;
-    uncached.kv_cache = false;
-    const Run with = run(gpt, prompts, greedy), without = run(gpt, prompts, uncached);
-    CHECK(with.tokens == without.tokens);
-    REQUIRE(with.logits.size() == 40);
-    double worst = 0;
-    for (size_t s = 0; s < with.logits.size(); ++s)
-      worst = std::max(worst, relative_difference(with.logits[s], without.logits[s]));
-    CHECK(worst < (dtype == DType::f64 ? 1e-12 : 1e-6));
-    // A row batched with others is the row alone.
-    CHECK(run(gpt, {prompts[1]}, greedy).tokens[0] == with.tokens[1]);
-    CHECK(with.tokens[0].size() == 40);
+    "generate: the cache gives generation without it, token for token (GPT and Llama, greedy, "
+    "f32 and f64)") {
+  for (const std::string family : {"gpt", "llama"}) {
+    for (const DType dtype : {DType::f32, DType::f64}) {
+      CAPTURE(family);
+      CAPTURE(dtype_name(dtype));
+      const std::unique_ptr<models::CausalLM> model = nano(family, dtype);
+      // Three prompts of different lengths in one batch, to 12 + 40 = 52 of the 64 positions:
+      // each row's positions (learned or rotary) its own.
+      const Rows prompts = {{5, 9, 200, 31, 7}, {42}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
+      const models::GenerateOptions greedy{.max_tokens = 40, .sampling = {.temperature = 0}};
+      models::GenerateOptions uncached = greedy;
+      uncached.kv_cache = false;
+      const Run with = run(*model, prompts, greedy), without = run(*model, prompts, uncached);
+      CHECK(with.tokens == without.tokens);
+      REQUIRE(with.logits.size() == 40);
+      double worst = 0;
+      for (size_t s = 0; s < with.logits.size(); ++s)
+        worst = std::max(worst, relative_difference(with.logits[s], without.logits[s]));
+      CHECK(worst < (dtype == DType::f64 ? 1e-12 : 1e-6));
+      // A row batched with others is the row alone.
+      CHECK(run(*model, {prompts[1]}, greedy).tokens[0] == with.tokens[1]);
+      CHECK(with.tokens[0].size() == 40);
+    }
   }
 }
 

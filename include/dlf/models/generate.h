@@ -1,7 +1,7 @@
-// Text generation with a GPT as Hugging Face's generate and llama.cpp do it: a key/value cache
-// (the prompts in one forward, then one forward of one token per row and step), prompts of
-// different lengths in one batch, temperature / top-k / top-p sampling, stop tokens and a
-// callback per token for streaming.
+// Text generation with a causal language model (GPT, Llama) as Hugging Face's generate and
+// llama.cpp do it: a key/value cache (the prompts in one forward, then one forward of one token per
+// row and step), prompts of different lengths in one batch, temperature / top-k / top-p sampling,
+// stop tokens and a callback per token for streaming.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,7 +12,7 @@
 
 namespace dlf::models {
 
-class GPT;
+class CausalLM;
 
 /// How the next token is picked from a row of logits.
 struct Sampling {
@@ -50,7 +50,7 @@ struct GenerateOptions {
 /// (llama.cpp's context shift); without the cache each step reads the last `context` tokens.
 /// Runs without autograd and in eval mode (the model's mode is restored after). Deterministic
 /// for a given generator state.
-std::vector<std::vector<int64_t>> generate(GPT& gpt,
+std::vector<std::vector<int64_t>> generate(CausalLM& model,
                                            const std::vector<std::vector<int64_t>>& prompts,
                                            const GenerateOptions& options = {});
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <dlf/core/random.h>
+#include <dlf/models/causal_lm.h>
 #include <dlf/models/generate.h>
 #include <dlf/nn/containers.h>
 #include <dlf/nn/kv_cache.h>
@@ -45,7 +46,7 @@ class GPTTransformer : public nn::Module {
 };
 
 /// GPT-2 with its language-model head (nanoGPT's model).
-class GPT : public nn::Module {
+class GPT : public CausalLM {
  public:
   /// Initialised as nanoGPT does (weights N(0, 0.02), residual projections
   /// N(0, 0.02/sqrt(2·layers)), biases 0), drawing from `gen` (the default generator if null).
@@ -60,12 +61,15 @@ class GPT : public nn::Module {
   /// An empty key/value cache of `batch` rows of up to `capacity` positions (0: the context),
   /// in the parameters' dtype and device, for this model's layers and (tensor-parallel share
   /// of) heads.
-  nn::KVCache make_cache(int64_t batch, int64_t capacity = 0) const;
+  nn::KVCache make_cache(int64_t batch, int64_t capacity = 0) const override;
   /// Everything before the head: ln_f's output [B, T, dim]; through `cache` when not null, as
   /// forward(idx, cache) (which stores the keys and values and moves the cache on by T).
-  Tensor hidden(const Tensor& idx, nn::KVCache* cache = nullptr) const;
-  /// The head: hidden states [..., dim] -> logits [..., vocab].
-  Tensor head(const Tensor& hidden) const;
+  Tensor hidden(const Tensor& idx, nn::KVCache* cache = nullptr) const override;
+  /// The head, tied to the token embedding: hidden states [..., dim] -> logits [..., vocab].
+  Tensor head(const Tensor& hidden) const override;
+  const std::string& model_name() const override { return config_.name; }  ///< config().name
+  int64_t vocab() const override { return config_.vocab; }                 ///< config().vocab
+  int64_t context() const override { return config_.context; }             ///< config().context
   /// What forward(idx, targets) gives.
   struct Output {
     /// [B, T, vocab] and the mean cross-entropy

@@ -9,6 +9,7 @@
 
 #include <dlf/core/ops/nn_ops.h>
 #include <dlf/core/random.h>
+#include <dlf/models/causal_lm.h>
 #include <dlf/nn/containers.h>
 #include <dlf/nn/linear.h>
 #include <dlf/nn/normalization.h>
@@ -50,6 +51,9 @@ class LlamaAttention : public nn::Module {
  public:
   explicit LlamaAttention(const LlamaConfig& config);  ///< its projections, initialised
   Tensor forward(const Tensor& x) const;               ///< x [B, T, dim] -> [B, T, dim]
+  /// forward(x) after the positions `cache` holds (row b's tokens at cache.lengths()[b]...),
+  /// whose layer `layer` stores their keys and values.
+  Tensor forward(const Tensor& x, nn::KVCache& cache, int64_t layer) const;
 
   /// the projections, q/k/v/o_proj (no biases)
   ///@{
@@ -76,6 +80,8 @@ class LlamaDecoderLayer : public nn::Module {
  public:
   explicit LlamaDecoderLayer(const LlamaConfig& config);  ///< its norms, attention and MLP
   Tensor forward(const Tensor& x) const;                  ///< x [B, T, dim] -> [B, T, dim]
+  /// forward(x) through layer `layer` of `cache` (LlamaAttention's).
+  Tensor forward(const Tensor& x, nn::KVCache& cache, int64_t layer) const;
   bool is_block() const override { return true; }
 
   /// the pre-norms of the attention and of the MLP
@@ -97,13 +103,25 @@ class LlamaModel : public nn::Module {
 };
 
 /// Llama with its (untied) language-model head.
-class Llama : public nn::Module {
+class Llama : public CausalLM {
  public:
   /// Initialised as Hugging Face does (every matrix and the embedding N(0, 0.02), norms 1),
   /// drawing from `gen` (the default generator if null).
   explicit Llama(LlamaConfig config, Generator* gen = nullptr);
 
   Tensor forward(const Tensor& idx) const;  ///< token ids [B, T] -> logits [B, T, vocab]
+  /// The logits [B, T, vocab] of idx [B, T] following the positions `cache` holds; stores their
+  /// keys and values and moves the cache on by T.
+  Tensor forward(const Tensor& idx, nn::KVCache& cache) const;
+  /// The final RMSNorm's output [B, T, dim]; through `cache` when not null.
+  Tensor hidden(const Tensor& idx, nn::KVCache* cache = nullptr) const override;
+  Tensor head(const Tensor& hidden) const override;  ///< lm_head: [..., dim] -> [..., vocab]
+  /// An empty cache of `batch` rows, `capacity` positions (0: the context): kv_heads (this
+  /// tensor-parallel rank's), not the query heads.
+  nn::KVCache make_cache(int64_t batch, int64_t capacity = 0) const override;
+  const std::string& model_name() const override { return config_.name; }  ///< config().name
+  int64_t vocab() const override { return config_.vocab; }                 ///< config().vocab
+  int64_t context() const override { return config_.context; }             ///< config().context
   /// The mean next-token cross-entropy of forward(idx) against targets [B, T].
   Tensor loss(const Tensor& idx, const Tensor& targets) const;
   /// FLOPs of one training step (forward + backward) per token: 6N + 12·L·T·C.

@@ -1,6 +1,7 @@
 // Ops that neural-network layers are made of: lookup, losses, dropout, attention.
 #pragma once
 #include <optional>
+#include <vector>
 
 #include <dlf/core/random.h>
 #include <dlf/core/tensor.h>
@@ -55,10 +56,13 @@ struct RotaryOptions {
   int64_t offset = 0;        ///< the position of the first index along seq_dim (a KV-cached decode)
   int64_t seq_dim = -2;      ///< the positions' dim: -2 for [B, H, T, d], 1 for [B, T, H, d]
   RopeScaling scaling = {};  ///< Llama 3's frequency scaling (none by default)
+  /// Per row of dim 0, added to offset: rows of different lengths in one KV-cached decode
+  /// (row b's first position offset + row_offsets[b]). Empty: none.
+  std::vector<int64_t> row_offsets = {};
 };
 /// Rotary position embeddings (RoFormer; Llama): each pair of x's last dim (d even) rotated by
-/// the angle (offset + t) · frequency, t the index along seq_dim. Fused, its gradient the
-/// inverse rotation.
+/// the angle (offset + row_offsets[b] + t) · frequency, t the index along seq_dim, b along dim 0.
+/// Fused, its gradient the inverse rotation.
 Tensor rotary_embedding(const Tensor& x, const RotaryOptions& options = {});
 
 }  // namespace dlf
