@@ -133,4 +133,17 @@ TEST_CASE("torus collectives: trn1's dp allreduce across 4 nodes, by hand from i
         doctest::Approx(2 * (chip + dim0 + dim1 + nodes)));
 }
 
+TEST_CASE("torus collectives: an UltraServer's 3D torus, the instances' ring the third") {
+  const SimSpec s = sim_preset("trn2-ultra");
+  const double gb = 1e9;
+  // 4 x 4 chips of an instance at 512 GB/s a dimension, then the ring of the four instances'
+  // chips at equal coordinates at 256 GB/s: each ring a quarter of what the one before left
+  const double rings = 3 * (2e-6 + B / 4 / (512 * gb)) + 3 * (2e-6 + B / 16 / (512 * gb)) +
+                       3 * (2e-6 + B / 64 / (256 * gb));
+  CHECK(seconds(s, Collective::allreduce, range(0, 64)) == doctest::Approx(2 * rings));
+  // the same chip of each instance: the third dimension's ring alone
+  CHECK(seconds(s, Collective::allgather, range(5, 4, 16)) ==
+        doctest::Approx(3 * (2e-6 + B / 4 / (256 * gb))));
+}
+
 }  // namespace dlf

@@ -103,7 +103,7 @@ std::string_view collective_name(Collective kind);  ///< "allreduce", ...
 /// reduce-scatter runs at each level in turn on what the level before left (a k-th of it after
 /// a level of k); allgather is its mirror; allreduce is both (reduce-scatter up, allreduce at
 /// the outermost level, allgather back down); all-to-all exchanges the whole buffer at each
-/// level (a ring's costs (k-1)/2 of it per link). Every device of a node is taken to run the
+/// level ((k-1)/2 of it crosses each link of a ring). Every device of a node is taken to run the
 /// same collective at once (SPMD): a chip's links are shared by its devices, the node's network
 /// by the node's, and a ring over every g-th chip of a dimension crosses g links a step, each
 /// shared by g such rings. A group that is not a product of whole levels (not k_1 x k_2 x ...

@@ -101,7 +101,7 @@ struct SimSpec {
   /// its devices (Topology::torus: 32 NeuronCores of a trn1 share one EFA)
   LinkSpec network;
   /// Topology::torus: a node's chips, dimension 0 innermost (chip c of a node sits at
-  /// c mod size0, c / size0 mod size1, ...); device d is on chip d / devices_per_chip
+  /// c mod size0, c / size0 mod size1, ...); a node's device i is on its chip i / devices_per_chip
   std::vector<TorusDimension> torus = {};
   int devices_per_chip = 1;  ///< Topology::torus: devices sharing a chip and its links
   HostSpec host = {};        ///< the host's arithmetic (a spec file may leave it out: untimed)
