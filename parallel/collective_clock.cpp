@@ -28,6 +28,7 @@ double bytes_sent(sim::Collective kind, double bytes, size_t n) {
       return 2 * share * bytes;
     case sim::Collective::allgather:
     case sim::Collective::reduce_scatter:
+    case sim::Collective::all_to_all:
       return share * bytes;
     case sim::Collective::broadcast:
     case sim::Collective::send_recv:

@@ -1,6 +1,7 @@
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 #include <dlf/error.h>
+#include "device/sim/collective_cost.h"
 
 #include <algorithm>
 #include <cmath>
@@ -154,7 +155,8 @@ double host_copy(Device device, double bytes, bool to_device) {
 
 std::string_view collective_name(Collective kind) {
   static constexpr std::string_view names[] = {"allreduce", "allgather", "reduce_scatter",
-                                               "broadcast", "send_recv", "barrier"};
+                                               "broadcast", "send_recv", "barrier",
+                                               "all_to_all"};
   return names[static_cast<int>(kind)];
 }
 
@@ -167,30 +169,24 @@ LinkSpec path_between(const SimSpec& spec, int a, int b) {
     case Topology::nodes:
       return a / spec.node_size != b / spec.node_size ? spec.network : spec.interconnect;
     case Topology::fully_connected:
+    case Topology::torus:
       break;
   }
   return spec.interconnect;
 }
 }  // namespace
 
-double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
-                          std::span<const int> group) {
-  const int n = static_cast<int>(group.size());
-  if (n <= 1) return 0;
-  // The slowest path between ring neighbours bounds every step of the ring.
-  LinkSpec link = spec.interconnect;
-  for (int i = 0; i < n; ++i) {
-    const LinkSpec l = path_between(spec, group[i], group[(i + 1) % n]);
-    if (l.bandwidth < link.bandwidth) link.bandwidth = l.bandwidth;
-    link.latency = std::max(link.latency, l.latency);
-  }
-  const double alpha = link.latency, beta = link.bandwidth;
+namespace internal {
+
+double ring_seconds(Collective kind, double bytes, int n, LinkSpec slowest) {
+  const double alpha = slowest.latency, beta = slowest.bandwidth;
   const double log_n = std::ceil(std::log2(n));
   switch (kind) {
     case Collective::allreduce:
       return 2.0 * (n - 1) * (alpha + bytes / n / beta);
     case Collective::allgather:
     case Collective::reduce_scatter:
+    case Collective::all_to_all:
       return (n - 1) * (alpha + bytes / n / beta);
     case Collective::broadcast:
       return log_n * (alpha + bytes / beta);
@@ -200,6 +196,24 @@ double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
       return log_n * alpha;
   }
   return 0;
+}
+
+}  // namespace internal
+
+double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
+                          std::span<const int> group) {
+  const int n = static_cast<int>(group.size());
+  if (n <= 1) return 0;
+  if (spec.topology == Topology::torus)
+    return internal::torus_collective_seconds(spec, kind, bytes, group);
+  // The slowest path between ring neighbours bounds every step of the ring.
+  LinkSpec link = spec.interconnect;
+  for (int i = 0; i < n; ++i) {
+    const LinkSpec l = path_between(spec, group[i], group[(i + 1) % n]);
+    if (l.bandwidth < link.bandwidth) link.bandwidth = l.bandwidth;
+    link.latency = std::max(link.latency, l.latency);
+  }
+  return internal::ring_seconds(kind, bytes, n, link);
 }
 
 }  // namespace dlf::sim

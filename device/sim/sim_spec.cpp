@@ -3,6 +3,7 @@
 
 #include <cereal/archives/json.hpp>
 #include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
@@ -20,8 +21,13 @@ void serialize(Archive& ar, HostSpec& h) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, TorusDimension& d) {
+  ar(cereal::make_nvp("size", d.size), cereal::make_nvp("link", d.link));
+}
+
+template <class Archive>
 std::string save_minimal(const Archive&, const Topology& t) {
-  static constexpr const char* names[] = {"ring", "fully_connected", "nodes"};
+  static constexpr const char* names[] = {"ring", "fully_connected", "nodes", "torus"};
   return names[static_cast<int>(t)];
 }
 
@@ -33,8 +39,10 @@ void load_minimal(const Archive&, Topology& t, const std::string& name) {
     t = Topology::fully_connected;
   else if (name == "nodes")
     t = Topology::nodes;
+  else if (name == "torus")
+    t = Topology::torus;
   else
-    throw Error("unknown topology '" + name + "': expected ring, fully_connected or nodes");
+    throw Error("unknown topology '" + name + "': expected ring, fully_connected, nodes or torus");
 }
 
 namespace {
@@ -94,6 +102,8 @@ void serialize(Archive& ar, SimSpec& s) {
      cereal::make_nvp("host_link", s.host_link), cereal::make_nvp("interconnect", s.interconnect),
      cereal::make_nvp("topology", s.topology), cereal::make_nvp("node_size", s.node_size),
      cereal::make_nvp("network", s.network));
+  optional_field(ar, "torus", s.torus);
+  optional_field(ar, "devices_per_chip", s.devices_per_chip);
   optional_field(ar, "host", s.host);
   optional_field(ar, "cold_bytes", s.cold_bytes);
   EfficiencyByClass efficiency{s.efficiency};
@@ -123,7 +133,8 @@ void SimSpec::validate() const {
   positive(peak_flops_bf16, "peak_flops_bf16");
   positive(memory_bandwidth, "memory_bandwidth");
   positive(host_link.bandwidth, "host_link.bandwidth");
-  positive(interconnect.bandwidth, "interconnect.bandwidth");
+  if (topology != Topology::torus || devices_per_chip > 1)
+    positive(interconnect.bandwidth, "interconnect.bandwidth");
   DLF_CHECK(launch_overhead >= 0 && host_link.latency >= 0 && interconnect.latency >= 0 &&
                 network.latency >= 0,
             "device spec '", name, "': latencies and launch_overhead must be >= 0");
@@ -131,9 +142,21 @@ void SimSpec::validate() const {
             "': cold_bytes must be >= 0 (0: kernels never start cold)");
   DLF_CHECK(host.flops >= 0 && host.memory_bandwidth >= 0, "device spec '", name,
             "': host.flops and host.memory_bandwidth must be >= 0 (0: the host's work untimed)");
-  if (topology == Topology::nodes) {
+  if (topology == Topology::nodes || topology == Topology::torus) {
     DLF_CHECK(node_size > 0, "device spec '", name, "': node_size must be positive");
     positive(network.bandwidth, "network.bandwidth");
+  }
+  if (topology == Topology::torus) {
+    DLF_CHECK(!torus.empty() && devices_per_chip > 0, "device spec '", name,
+              "': a torus needs at least one dimension and devices_per_chip > 0");
+    int64_t devices = devices_per_chip;
+    for (const TorusDimension& d : torus) {
+      DLF_CHECK(d.size > 0 && d.link.bandwidth > 0 && d.link.latency >= 0, "device spec '", name,
+                "': each torus dimension needs a positive size and link bandwidth");
+      devices *= d.size;
+    }
+    DLF_CHECK(devices == node_size, "device spec '", name, "': node_size ", node_size,
+              " must be devices_per_chip x the torus's chips = ", devices);
   }
   for (int c = 0; c < kOpClasses; ++c) {
     const KernelEfficiency& e = efficiency[size_t(c)];
@@ -161,118 +184,6 @@ OpClass op_class(std::string_view name) {
   if (has("norm")) return OpClass::normalisation;
   if (name.starts_with("adam") || name.starts_with("sgd")) return OpClass::optimizer;
   return OpClass::elementwise;
-}
-
-namespace {
-
-constexpr double GB = 1e9, TF = 1e12, us = 1e-6;
-constexpr int64_t GiB = int64_t(1) << 30;
-
-// Figures from the vendors' datasheets: dense (no sparsity) peaks; f32 is the plain FP32 rate
-// (not TF32: PyTorch leaves TF32 matmul off by default); f64 the FP64 tensor-core rate; link
-// bandwidths per direction. Latencies and launch overhead are typical measured orders of
-// magnitude (a CUDA kernel launch ~5 µs, an NCCL hop a few µs), not datasheet figures.
-// Nodes are DGX-style: 8 GPUs on NVSwitch (A100, H100) or PCIe (L4), one network port per GPU.
-// How near an A100's kernels come to its peaks, from published measurements (bf16/fp16):
-// large GEMMs 271 of 312 TFLOP/s (stas00/ml-engineering, compute/accelerator/README.md, the
-// "maximum achievable matmul FLOPS" table, A100 SXM); streaming element-wise kernels 85 % of
-// the bandwidth (BabelStream Triad, A100 80GB SXM, ukri-bench/benchmark-BabelStream);
-// LayerNorm as frameworks ship it about 60 % (karpathy/llm.c PR 645; NVIDIA/apex PR 1037's
-// older kernel); attention as an unfused kernel (PyTorch's standard attention, which Megatron-LM
-// and others ran before FlashAttention): 32 TFLOP/s causal at head dim 128, sequence 2k, FLOPs
-// counted for the visible pairs as our cost does (FlashAttention-2, Dao 2023, Fig. 4), and its
-// score matrix through memory at ~62 % (FlashAttention, Dao et al. 2022, Fig. 2). Convolutions
-// as GEMMs (cuDNN's implicit GEMM; no separate figure). The other presets use the same shares:
-// no like-for-like figures for them were checked.
-constexpr std::array<KernelEfficiency, kOpClasses> kGpuEfficiency = {{
-    {.compute = 0.87, .memory = 0.85},  // matmul
-    {.compute = 0.10, .memory = 0.62},  // attention
-    {.compute = 0.87, .memory = 0.85},  // conv
-    {.compute = 0.87, .memory = 0.60},  // normalisation
-    {.compute = 0.87, .memory = 0.85},  // element-wise
-    {.compute = 0.87, .memory = 0.85},  // optimizer
-    {.compute = 0.10, .memory = 0.62},  // attention's backward: as its forward (no figure apart)
-}};
-
-const std::vector<SimSpec>& presets() {
-  static const std::vector<SimSpec> all = [] {
-    const SimSpec a100_40 = {
-        .name = "a100-40gb",  // NVIDIA A100 SXM4 40GB
-        .memory_bytes = 40 * GiB,
-        .peak_flops_f64 = 19.5 * TF,
-        .peak_flops_f32 = 19.5 * TF,
-        .peak_flops_bf16 = 312 * TF,
-        .memory_bandwidth = 1555 * GB,
-        .launch_overhead = 5 * us,
-        .host_link = {32 * GB, 10 * us},     // PCIe 4.0 x16
-        .interconnect = {300 * GB, 5 * us},  // NVLink 3: 600 GB/s both directions
-        .topology = Topology::nodes,
-        .node_size = 8,
-        .network = {25 * GB, 10 * us},  // 200 Gb/s HDR InfiniBand
-        // DGX A100's 2 AMD EPYC 7742 (64 cores, 2.25 GHz, 32 f32 FLOP a cycle; 8 channels of
-        // DDR4-3200 each) shared by its 8 GPUs
-        .host = {.flops = 2 * 64 * 2.25e9 * 32 / 8, .memory_bandwidth = 2 * 204.8 * GB / 8},
-        .efficiency = kGpuEfficiency};
-    // The A100 SXM4 80GB: HBM2e, otherwise the 40GB's figures.
-    SimSpec a100_80 = a100_40;
-    a100_80.name = "a100-80gb";
-    a100_80.memory_bytes = 80 * GiB;
-    a100_80.memory_bandwidth = 2039 * GB;
-    const SimSpec h100 = {
-        .name = "h100-80gb",  // NVIDIA H100 SXM5
-        .memory_bytes = 80 * GiB,
-        .peak_flops_f64 = 67 * TF,
-        .peak_flops_f32 = 67 * TF,
-        .peak_flops_bf16 = 989 * TF,
-        .memory_bandwidth = 3350 * GB,
-        .launch_overhead = 5 * us,
-        .host_link = {64 * GB, 10 * us},     // PCIe 5.0 x16
-        .interconnect = {450 * GB, 5 * us},  // NVLink 4: 900 GB/s both directions
-        .topology = Topology::nodes,
-        .node_size = 8,
-        .network = {50 * GB, 10 * us},  // 400 Gb/s NDR InfiniBand
-        // DGX H100's 2 Xeon Platinum 8480C (56 cores, 2.0 GHz, 64 f32 FLOP a
-        // cycle; 8 channels of DDR5-4800 each) shared by its 8 GPUs
-        .host = {.flops = 2 * 56 * 2.0e9 * 64 / 8, .memory_bandwidth = 2 * 307.2 * GB / 8},
-        .efficiency = kGpuEfficiency};
-    const SimSpec l4 = {
-        .name = "l4-24gb",  // NVIDIA L4: a PCIe card, no NVLink
-        .memory_bytes = 24 * GiB,
-        .peak_flops_f64 = 0.47 * TF,
-        .peak_flops_f32 = 30.3 * TF,
-        .peak_flops_bf16 = 121 * TF,
-        .memory_bandwidth = 300 * GB,
-        .launch_overhead = 5 * us,
-        .host_link = {32 * GB, 10 * us},     // PCIe 4.0 x16
-        .interconnect = {32 * GB, 10 * us},  // peer to peer through the host's PCIe switch
-        .topology = Topology::nodes,
-        .node_size = 8,
-        .network = {12.5 * GB, 20 * us},  // 100 Gb/s Ethernet
-        // a 2-socket AMD EPYC 9354 server (32 cores, 3.25 GHz, 32 f32 FLOP a cycle; 12 channels
-        // of DDR5-4800 each) shared by its 8 cards
-        .host = {.flops = 2 * 32 * 3.25e9 * 32 / 8, .memory_bandwidth = 2 * 460.8 * GB / 8},
-        .efficiency = kGpuEfficiency};
-    return std::vector<SimSpec>{a100_40, a100_80, h100, l4};
-  }();
-  return all;
-}
-
-}  // namespace
-
-std::vector<std::string> sim_preset_names() {
-  std::vector<std::string> names;
-  for (const SimSpec& p : presets()) names.push_back(p.name);
-  return names;
-}
-
-SimSpec sim_preset(std::string_view name) {
-  for (const SimSpec& p : presets()) {
-    if (p.name == name) return p;
-  }
-  std::string known;
-  for (const auto& n : sim_preset_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error(detail::concat("unknown device preset '", name, "': known presets are ", known,
-                             ", or give a JSON spec file (*.json)"));
 }
 
 SimSpec sim_spec_from_json(const std::string& json) {

@@ -148,7 +148,9 @@ out=$("$dlf" plan --model gpt-mini --devices 4 --device "sim:$tmp/small.json" --
 grep -q "planned to fit with --zero" <<<"$out" || fail "plan: no flags that fit: $out"
 expect_error 1 train --model gpt-nano --steps 1 --batch 4 --devices 3 --dp 3
 expect_error 1 train --model gpt-nano --steps 1 --device tpu
-expect_error 1 train --model gpt-nano --steps 1 --device sim:b200
+expect_error 1 train --model gpt-nano --steps 1 --device sim:tpu-v9
+grep -q "h200, b200, trn1, trn1n, trn2, trn2-lnc2, trn2-ultra" <<<"$err" ||
+  fail "the unknown preset's refusal does not list the presets: $err"
 expect_error 2 train --model gpt-nano --steps 1 --devices 0
 expect_error 1 train --model gpt3-175b --steps 1
 echo "cli over several devices: all checks passed"

@@ -86,14 +86,28 @@ enum class Collective : uint8_t {
   reduce_scatter,
   broadcast,
   send_recv,
-  barrier
+  barrier,
+  all_to_all,
 };
 std::string_view collective_name(Collective kind);  ///< "allreduce", ...
 /// Time of a collective over the devices `group` (their indices), `bytes` being the whole
-/// buffer (allreduce's input, allgather's output): the alpha–beta model of the algorithm the
-/// communicators run — ring reduce-scatter + allgather for allreduce, ring allgather and
-/// reduce-scatter, a binomial tree for broadcast, one message for send/recv, a dissemination
-/// barrier. The slowest path between ring neighbours of the group sets alpha and beta.
+/// buffer (allreduce's input, allgather's output, all-to-all's buffer on each device): the
+/// alpha–beta model of the algorithm the communicators run — ring reduce-scatter + allgather
+/// for allreduce, ring allgather and reduce-scatter, a binomial tree for broadcast, one
+/// message for send/recv, a dissemination barrier, pairwise exchange for all-to-all.
+///
+/// On Topology::ring, fully_connected and nodes the slowest path between ring neighbours of
+/// the group sets alpha and beta. On Topology::torus the collectives are hierarchical, as
+/// NCCL's and Neuron's are, over the levels the group spans from the innermost: the devices of
+/// a chip (`interconnect`), each torus dimension (a ring), the nodes (`network`). A
+/// reduce-scatter runs at each level in turn on what the level before left (a k-th of it after
+/// a level of k); allgather is its mirror; allreduce is both (reduce-scatter up, allreduce at
+/// the outermost level, allgather back down); all-to-all exchanges the whole buffer at each
+/// level ((k-1)/2 of it crosses each link of a ring). Every device of a node is taken to run the
+/// same collective at once (SPMD): a chip's links are shared by its devices, the node's network
+/// by the node's, and a ring over every g-th chip of a dimension crosses g links a step, each
+/// shared by g such rings. A group that is not a product of whole levels (not k_1 x k_2 x ...
+/// devices) runs one ring at its slowest level's alpha and beta.
 double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
                           std::span<const int> group);
 

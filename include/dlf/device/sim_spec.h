@@ -21,6 +21,14 @@ enum class Topology : uint8_t {
                     ///< to device b crosses |a - b| of them (a latency each)
   fully_connected,  ///< every pair over `interconnect` (a switch, e.g. NVSwitch)
   nodes,            ///< nodes of `node_size` fully connected devices, joined by `network`
+  torus,            ///< nodes whose chips form a torus (SimSpec::torus; one dimension: a
+                    ///< ring), `devices_per_chip` devices to a chip, joined by `network`
+};
+
+/// One dimension of a torus of chips: a ring of `size` chips, neighbours joined by `link`.
+struct TorusDimension {
+  int size = 1;   ///< chips on each ring of this dimension
+  LinkSpec link;  ///< a chip to its neighbour on the ring, in one direction
 };
 
 /// The host CPU's share per device, for the work offloaded to it (ZeRO-Offload's optimizer
@@ -81,12 +89,22 @@ struct SimSpec {
   /// Bytes the device's kernels move after which a kernel starts fully cold (a CPU's caches and
   /// page tables: KernelEfficiency::cold_overhead, ColdStarts); 0: kernels never start cold.
   double cold_bytes = 0;
-  LinkSpec host_link;     ///< to host memory (offload)
-  LinkSpec interconnect;  ///< between devices (within a node for Topology::nodes)
+  LinkSpec host_link;  ///< to host memory (offload)
+  /// Between devices (within a node for Topology::nodes; between the devices of one chip for
+  /// Topology::torus, where one device a chip leaves it unused)
+  LinkSpec interconnect;
   Topology topology = Topology::fully_connected;  ///< how devices are linked
-  int node_size = 8;                              ///< devices per node (Topology::nodes)
-  LinkSpec network;                               ///< between nodes (Topology::nodes)
-  HostSpec host = {};  ///< the host's arithmetic (a spec file may leave it out: untimed)
+  /// Devices per node (Topology::nodes; for Topology::torus, devices_per_chip times the
+  /// torus's chips)
+  int node_size = 8;
+  /// Between nodes: each device's own port (Topology::nodes), or the node's, shared by all
+  /// its devices (Topology::torus: 32 NeuronCores of a trn1 share one EFA)
+  LinkSpec network;
+  /// Topology::torus: a node's chips, dimension 0 innermost (chip c of a node sits at
+  /// c mod size0, c / size0 mod size1, ...); a node's device i is on its chip i / devices_per_chip
+  std::vector<TorusDimension> torus = {};
+  int devices_per_chip = 1;  ///< Topology::torus: devices sharing a chip and its links
+  HostSpec host = {};        ///< the host's arithmetic (a spec file may leave it out: untimed)
   /// Per OpClass, how near its kernels come to the peaks (a spec file may leave it out: every
   /// kernel at the peaks; one without attention-backward gives it attention's).
   std::array<KernelEfficiency, kOpClasses> efficiency = {};
