@@ -31,9 +31,9 @@
 #include <dlf/train/run.h>
 #include <dlf/train/trainer.h>
 
+#include <dlf/train/report.h>
 #include "devices.h"
 #include "interrupt.h"
-#include "report.h"
 #include "validators.h"
 #include "weights_file.h"
 
@@ -164,12 +164,12 @@ class RunHooks {
 
   const TrainOptions& o_;
   Device device_;  // the lead rank's
-  ReportHeader header_;
+  train::ReportHeader header_;
   SimSpec roofline_;
   int64_t first_, stop_;
   bool started_ = false;
   std::optional<StepProfiler> profiler_;
-  std::optional<RunReport> report_;
+  std::optional<train::RunReport> report_;
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
-// `dlf train --report run.html`: one self-contained HTML file (no network, no script library) a
-// person opens after a run: loss and throughput curves, the memory of one step by category
-// over time, its op table and the layout. The figures are inline SVG drawn here.
+// A training run's report (what `dlf train --report run.html` writes): one self-contained HTML
+// file (no network, no script library) a person opens after a run: loss and throughput curves,
+// the memory of one step by category over time, its op table and the layout. Inline SVG figures.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -10,7 +10,7 @@
 #include <dlf/core/memory_profile.h>
 #include <dlf/core/op_profile.h>
 
-namespace dlf::app {
+namespace dlf::train {
 
 /// What the report says about the run besides its steps.
 struct ReportHeader {
@@ -59,4 +59,4 @@ class RunReport {
   std::optional<Profiled> profiled_;
 };
 
-}  // namespace dlf::app
+}  // namespace dlf::train
