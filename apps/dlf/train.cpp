@@ -32,10 +32,10 @@
 #include <dlf/train/trainer.h>
 
 #include <dlf/train/report.h>
+#include <dlf/train/weights_file.h>
 #include "devices.h"
 #include "interrupt.h"
 #include "validators.h"
-#include "weights_file.h"
 
 namespace dlf::app {
 namespace {
@@ -64,8 +64,8 @@ uint64_t checkpoint_room(const std::string& dir, int64_t parameters) {
 // On resume the run continues as the checkpoint describes it, but for what the command line
 // gives again: the schedule (steps, rates, warmup, decay, clipping) takes the new values, and
 // each change is said; what the data and the model depend on cannot change.
-RunConfig resumed_config(const TrainOptions& o, const nn::Checkpoint& ckpt) {
-  RunConfig run = train::run_config_from_json(ckpt.config);
+train::RunConfig resumed_config(const TrainOptions& o, const nn::Checkpoint& ckpt) {
+  train::RunConfig run = train::run_config_from_json(ckpt.config);
   DLF_CHECK(!o.given.contains("--model") || run.model == o.run.model,
             "--resume: the checkpoint in ", o.checkpoint, " is a ", run.model, ", not a ",
             o.run.model);
@@ -168,7 +168,7 @@ class RunHooks {
   SimSpec roofline_;
   int64_t first_, stop_;
   bool started_ = false;
-  std::optional<StepProfiler> profiler_;
+  std::optional<train::StepProfiler> profiler_;
   std::optional<train::RunReport> report_;
 };
 
@@ -183,12 +183,13 @@ double run_train(TrainOptions o) {
             "--checkpoint ", o.checkpoint, " is a file, not a directory");
   train::apply_recipe(o.run, o.given);
   if (!o.resume && !o.checkpoint.empty())
-    check_not_replacing(o.checkpoint, o.overwrite,
-                        "continue it with --resume, or start a new run over it with --overwrite");
+    train::check_not_replacing(
+        o.checkpoint, o.overwrite,
+        "continue it with --resume, or start a new run over it with --overwrite");
   install_interrupt_handlers();
   std::optional<nn::Checkpoint> ckpt;
   if (o.resume) ckpt = nn::load_checkpoint(o.checkpoint);
-  RunConfig run = ckpt ? resumed_config(o, *ckpt) : o.run;
+  train::RunConfig run = ckpt ? resumed_config(o, *ckpt) : o.run;
   const models::Family& family = models::family_of(run.model);
   if (run.batch == 0) run.batch = family.default_batch(run.model);
   o.run = run;
@@ -290,8 +291,8 @@ double run_train(TrainOptions o) {
     }
     initial = ckpt->model;
   } else if (!o.init_from.empty()) {
-    const Weights weights = read_weights(o.init_from);
-    run_for_weights(weights, o.init_from, run.model);  // a dlf::Error for another model's
+    const train::Weights weights = train::read_weights(o.init_from);
+    train::run_for_weights(weights, o.init_from, run.model);  // a dlf::Error for another model's
     initial = train::state_from_weights(run, weights.tensors);
   } else {
     initial = train::initial_state(run);

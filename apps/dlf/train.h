@@ -7,9 +7,11 @@
 #include <dlf/error.h>
 
 #include <dlf/train/run_config.h>
-#include "profile.h"
+#include <dlf/train/step_profiler.h>
 
 namespace dlf::app {
+
+using train::ProfileRequest;
 
 struct TrainOptions {
   train::RunConfig run;
