@@ -1,6 +1,7 @@
 #include <dlf/core/factory.h>
 #include <dlf/core/ops/linalg.h>
 #include <dlf/train/report.h>
+#include <dlf/train/run_watch.h>
 
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,25 @@ TEST_CASE("report: a run's facts, its two curves, and the profiled step's ops an
   CHECK(html.find("<tr><td>matmul</td><td>1</td>") != std::string::npos);
   CHECK(html.find(" ms in 1 ops (wall clock)") != std::string::npos);
   CHECK(count(html, "<svg class=\"figure\"") == 3);  // loss, throughput, memory
+}
+
+TEST_CASE("run watch: the trainer's hooks feed the report, written when the run ends") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "dlf_watch_test.html").string();
+  CHECK(!train::RunWatch({.header = {}}).hooks().begin_step);  // nothing asked, nothing watched
+  train::RunWatch watch({.header = {.model = "toy"}, .report = path, .first = 2, .stop = 5});
+  const train::TrainHooks hooks = watch.hooks();
+  const Tensor a = ones({4, 8}), b = ones({8, 2});
+  for (int64_t step = 2; step < 5; ++step) {  // a resumed run: steps 2, 3 and 4; 3 is profiled
+    hooks.begin_step(step);
+    if (step == 3) (void)matmul(a, b);
+    hooks.end_step({.step = step, .loss = 1, .items_per_s = 10});
+  }
+  hooks.ended("dp 1 x tp 1 x pp 1", true);
+  const std::string html = read_text(path);
+  std::filesystem::remove(path);
+  CHECK(html.find("<th>steps</th><td>3</td>") != std::string::npos);
+  CHECK(html.find("<tr><td>matmul</td><td>1</td>") != std::string::npos);
 }
 
 }  // namespace dlf

@@ -14,12 +14,12 @@ namespace dlf::train {
 
 /// What the report says about the run besides its steps.
 struct ReportHeader {
-  std::string model;   ///< "gpt-nano"
-  std::string layout;  ///< "dp 2 x tp 1 x pp 1, 1 micro-batch of 4"
-  std::string device;  ///< "cpu", "a100-40gb"
-  std::string flags;   ///< memory-saving and precision flags, as the run used them
-  int64_t parameters = 0;
-  std::string item_unit;  ///< what throughput counts: "tokens", "images"
+  std::string model = {};      ///< "gpt-nano"
+  std::string layout = {};     ///< "dp 2 x tp 1 x pp 1, 1 micro-batch of 4"
+  std::string device = {};     ///< "cpu", "a100-40gb"
+  std::string flags = {};      ///< memory-saving and precision flags, as the run used them
+  int64_t parameters = 0;      ///< of the whole model
+  std::string item_unit = {};  ///< what throughput counts: "tokens", "images"
 };
 
 /// Collects a run on its lead rank and writes the report.
