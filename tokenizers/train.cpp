@@ -212,4 +212,16 @@ Tokenizer BpeTrainer::train() const {
       std::make_shared<const detail::Model>(state_->train(options_, regex_of(options_.pattern))));
 }
 
+FilesTraining train_files(const TrainOptions& options, const std::vector<std::string>& files) {
+  BpeTrainer trainer(options);
+  uint64_t bytes = 0;
+  for (const std::string& file : files) {
+    DLF_CHECK(!std::filesystem::is_directory(file), "--data ", file,
+              " is a directory: pass its text files");
+    bytes += std::filesystem::file_size(file);
+    trainer.add_file(file);
+  }
+  return {trainer.train(), bytes, trainer.distinct_pieces()};
+}
+
 }  // namespace dlf::tokenizers

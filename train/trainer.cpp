@@ -103,6 +103,19 @@ void check_finite_step(int64_t step, double loss, double norm, int64_t last_save
 
 }  // namespace
 
+TrainResult train_ranks(const std::vector<Device>& devices, const TrainJob& job) {
+  TrainResult result;
+  auto rank = [&](parallel::Communicator& world) {
+    const TrainResult mine = train_rank(world, job);
+    if (world.rank() == 0) result = mine;
+  };
+  if (parallel::launched_by_mpi())
+    parallel::run_mpi_rank(devices[size_t(parallel::mpi_world_rank())], rank);
+  else
+    parallel::run_ranks(devices, rank);
+  return result;
+}
+
 std::string layout_text(const parallel::Layout& l) {
   return "dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp) + " x pp " +
          std::to_string(l.pp);

@@ -1,14 +1,13 @@
 #include "bench_command.h"
 
 #include <dlf/error.h>
-#include <dlf/json_line.h>
 #include <dlf/perf/compare.h>
 #include <dlf/perf/dashboard.h>
 #include <dlf/perf/findings.h>
+#include <dlf/perf/reports.h>
 #include <dlf/perf/revisions.h>
 #include <dlf/perf/suite.h>
 
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -58,12 +57,6 @@ perf::RevisionBuild revision(const BenchCommand& o, const std::string& rev) {
 
 perf::RunOptions run_options(const BenchCommand& o) { return {.lock = o.lock, .reps = o.reps}; }
 
-std::string percent(double share) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.1f %%", 100 * share);
-  return text;
-}
-
 void run(const BenchCommand& o) {
   const perf::Tier tier = perf::parse_tier(o.tier);
   if (o.list) {
@@ -84,12 +77,7 @@ void run(const BenchCommand& o) {
       ") from " + build.string());
   const perf::SuiteRun r =
       perf::run_suite(history, info, build, cases, options, [](const perf::Result& x) {
-        std::printf("%-44s %10.4f ms  %10.4g %s", x.case_name.c_str(), x.value, x.headline,
-                    x.headline_unit.c_str());
-        if (std::isfinite(x.normalised))
-          std::printf("  %.3f of %s", x.normalised, x.normalised_to.c_str());
-        if (std::isfinite(x.peer_ratio)) std::printf("  %.2fx the peer", x.peer_ratio);
-        std::printf("\n");
+        std::printf("%s", perf::describe(x).c_str());
         std::fflush(stdout);
       });
   for (const perf::LeftOut& l : r.left_out) say("left out: " + l.case_name + ": " + l.reason);
@@ -110,14 +98,7 @@ int check(const BenchCommand& o) {
   for (const perf::Finding& f : findings) {
     const bool at_newest = f.first_after == newest;
     if (at_newest && f.regression()) ++regressions_at_newest;
-    std::printf(
-        "%s %s [%s] %s..%s %s: %.4g -> %.4g %s a call (p %.2g, confidence %.4f %%, "
-        "load %.1f -> %.1f)%s\n",
-        f.regression() ? "regression " : "improvement", f.case_name.c_str(), f.metric.c_str(),
-        f.last_before.substr(0, 12).c_str(), f.first_after.substr(0, 12).c_str(),
-        percent(f.change.change()).c_str(), f.change.mean_before, f.change.mean_after,
-        f.unit.c_str(), f.change.p_value, 100 * f.confidence(), f.load_before, f.load_after,
-        at_newest ? "  <- the newest commit" : "");
+    std::printf("%s", perf::describe(f, at_newest).c_str());
   }
   std::printf(
       "%zu change points in %zu series over %lld runs; %d regressions at the newest "
@@ -139,22 +120,10 @@ void compare(const BenchCommand& o) {
   const perf::RevisionBuild b = revision(o, o.rev_b);  // A's build again when the same commit
   const std::vector<perf::CaseComparison> results = perf::compare_builds(
       a.build, b.build, perf::cases_of(perf::Tier::quick, o.cases), options, say);
-  for (const perf::CaseComparison& c : results) {
-    if (o.json) {
-      JsonLine line;
-      line.add("bench", "compare").add("case", c.case_name).add("a", a.commit).add("b", b.commit);
-      line.add("rounds", o.rounds).add("metric", o.metric).add("verdict", c.verdict);
-      for (const auto& [name, r] : {std::pair{"time", c.time}, std::pair{"cpu_time", c.cpu_time}})
-        line.add(std::string(name) + "_ratio", r.ratio)
-            .add(std::string(name) + "_low", r.low)
-            .add(std::string(name) + "_high", r.high);
-      line.print();
-      continue;
-    }
-    std::printf("%-44s %-6s B/A cpu %.3f [%.3f, %.3f]  wall %.3f [%.3f, %.3f]\n",
-                c.case_name.c_str(), c.verdict.c_str(), c.cpu_time.ratio, c.cpu_time.low,
-                c.cpu_time.high, c.time.ratio, c.time.low, c.time.high);
-  }
+  for (const perf::CaseComparison& c : results)
+    std::printf("%s\n", o.json
+                            ? perf::to_json_line(c, a.commit, b.commit, o.rounds, o.metric).c_str()
+                            : perf::describe(c).c_str());
 }
 
 void dashboard(const BenchCommand& o) {

@@ -5,10 +5,10 @@
 
 #include <string>
 
+#include "calibrate.h"
 #include "convert.h"
 #include "graph_command.h"
 #include "plan.h"
-#include "profile.h"
 #include "sample.h"
 #include "train.h"
 

@@ -1,6 +1,5 @@
 #include "tokenizer_command.h"
 
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +9,7 @@
 #include <dlf/device/atomic_file.h>
 #include <dlf/error.h>
 #include <dlf/nn/data/text_dataset.h>
+#include <dlf/tokenizers/id_text.h>
 #include <dlf/tokenizers/train.h>
 
 #include "validators.h"
@@ -50,11 +50,7 @@ void run_encode(const TokenizerCommand& o) {
     ids.clear();
     encoder.encode(read_input(file), ids, specials);
     line.clear();
-    char number[16];
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (i > 0) line += ' ';
-      line.append(number, std::to_chars(number, number + sizeof number, ids[i]).ptr);
-    }
+    tokenizers::append_ids_text(ids, line);
     line += '\n';
     write(line);
   }
@@ -63,55 +59,28 @@ void run_encode(const TokenizerCommand& o) {
 // The bytes of whitespace-separated ids.
 void run_decode(const TokenizerCommand& o) {
   const Tokenizer tokenizer = Tokenizer::load(o.tokenizer);
-  std::string bytes;
-  for (const std::string& file : inputs(o.files)) {
-    const std::string text = read_input(file);
-    bytes.clear();
-    for (size_t pos = 0; pos < text.size();) {
-      if (std::isspace(static_cast<unsigned char>(text[pos]))) {
-        ++pos;
-        continue;
-      }
-      uint32_t id = 0;
-      const auto [end, ec] = std::from_chars(text.data() + pos, text.data() + text.size(), id);
-      const size_t stop = text.find_first_of(" \t\r\n\v\f", pos);
-      DLF_CHECK(ec == std::errc() && (end == text.data() + text.size() ||
-                                      std::isspace(static_cast<unsigned char>(*end))),
-                file == "-" ? "standard input" : file, ": \"",
-                text.substr(pos, stop == std::string::npos ? stop : stop - pos), "\" at byte ", pos,
-                " is not a token id (whole numbers separated by whitespace)");
-      bytes += tokenizer.token_bytes(id);
-      pos = size_t(end - text.data());
-    }
-    write(bytes);
-  }
+  for (const std::string& file : inputs(o.files))
+    write(tokenizers::decode_ids_text(tokenizer, read_input(file), file));
 }
 
 void run_train(const TokenizerCommand& o) {
   check_writable(o.out, "dlf tokenizer train --out");
   const std::vector<std::string> files = o.data.empty() ? nn::data::default_corpus_paths() : o.data;
-  tokenizers::BpeTrainer trainer({.vocab_size = o.vocab,
-                                  .pattern = o.pattern,
-                                  .special_tokens = o.special_tokens,
-                                  .min_frequency = o.min_frequency});
   const auto start = std::chrono::steady_clock::now();
-  uint64_t bytes = 0;
-  for (const std::string& file : files) {
-    DLF_CHECK(!std::filesystem::is_directory(file), "--data ", file,
-              " is a directory: pass its text files");
-    bytes += std::filesystem::file_size(file);
-    trainer.add_file(file);
-  }
-  const Tokenizer tokenizer = trainer.train();
-  tokenizer.save(o.out);
+  const tokenizers::FilesTraining t = tokenizers::train_files({.vocab_size = o.vocab,
+                                                               .pattern = o.pattern,
+                                                               .special_tokens = o.special_tokens,
+                                                               .min_frequency = o.min_frequency},
+                                                              files);
+  t.tokenizer.save(o.out);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
       "%s: %u tokens (%u asked) from %zu files, %llu bytes, %zu distinct pieces, in %.1f "
       "s; hash %s\n",
-      o.out.c_str(), tokenizer.vocab_size(), o.vocab, files.size(),
-      static_cast<unsigned long long>(bytes), trainer.distinct_pieces(), seconds,
-      tokenizer.hash_hex().c_str());
+      o.out.c_str(), t.tokenizer.vocab_size(), o.vocab, files.size(),
+      static_cast<unsigned long long>(t.bytes), t.distinct_pieces, seconds,
+      t.tokenizer.hash_hex().c_str());
 }
 
 void run_save(const TokenizerCommand& o) {

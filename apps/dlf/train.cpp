@@ -1,41 +1,28 @@
 #include "train.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
-#include <map>
 #include <optional>
 
 #include <dlf/autograd/calibrate.h>
-#include <dlf/core/factory.h>
 #include <dlf/device/atomic_file.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
-#include <dlf/json_line.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/checkpoint.h>
-#include <dlf/parallel/launch.h>
+#include <dlf/parallel/device_arg.h>
 #include <dlf/parallel/mpi.h>
-
-#include <dlf/plan/compiled.h>
-#include <dlf/plan/layout.h>
-#include <dlf/plan/memory_flags.h>
+#include <dlf/plan/run_choice.h>
+#include <dlf/train/resume.h>
 #include <dlf/train/run.h>
+#include <dlf/train/run_watch.h>
 #include <dlf/train/trainer.h>
+#include <dlf/train/weights_file.h>
 
-#include "devices.h"
 #include "interrupt.h"
-#include "report.h"
 #include "validators.h"
-#include "weights_file.h"
 
 namespace dlf::app {
 namespace {
@@ -49,129 +36,6 @@ DType precision_dtype(const TrainOptions& o) {
 int64_t bucket_bytes(const TrainOptions& o) { return o.bucket_mb << 20; }
 bool reduce_in_bf16(const TrainOptions& o) { return o.grad_reduce == "bf16"; }
 
-// The free bytes a run's saves into DIR need: a checkpoint holds the f32 weights and AdamW's two
-// moments (12 bytes a parameter, and HDF5's own under a MiB), and each save writes a new one
-// beside the last before it replaces it.
-uint64_t checkpoint_room(const std::string& dir, int64_t parameters) {
-  const uint64_t size = uint64_t(parameters) * 12 + (uint64_t(1) << 20);
-  std::error_code none;  // no file yet: 0
-  const uintmax_t there =
-      std::filesystem::file_size(std::filesystem::path(dir) / "checkpoint.h5", none);
-  const uint64_t old = there == uintmax_t(-1) ? 0 : uint64_t(there);
-  return 2 * size > old ? 2 * size - old : 0;
-}
-
-// On resume the run continues as the checkpoint describes it, but for what the command line
-// gives again: the schedule (steps, rates, warmup, decay, clipping) takes the new values, and
-// each change is said; what the data and the model depend on cannot change.
-RunConfig resumed_config(const TrainOptions& o, const nn::Checkpoint& ckpt) {
-  RunConfig run = train::run_config_from_json(ckpt.config);
-  DLF_CHECK(!o.given.contains("--model") || run.model == o.run.model,
-            "--resume: the checkpoint in ", o.checkpoint, " is a ", run.model, ", not a ",
-            o.run.model);
-  auto fixed = [&](const char* flag, const auto& was, const auto& now) {
-    DLF_CHECK(!o.given.contains(flag) || was == now, "--resume: the checkpoint's run used ", flag,
-              " ", detail::concat(was),
-              "; a resumed run keeps its batch, sequence length, seed "
-              "and data (start a new run to change them)");
-  };
-  fixed("--batch", run.batch, o.run.batch);
-  fixed("--seq", run.seq, o.run.seq);
-  fixed("--seed", run.seed, o.run.seed);
-  std::string data;
-  for (const std::string& path : run.data) data += (data.empty() ? "" : " ") + path;
-  fixed("--data", run.data.empty() ? "(the default corpus)" : data,
-        o.run.data == run.data ? (run.data.empty() ? "(the default corpus)" : data) : "");
-  auto take = [&](const char* flag, auto& field, const auto& now) {
-    if (!o.given.contains(flag) || field == now) return;
-    std::fprintf(stderr, "resuming with %s %s (the checkpoint's run used %s)\n", flag,
-                 detail::concat(now).c_str(), detail::concat(field).c_str());
-    field = now;
-  };
-  take("--steps", run.steps, o.run.steps);
-  take("--lr", run.lr, o.run.lr);
-  take("--min-lr", run.min_lr, o.run.min_lr);
-  take("--warmup", run.warmup, o.run.warmup);
-  take("--weight-decay", run.weight_decay, o.run.weight_decay);
-  take("--clip", run.grad_clip, o.run.grad_clip);
-  DLF_CHECK(run.steps > ckpt.step, "--resume: the checkpoint is already at step ", ckpt.step,
-            " of ", run.steps, "; pass a larger --steps to train on");
-  return run;
-}
-
-// What `dlf train --report` and `dlf profile` watch of a run on its lead rank: made in that
-// rank's thread at its first step (their observers are the thread's).
-class RunHooks {
- public:
-  RunHooks(const TrainOptions& o, const train::RunConfig& run, parallel::Layout layout,
-           std::string described_layout, Device device, int64_t parameters, std::string unit,
-           SimSpec roofline, int64_t first)
-      : o_(o),
-        device_(device),
-        header_{.model = run.model,
-                .layout = std::move(described_layout),
-                .device = device.type == DeviceType::cpu ? "cpu" : sim::spec_of(device).name,
-                .flags = "precision " + o.precision + ", recompute " + o.recompute + ", zero " +
-                         std::to_string(o.zero > 0 && layout.dp > 1 ? o.zero : 0) + ", offload " +
-                         o.offload,
-                .parameters = parameters,
-                .item_unit = std::move(unit)},
-        roofline_(std::move(roofline)),
-        first_(first),
-        stop_(o.until > 0 ? std::min(o.until, run.steps) : run.steps) {}
-
-  train::TrainHooks hooks() {
-    if (o_.report.empty() && !o_.profile) return {};
-    return {.begin_step =
-                [this](int64_t step) {
-                  if (!started_) start();
-                  if (profiler_) profiler_->begin_step(step - first_);
-                  if (report_) report_->begin_step(step);
-                },
-            .end_step =
-                [this](const train::StepFigures& f) {
-                  if (report_)
-                    report_->end_step(f.step, f.loss, f.items_per_s,
-                                      f.simulated ? f.items_per_s * f.seconds / f.sim.seconds : 0);
-                  if (profiler_)
-                    profiler_->end_step(f.simulated ? f.sim.seconds : f.seconds,
-                                        f.sim.exposed_comm_seconds);
-                },
-            .evaluated =
-                [this](int64_t step, const models::Evaluation& e) {
-                  if (report_) report_->evaluation(step, e.loss);
-                },
-            .ended =
-                [this](const std::string& layout, bool stopped) {
-                  if (profiler_ && !stopped)
-                    profiler_->print(std::cout,
-                                     header_.model + " (" + layout + ", " + o_.precision + ")");
-                  if (!report_) return;
-                  report_->write(o_.report);
-                  if (!stopped) std::fprintf(stderr, "report written to %s\n", o_.report.c_str());
-                }};
-  }
-
- private:
-  void start() {
-    started_ = true;
-    const bool simulated = device_.type != DeviceType::cpu;
-    if (o_.profile)
-      profiler_.emplace(*o_.profile, device_, roofline_, precision_dtype(o_), simulated);
-    if (!o_.report.empty())  // a warm step where there is one
-      report_.emplace(header_, device_, stop_ - first_ >= 2 ? first_ + 1 : first_);
-  }
-
-  const TrainOptions& o_;
-  Device device_;  // the lead rank's
-  ReportHeader header_;
-  SimSpec roofline_;
-  int64_t first_, stop_;
-  bool started_ = false;
-  std::optional<StepProfiler> profiler_;
-  std::optional<RunReport> report_;
-};
-
 }  // namespace
 
 double run_train(TrainOptions o) {
@@ -183,12 +47,13 @@ double run_train(TrainOptions o) {
             "--checkpoint ", o.checkpoint, " is a file, not a directory");
   train::apply_recipe(o.run, o.given);
   if (!o.resume && !o.checkpoint.empty())
-    check_not_replacing(o.checkpoint, o.overwrite,
-                        "continue it with --resume, or start a new run over it with --overwrite");
+    train::check_not_replacing(
+        o.checkpoint, o.overwrite,
+        "continue it with --resume, or start a new run over it with --overwrite");
   install_interrupt_handlers();
   std::optional<nn::Checkpoint> ckpt;
   if (o.resume) ckpt = nn::load_checkpoint(o.checkpoint);
-  RunConfig run = ckpt ? resumed_config(o, *ckpt) : o.run;
+  train::RunConfig run = ckpt ? train::resumed_config(*ckpt, o.checkpoint, o.run, o.given) : o.run;
   const models::Family& family = models::family_of(run.model);
   if (run.batch == 0) run.batch = family.default_batch(run.model);
   o.run = run;
@@ -208,16 +73,16 @@ double run_train(TrainOptions o) {
     DLF_CHECK(o.trace.empty(), "--trace is not supported under mpirun yet: trace one process");
     ranks = parallel::mpi_world_size();
   }
-  const DeviceArg device = parse_device_arg(o.device, ranks);
-  const std::vector<Device> devices = setup_devices(ranks, device);
+  const parallel::DeviceArg device = parallel::parse_device_arg(o.device, ranks);
+  const std::vector<Device> devices = parallel::setup_devices(ranks, device);
   DLF_CHECK(devices[0].type != DeviceType::meta,
             "dlf train computes: use --device cpu or sim (meta devices are for dlf plan)");
   DLF_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive");
   const bool gpt = bool(family.gpt);
   const int64_t seq = family.sequence(run.model, run.seq);
   const bool lead = !mpi || parallel::mpi_world_rank() == 0;
-  const plan::Offload offload = plan::offload_flag(o.offload, o.zero);  // a valid combination
-  const plan::LayoutChoice choice = plan::choose_layout(
+  plan::Offload offload = plan::offload_flag(o.offload, o.zero);  // a valid combination
+  const plan::RunChoice chosen = plan::choose_run(
       {.model = run.model,
        .devices = ranks,
        .dp = o.dp,
@@ -235,7 +100,18 @@ double run_train(TrainOptions o) {
                .virtual_stages = o.virtual_stages,
                .recompute = autograd::parse_recompute(o.recompute),
                .zero = o.zero,
-               .offload = offload}});
+               .offload = offload}},
+      {.recompute = o.given.contains("--recompute"),
+       .zero = o.given.contains("--zero"),
+       .offload = o.given.contains("--offload") || o.compile,  // compiled: never offloaded
+       .micro_batch = o.given.contains("--micro-batch")});
+  const plan::LayoutChoice& choice = chosen.layout;
+  if (chosen.searched) {
+    o.recompute = autograd::recompute_name(chosen.flags.recompute);
+    o.zero = chosen.flags.zero;
+    o.offload = plan::offload_name(offload = chosen.flags.offload);
+    o.micro_batch = chosen.micro_batch;
+  }
   if (!choice.refusal.empty()) {
     if (lead) std::fprintf(stderr, "%s", choice.table.c_str());
     throw Error(choice.refusal);
@@ -249,7 +125,7 @@ double run_train(TrainOptions o) {
   if (o.profile && !o.profile->compare.empty()) {  // refused before the run, not after it
     DLF_CHECK(device.type == DeviceType::cpu, "--compare puts a sim device's predictions beside ",
               "a measured run: profile on --device cpu");
-    DLF_CHECK(parse_device_arg(o.profile->compare).type == DeviceType::sim, "--compare ",
+    DLF_CHECK(parallel::parse_device_arg(o.profile->compare).type == DeviceType::sim, "--compare ",
               o.profile->compare, ": expected sim:PRESET or sim:SPEC.json");
   }
   DLF_CHECK(o.offload == "none" || device.type != DeviceType::cpu, "--offload ", o.offload,
@@ -273,25 +149,11 @@ double run_train(TrainOptions o) {
   // Every rank starts from the same whole model: the checkpoint's, or one initialised once.
   nn::NamedTensors initial;
   if (ckpt) {
-    std::map<std::string, Shape> shapes;
-    for (const auto& [name, t] : ckpt->model) shapes.emplace(name, t.shape());
-    for (const auto& [name, t] : ckpt->optimizer) {
-      if (name == "step") {
-        DLF_CHECK(t.numel() == 1, "--resume: ", o.checkpoint,
-                  ": the optimizer's 'step' is not one number");
-        continue;
-      }
-      const auto it = shapes.find(name.substr(0, name.rfind('.')));
-      DLF_CHECK(it != shapes.end(), "--resume: ", o.checkpoint, " has optimizer state '", name,
-                "' for no tensor of the model (a checkpoint of an older dlf?)");
-      DLF_CHECK(t.shape() == it->second, "--resume: ", o.checkpoint, ": optimizer state '", name,
-                "' has shape ", shape_str(t.shape()), " but its tensor ", shape_str(it->second),
-                " (a damaged checkpoint?)");
-    }
+    train::check_optimizer_state(*ckpt, o.checkpoint);
     initial = ckpt->model;
   } else if (!o.init_from.empty()) {
-    const Weights weights = read_weights(o.init_from);
-    run_for_weights(weights, o.init_from, run.model);  // a dlf::Error for another model's
+    const train::Weights weights = train::read_weights(o.init_from);
+    train::run_for_weights(weights, o.init_from, run.model);  // a dlf::Error for another model's
     initial = train::state_from_weights(run, weights.tensors);
   } else {
     initial = train::initial_state(run);
@@ -303,7 +165,7 @@ double run_train(TrainOptions o) {
   if (lead) {
     if (!o.checkpoint.empty())
       check_writable(std::filesystem::path(o.checkpoint) / "checkpoint.h5", "--checkpoint",
-                     checkpoint_room(o.checkpoint, parameters));
+                     train::checkpoint_room(o.checkpoint, parameters));
     if (!o.trace.empty()) check_writable(o.trace, "--trace");
     if (!o.report.empty()) check_writable(o.report, "--report");
     if (!o.metrics.empty()) {
@@ -315,10 +177,23 @@ double run_train(TrainOptions o) {
   const parallel::PipelineSchedule schedule = parallel::parse_schedule(o.schedule);
   const SimSpec roofline =
       o.profile && device.type == DeviceType::cpu ? autograd::measure_cpu() : device.spec;
-  RunHooks hooks(o, run, layout,
-                 train::describe_layout(layout, int(run.batch / layout.dp / micro), micro, schedule,
-                                        o.virtual_stages),
-                 devices[0], parameters, family.unit, roofline, ckpt ? ckpt->step : 0);
+  train::RunWatch watch(
+      {.header = {.model = run.model,
+                  .layout = train::describe_layout(layout, int(run.batch / layout.dp / micro),
+                                                   micro, schedule, o.virtual_stages),
+                  .device = device.type == DeviceType::cpu ? "cpu" : sim::spec_of(devices[0]).name,
+                  .flags = "precision " + o.precision + ", recompute " + o.recompute + ", zero " +
+                           std::to_string(o.zero > 0 && layout.dp > 1 ? o.zero : 0) + ", offload " +
+                           o.offload,
+                  .parameters = parameters,
+                  .item_unit = family.unit},
+       .report = o.report,
+       .profile = o.profile,
+       .precision = o.precision,
+       .device = devices[0],
+       .roofline = roofline,
+       .first = ckpt ? ckpt->step : 0,
+       .stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps});
   const train::TrainJob job{
       .run = run,
       .family = family,
@@ -355,7 +230,7 @@ double run_train(TrainOptions o) {
       .metrics_path = o.metrics,
       .detect_anomaly = o.detect_anomaly,
       .stop_requested = interrupt_signal,
-      .hooks = hooks.hooks()};
+      .hooks = watch.hooks()};
   if (o.device == "auto" && device.type == DeviceType::sim && lead)  // all checked: said first
     std::fprintf(stderr,
                  "%d ranks on simulated %s devices (this CPU computes; memory and time are the "
@@ -364,46 +239,27 @@ double run_train(TrainOptions o) {
   if (lead) std::fprintf(stderr, "%s", choice.table.c_str());
   if (!o.trace.empty()) trace::start();  // after measuring the CPU: its ops are not the run's
   train::TrainResult result;
-  auto rank = [&](parallel::Communicator& world) {
-    const train::TrainResult mine = train::train_rank(world, job);
-    if (world.rank() == 0) result = mine;
-  };
   try {
-    if (mpi) {
-      parallel::run_mpi_rank(devices[parallel::mpi_world_rank()], rank);
-    } else {
-      parallel::run_ranks(devices, rank);
-    }
+    result = train::train_ranks(devices, job);
   } catch (const OutOfMemory& e) {
     if (device.type == DeviceType::cpu) throw;
-    // What would fit, from the plans of this very run (a GPT's tokens as it has them, a BERT's
-    // as BertTask's; ViT and UNet have none): eager's flags, and graph mode's.
-    const int64_t tokens = seq;
-    throw OutOfMemory(
-        std::string(e.what()) + "; " +
-        plan::fitting_flags_hint({.model = run.model,
-                                  .layout = layout,
-                                  .spec = device.spec,
-                                  .batch = run.batch,
-                                  .seq = tokens,
-                                  .micro_batch = micro,
-                                  .dtype = precision_dtype(o),
-                                  .schedule = parallel::parse_schedule(o.schedule),
-                                  .virtual_stages = o.virtual_stages},
-                                 {autograd::parse_recompute(o.recompute), o.zero, offload}) +
-        (o.compile ? ""
-                   : plan::compiled_fit_hint(device.spec, run.model, run.batch / layout.dp, tokens,
-                                             o.precision,
-                                             {.dp = layout.dp,
-                                              .zero = layout.dp > 1 ? o.zero : 0,
-                                              .tp = layout.tp,
-                                              .pp = layout.pp,
-                                              .micro_batch = micro,
-                                              .schedule = parallel::parse_schedule(o.schedule),
-                                              .virtual_stages = o.virtual_stages,
-                                              .bucket_bytes = bucket_bytes(o),
-                                              .reduce_in_bf16 = reduce_in_bf16(o)},
-                                             o.recompute != "none" || o.offload != "none")));
+    // What would fit, from the plans of this very run: eager's flags, and graph mode's.
+    throw OutOfMemory(std::string(e.what()) + "; " +
+                      plan::out_of_memory_hint(
+                          {.query = {.model = run.model,
+                                     .layout = layout,
+                                     .spec = device.spec,
+                                     .batch = run.batch,
+                                     .seq = seq,
+                                     .micro_batch = micro,
+                                     .dtype = precision_dtype(o),
+                                     .schedule = parallel::parse_schedule(o.schedule),
+                                     .virtual_stages = o.virtual_stages},
+                           .flags = {autograd::parse_recompute(o.recompute), o.zero, offload},
+                           .compile = o.compile,
+                           .precision = o.precision,
+                           .bucket_bytes = bucket_bytes(o),
+                           .reduce_in_bf16 = reduce_in_bf16(o)}));
   }
   if (!o.trace.empty()) {
     trace::stop_and_write(o.trace);

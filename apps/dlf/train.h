@@ -7,9 +7,11 @@
 #include <dlf/error.h>
 
 #include <dlf/train/run_config.h>
-#include "profile.h"
+#include <dlf/train/step_profiler.h>
 
 namespace dlf::app {
+
+using train::ProfileRequest;
 
 struct TrainOptions {
   train::RunConfig run;
@@ -32,7 +34,7 @@ struct TrainOptions {
   int64_t micro_batch = 0;        ///< sequences per micro-batch; 0: train::default_micro_batch
   std::string schedule = "1f1b";  ///< pipeline schedule: 1f1b, gpipe or interleaved
   int virtual_stages = 1;         ///< chunks of layers per pipeline rank (interleaved)
-  std::string device = "auto";    ///< see setup_devices()
+  std::string device = "auto";    ///< see parallel::setup_devices()
   std::string trace;              ///< Chrome trace of the simulated devices; empty: none
   int64_t bucket_mb = 25;         ///< DDP gradient bucket size
   int zero = 0;  ///< ZeRO stage: 0 none, 1 optimizer state sharded, 2 gradients too

@@ -131,11 +131,29 @@ printf '%s\n' "$err" | tail -n 1 | grep -q "needs about .* of host memory .* and
   fail "host refusal: $err"
 err=$(DLF_HOST_MEMORY=20M "$dlf" train --model gpt-mini --dp 2 --steps 1 2>&1 >/dev/null)
 [ $? -eq 1 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "explicit layout, small host: $err"
-# a planned layout that fits no device is refused up front
-err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --devices 2 --device "sim:$tmp/tiny.json" 2>&1 >/dev/null)
+# a planned layout that fits no device, with any memory flags, is refused up front
+sim_spec wee 500000 >"$tmp/wee.json"
+err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --devices 2 --device "sim:$tmp/wee.json" 2>&1 >/dev/null)
 [ $? -eq 1 ] || fail "no layout fits: expected exit 1"
-printf '%s\n' "$err" | tail -n 1 | grep -q "does not fit 2 devices of tiny in any dp x tp x pp layout" ||
+printf '%s\n' "$err" | tail -n 1 | grep -q "does not fit 2 devices of wee in any dp x tp x pp layout" ||
   fail "no layout fits: $err"
+# no layout fits as asked, but one does with memory saving: --devices alone searches layouts x
+# memory flags x micro-batches as dlf plan does, says first what it chose, and keeps given flags
+sim_spec snug 1250000 >"$tmp/snug.json"
+train --steps 2 --devices 2 --device "sim:$tmp/snug.json" 2>"$tmp/log" || fail "snug devices: $(cat "$tmp/log")"
+head -n 1 "$tmp/log" | grep -q "^chosen: dp 1 x tp 1 x pp 2, --offload optimizer --micro-batch 1 (peak .*): no layout fits with the memory flags given" ||
+  fail "snug devices: the first line does not say what was chosen: $(cat "$tmp/log")"
+grep -q "over 2 ranks (dp 1 x tp 1 x pp 2, 4 micro-batches of 1 (1F1B)) on snug" "$tmp/log" ||
+  fail "snug devices: the run is not the one chosen: $(cat "$tmp/log")"
+# (one step: tp 2 with selective recompute peaks above its plan in the second, a planner gap)
+train --steps 1 --devices 2 --device "sim:$tmp/snug.json" --offload none 2>"$tmp/log" ||
+  fail "snug devices, --offload none: $(cat "$tmp/log")"
+head -n 1 "$tmp/log" | grep -q "^chosen: dp 1 x tp 2 x pp 1, --recompute selective --micro-batch 1 (peak " ||
+  fail "snug devices: --offload none was not kept: $(cat "$tmp/log")"
+err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --seq 32 --devices 2 --offload none \
+  --recompute none --device "sim:$tmp/snug.json" 2>&1 >/dev/null)
+[ $? -eq 1 ] && printf '%s\n' "$err" | tail -n 1 | grep -q "does not fit 2 devices of snug" ||
+  fail "snug devices, no memory saving allowed: expected the refusal: $err"
 # out of memory mid-run (a layout given, not planned): the run's header, then one error line
 # naming what is live
 err=$("$dlf" train --model gpt-nano --steps 2 --batch 4 --dp 2 --device "sim:$tmp/tiny.json" 2>&1 >/dev/null)

@@ -1,23 +1,13 @@
 #include <dlf/plan/host_memory.h>
 #include <dlf/plan/layout.h>
 
+#include "plan/layout_query.h"
 #include "test_util.h"
 
 namespace dlf {
 namespace {
 
-constexpr double kLargeHost = 1e15;
-
-plan::LayoutQuery query(int devices, SimSpec spec = sim_preset("a100-40gb")) {
-  return {.model = "gpt-mini",
-          .devices = devices,
-          .run = {.model = models::gpt_config("gpt-mini"),
-                  .layout = {},
-                  .spec = spec,
-                  .global_batch = 8,
-                  .seq = 64},
-          .host_available = kLargeHost};
-}
+using test::layout_query;
 
 bool same(const parallel::Layout& a, const parallel::Layout& b) {
   return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp;
@@ -26,7 +16,7 @@ bool same(const parallel::Layout& a, const parallel::Layout& b) {
 }  // namespace
 
 TEST_CASE("layout: a given one is taken, dp the rest of the devices, and checked") {
-  plan::LayoutQuery q = query(8);
+  plan::LayoutQuery q = layout_query(8);
   q.tp = 2;
   const plan::LayoutChoice c = plan::choose_layout(q);
   CHECK(same(c.layout, {.dp = 4, .tp = 2, .pp = 1}));
@@ -39,16 +29,16 @@ TEST_CASE("layout: a given one is taken, dp the rest of the devices, and checked
   test::check_error([&] { plan::choose_layout(q); },
                     {"dp 3 x tp 2 x pp 1 = 6 ranks, but there are 8 devices"});
   // ZeRO-2 and a family without a pipeline are data-parallel
-  q = query(4);
+  q = layout_query(4);
   q.run.zero = 2;
   CHECK(same(plan::choose_layout(q).layout, {.dp = 4}));
-  q = query(4);
+  q = layout_query(4);
   q.model = "vit-tiny";
   CHECK(same(plan::choose_layout(q).layout, {.dp = 4}));
 }
 
 TEST_CASE("layout: planned, the fastest that fits the devices and the host") {
-  const plan::LayoutQuery q = query(4);
+  const plan::LayoutQuery q = layout_query(4);
   const std::vector<plan::Plan> plans = plan::rank_layouts(q.run, 4);
   const plan::LayoutChoice c = plan::choose_layout(q);
   CHECK(same(c.layout, plans.front().options.layout));
@@ -77,12 +67,12 @@ TEST_CASE("layout: nothing fits, and the refusal says whether the devices or the
   SimSpec tiny = sim_preset("a100-40gb");
   tiny.name = "tiny";
   tiny.memory_bytes = 1 << 20;
-  const plan::LayoutChoice devices = plan::choose_layout(query(4, tiny));
+  const plan::LayoutChoice devices = plan::choose_layout(layout_query(4, tiny));
   CHECK(devices.refusal ==
         "gpt-mini does not fit 4 devices of tiny in any dp x tp x pp layout: use more devices or "
         "a smaller --batch");
   CHECK(devices.table.find("does not fit the device") != std::string::npos);
-  plan::LayoutQuery host = query(4);
+  plan::LayoutQuery host = layout_query(4);
   host.host_available = 1 << 20;
   CHECK(plan::choose_layout(host).refusal.find("gpt-mini on 4 devices (at best, as ") == 0);
 }

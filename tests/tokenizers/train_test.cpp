@@ -110,3 +110,20 @@ TEST_CASE("training refuses options that cannot make a tokenizer") {
   check_error([] { BpeTrainer({.special_tokens = {"<|x|>", "<|x|>"}}); }, {"<|x|>", "twice"});
   check_error([] { BpeTrainer({.pattern = "(("}); }, {"((", "PCRE2"});
 }
+
+TEST_CASE("bpe train: from files, as from their texts, counting their bytes") {
+  const fs::path dir = fs::temp_directory_path() / ("dlf_train_files_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::vector<std::string> texts = {"ab ab ab abc", "abc abc"};
+  std::vector<std::string> files;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    files.push_back((dir / std::to_string(i)).string());
+    std::ofstream(files.back()) << texts[i];
+  }
+  const FilesTraining t = train_files({.vocab_size = 300}, files);
+  CHECK(t.bytes == 12 + 7);
+  CHECK(t.distinct_pieces == 4);  // "ab", " ab", " abc", "abc"
+  CHECK(t.tokenizer.hash_hex() == train(texts, {.vocab_size = 300}).hash_hex());
+  check_error([&] { train_files({}, {dir.string()}); }, {"is a directory: pass its text files"});
+  fs::remove_all(dir);
+}

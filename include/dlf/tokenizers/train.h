@@ -59,4 +59,15 @@ class BpeTrainer {
   std::unique_ptr<detail::TrainerState> state_;
 };
 
+/// What train_files() made, and of how much text.
+struct FilesTraining {
+  Tokenizer tokenizer;         ///< the trained tokenizer
+  uint64_t bytes = 0;          ///< of the files read
+  size_t distinct_pieces = 0;  ///< counted in them
+};
+
+/// A BpeTrainer of `options` trained on the text files `files`; a dlf::Error names one that is a
+/// directory.
+FilesTraining train_files(const TrainOptions& options, const std::vector<std::string>& files);
+
 }  // namespace dlf::tokenizers

@@ -7,6 +7,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <dlf/nn/checkpoint.h>
 #include <dlf/train/rank_step.h>
@@ -94,6 +95,11 @@ struct TrainResult {
 /// Runs `job` on this rank of `world` (see above). A NaN loss or gradient norm stops it with a
 /// dlf::Error before the update; non-finite weights are never saved.
 TrainResult train_rank(parallel::Communicator& world, const TrainJob& job);
+
+/// Runs `job` on every rank: one thread a device of `devices`, or, in a process mpirun started,
+/// this process's rank on its device of them. Returns world rank 0's result (a default one in
+/// the other processes under MPI).
+TrainResult train_ranks(const std::vector<Device>& devices, const TrainJob& job);
 
 /// "dp 2 x tp 1 x pp 2".
 std::string layout_text(const parallel::Layout& layout);

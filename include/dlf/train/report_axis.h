@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace dlf::app {
+namespace dlf::train {
 
 /// An axis's ticks and their labels.
 struct AxisTicks {
@@ -18,4 +18,4 @@ struct AxisTicks {
 /// axis of steps or ops). [0.013, 5.56] gives 0, 1, ..., 6; [0, 1.05] gives 0.0, 0.2, ..., 1.2.
 AxisTicks axis_ticks(double lo, double hi, int count = 5, bool whole = false);
 
-}  // namespace dlf::app
+}  // namespace dlf::train

@@ -1,9 +1,9 @@
 #include "test_util.h"
 
-#include "apps/dlf/report_axis.h"
+#include <dlf/train/report_axis.h>
 
-using dlf::app::axis_ticks;
-using dlf::app::AxisTicks;
+using dlf::train::axis_ticks;
+using dlf::train::AxisTicks;
 using dlf::test::check_error;
 using Labels = std::vector<std::string>;
 

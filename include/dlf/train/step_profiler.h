@@ -1,5 +1,5 @@
-// `dlf profile`: a few training steps with rank 0's ops tabulated, as torch.profiler's
-// key_averages() does, and what a step is made of; `dlf calibrate`: this CPU as a sim spec.
+// What `dlf profile` shows of a training run: rank 0's ops tabulated over a few steps, as
+// torch.profiler's key_averages() does, and what a step is made of.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -10,18 +10,19 @@
 #include <dlf/core/op_profile.h>
 #include <dlf/device/sim_spec.h>
 
-#include "compare.h"
+#include <dlf/train/sim_comparison.h>
 
-namespace dlf::app {
+namespace dlf::train {
 
 /// What `dlf profile` asks of a training run.
 struct ProfileRequest {
   int64_t skip = 1;       ///< steps run before profiling starts (primitives built, caches warm)
   bool by_shape = false;  ///< one row per op and input shapes
   bool memory = false;    ///< also what uses the memory at its peak, and a timeline
-  /// "sim:SPEC": put the times a sim device of SPEC predicts beside the measured ones, by op
-  /// class and per step (compare.h; runs on the cpu device); empty: none
-  std::string compare;
+  /// "sim:PRESET" or "sim:SPEC.json": put the times a sim device of that spec predicts beside
+  /// the measured ones, by op class and per step (sim_comparison.h; runs on the cpu device);
+  /// empty: none
+  std::string compare = {};
 };
 
 /// Rank 0's ops and steps once the skipped steps are done.
@@ -53,9 +54,4 @@ class StepProfiler {
   double seconds_ = 0, exposed_comm_seconds_ = 0;
 };
 
-/// `dlf calibrate`: measure_cpu()'s spec with measure_kernel_efficiency()'s table, as JSON, to
-/// `out` (a file, replaced whole or left as it was) or standard output; a summary on standard
-/// error.
-void run_calibrate(const std::string& out);
-
-}  // namespace dlf::app
+}  // namespace dlf::train

@@ -1,11 +1,11 @@
-#include "compare.h"
+#include <dlf/train/sim_comparison.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-namespace dlf::app {
+namespace dlf::train {
 
 void SimComparison::print(std::ostream& os, int64_t steps, double step_seconds) const {
   if (steps == 0) return;
@@ -51,4 +51,4 @@ void SimComparison::print(std::ostream& os, int64_t steps, double step_seconds) 
   os << line;
 }
 
-}  // namespace dlf::app
+}  // namespace dlf::train

@@ -1,4 +1,4 @@
-#include "weights_file.h"
+#include <dlf/train/weights_file.h>
 
 #include <dlf/core/safetensors.h>
 #include <dlf/models/gpt_names.h>
@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-namespace dlf::app {
+namespace dlf::train {
 namespace fs = std::filesystem;
 namespace {
 
@@ -33,11 +33,11 @@ Weights read_weights(const std::string& path) {
     Safetensors file = load_safetensors(path);
     w.tensors = std::move(file.tensors);
     if (const auto it = file.metadata.find(kConfigKey); it != file.metadata.end())
-      w.run = train::run_config_from_json(it->second);
+      w.run = run_config_from_json(it->second);
   } else {
     const nn::Checkpoint ckpt = nn::load_checkpoint(checkpoint_dir(path));
     w.tensors = ckpt.model;
-    w.run = train::run_config_from_json(ckpt.config);
+    w.run = run_config_from_json(ckpt.config);
   }
   if (models::is_hf_gpt(w.tensors)) w.tensors = models::gpt_from_hf(w.tensors);
   return w;
@@ -67,7 +67,7 @@ std::string describe_weights(const std::string& path) {
                    : "weights of " + std::to_string(w.tensors.size()) + " tensors";
     }
     const nn::Checkpoint ckpt = nn::load_checkpoint(checkpoint_dir(path));
-    return "a " + train::run_config_from_json(ckpt.config).model + " checkpoint at step " +
+    return "a " + run_config_from_json(ckpt.config).model + " checkpoint at step " +
            std::to_string(ckpt.step);
   } catch (const Error&) {
     return "a file that does not read as weights";
@@ -91,12 +91,12 @@ void write_weights(const std::string& path, const nn::NamedTensors& state, const
             run.model, "'s names are already its family's usual ones");
   if (is_safetensors(path)) {
     save_safetensors(path, names == WeightNames::hf ? models::gpt_to_hf(state) : state,
-                     {{"format", "pt"}, {kConfigKey, train::to_json(run)}});
+                     {{"format", "pt"}, {kConfigKey, to_json(run)}});
     return;
   }
   DLF_CHECK(names == WeightNames::nanogpt, "--names hf: a dlf checkpoint keeps dlf's names ",
             "(write a .safetensors file for GPT-2's)");
-  nn::save_checkpoint(checkpoint_dir(path), {.model = state, .config = train::to_json(run)});
+  nn::save_checkpoint(checkpoint_dir(path), {.model = state, .config = to_json(run)});
 }
 
-}  // namespace dlf::app
+}  // namespace dlf::train

@@ -8,9 +8,7 @@
 
 #include <dlf/train/run_config.h>
 
-namespace dlf::app {
-
-using train::RunConfig;
+namespace dlf::train {
 
 /// The names a GPT's weights are written under.
 enum class WeightNames { nanogpt, hf };
@@ -45,4 +43,4 @@ void check_not_replacing(const std::string& path, bool overwrite, const std::str
 void write_weights(const std::string& path, const nn::NamedTensors& state, const RunConfig& run,
                    WeightNames names);
 
-}  // namespace dlf::app
+}  // namespace dlf::train

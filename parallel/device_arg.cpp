@@ -1,10 +1,10 @@
-#include "devices.h"
+#include <dlf/parallel/device_arg.h>
 
 #include <dlf/device/sim_device.h>
 #include <dlf/error.h>
 #include <dlf/parallel/launch.h>
 
-namespace dlf::app {
+namespace dlf::parallel {
 
 DeviceArg parse_device_arg(const std::string& arg, int devices) {
   if (arg == "auto") return parse_device_arg(devices == 1 ? "cpu" : "sim");
@@ -18,7 +18,7 @@ DeviceArg parse_device_arg(const std::string& arg, int devices) {
 
 std::vector<Device> setup_devices(int count, const DeviceArg& arg) {
   DLF_CHECK(count > 0, "--devices must be positive, got ", count);
-  std::vector<Device> devices = parallel::devices_of(arg.type, count);
+  std::vector<Device> devices = devices_of(arg.type, count);
   if (arg.type == DeviceType::cpu) return devices;
   for (Device d : devices) {
     sim::configure(d, arg.spec);
@@ -27,4 +27,4 @@ std::vector<Device> setup_devices(int count, const DeviceArg& arg) {
   return devices;
 }
 
-}  // namespace dlf::app
+}  // namespace dlf::parallel

@@ -1,6 +1,6 @@
-#include "report.h"
+#include <dlf/train/report.h>
 
-#include "report_axis.h"
+#include <dlf/train/report_axis.h>
 
 #include <dlf/device/atomic_file.h>
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace dlf::app {
+namespace dlf::train {
 namespace {
 
 std::string escape(const std::string& s) {
@@ -263,4 +263,4 @@ void RunReport::write(const std::string& path) const {
   replace_file(path, "report", html);
 }
 
-}  // namespace dlf::app
+}  // namespace dlf::train

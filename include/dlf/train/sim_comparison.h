@@ -9,7 +9,7 @@
 
 #include <dlf/core/op_class_times.h>
 
-namespace dlf::app {
+namespace dlf::train {
 
 /// Rank 0's op times by class beside a sim device's predictions, printed as a table.
 class SimComparison : public OpClassTimes {
@@ -20,4 +20,4 @@ class SimComparison : public OpClassTimes {
   void print(std::ostream& os, int64_t steps, double step_seconds) const;
 };
 
-}  // namespace dlf::app
+}  // namespace dlf::train

@@ -1,4 +1,4 @@
-#include "report_axis.h"
+#include <dlf/train/report_axis.h>
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <dlf/error.h>
 
-namespace dlf::app {
+namespace dlf::train {
 
 AxisTicks axis_ticks(double lo, double hi, int count, bool whole) {
   DLF_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo < hi && count > 0,
@@ -39,4 +39,4 @@ AxisTicks axis_ticks(double lo, double hi, int count, bool whole) {
   return ticks;
 }
 
-}  // namespace dlf::app
+}  // namespace dlf::train

@@ -1,6 +1,6 @@
-// `dlf train --report run.html`: one self-contained HTML file (no network, no script library) a
-// person opens after a run: loss and throughput curves, the memory of one step by category
-// over time, its op table and the layout. The figures are inline SVG drawn here.
+// A training run's report (what `dlf train --report run.html` writes): one self-contained HTML
+// file (no network, no script library) a person opens after a run: loss and throughput curves,
+// the memory of one step by category over time, its op table and the layout. Inline SVG figures.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -10,16 +10,16 @@
 #include <dlf/core/memory_profile.h>
 #include <dlf/core/op_profile.h>
 
-namespace dlf::app {
+namespace dlf::train {
 
 /// What the report says about the run besides its steps.
 struct ReportHeader {
-  std::string model;   ///< "gpt-nano"
-  std::string layout;  ///< "dp 2 x tp 1 x pp 1, 1 micro-batch of 4"
-  std::string device;  ///< "cpu", "a100-40gb"
-  std::string flags;   ///< memory-saving and precision flags, as the run used them
-  int64_t parameters = 0;
-  std::string item_unit;  ///< what throughput counts: "tokens", "images"
+  std::string model = {};      ///< "gpt-nano"
+  std::string layout = {};     ///< "dp 2 x tp 1 x pp 1, 1 micro-batch of 4"
+  std::string device = {};     ///< "cpu", "a100-40gb"
+  std::string flags = {};      ///< memory-saving and precision flags, as the run used them
+  int64_t parameters = 0;      ///< of the whole model
+  std::string item_unit = {};  ///< what throughput counts: "tokens", "images"
 };
 
 /// Collects a run on its lead rank and writes the report.
@@ -59,4 +59,4 @@ class RunReport {
   std::optional<Profiled> profiled_;
 };
 
-}  // namespace dlf::app
+}  // namespace dlf::train
