@@ -64,6 +64,9 @@ TEST_CASE("autocast: a channels-last activation stays channels last in bf16") {
   const Tensor y = conv2d(x, randn({4, 4, 1, 1}));
   CHECK(y.dtype() == DType::bf16);
   CHECK(y.is_channels_last());
+  // One channel (a UNet's image) too: [N, 1, H, W] is contiguous in both layouts.
+  const Tensor image = randn({2, 1, 3, 3}).contiguous(MemoryFormat::channels_last);
+  CHECK(conv2d(image, randn({4, 1, 1, 1})).is_channels_last());
 }
 
 TEST_CASE("autocast: a parameter is cast once per region, again after an in-place change") {
