@@ -4,8 +4,8 @@
 // the layouts oneDNN prefers, as a program written for oneDNN alone would. One JSON line per
 // shape and pass, then one per pass and one for all, weighted by how often the step runs each.
 //
-//   conv_bench [--model unet-small] [--batch 8] [--channels-last] [--threads 2] [--reps 10]
-//              [--warmup 2]
+//   conv_bench [--model unet-small] [--batch 8] [--channels-last] [--precision fp32|bf16]
+//              [--threads 2] [--reps 10] [--warmup 2]
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
@@ -31,6 +31,7 @@ struct Options {
   int reps = 10;
   int warmup = 2;
   bool channels_last = false;
+  dlf::DType dtype = dlf::DType::f32;
 };
 
 Options parse(int argc, char** argv) {
@@ -43,7 +44,12 @@ Options parse(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed calls first")->capture_default_str();
   app.add_flag("--channels-last", o.channels_last,
                "dlf's activations channels last (as the UNet runs them), not row-major");
+  std::string precision = "fp32";
+  app.add_option("--precision", precision, "fp32, or bf16 (both sides' tensors in bf16)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   dlf::bench::parse_or_exit(app, argc, argv);
+  o.dtype = precision == "bf16" ? dlf::DType::bf16 : dlf::DType::f32;
   return o;
 }
 
@@ -138,8 +144,9 @@ class BareConv {
   BareConv(const ConvCall& c, const std::vector<dlf::Tensor>& in)
       : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
     using tag = memory::format_tag;
-    const auto f32 = memory::data_type::f32;
-    auto any = [&](const memory::dims& d) { return memory::desc(d, f32, tag::any); };
+    const auto type =
+        in[0].dtype() == dlf::DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+    auto any = [&](const memory::dims& d) { return memory::desc(d, type, tag::any); };
     const memory::dims src{c.n, c.c, c.h, c.w}, weights{c.o, c.c, c.kh, c.kw},
         dst{c.n, c.o, c.oh, c.ow};
     const memory::dims strides{c.stride, c.stride}, pad{c.padding, c.padding};
@@ -201,7 +208,7 @@ class BareConv {
   void add_input(int arg, const dlf::Tensor& t, const memory::desc& inner,
                  memory::format_tag user) {
     const dlf::Tensor c = t.contiguous();
-    memory plain(memory::desc(inner.dims(), memory::data_type::f32, user), engine_, c.raw_data());
+    memory plain(memory::desc(inner.dims(), inner.data_type(), user), engine_, c.raw_data());
     memory m(inner, engine_);
     dnnl::reorder(plain, m).execute(stream_, plain, m);
     stream_.wait();
@@ -224,12 +231,15 @@ class BareConv {
   memory::desc out_plain_;
 };
 
-// Both implementations must compute the same thing, or the timing means nothing.
+// Both implementations must compute the same thing, or the timing means nothing. In bf16 the
+// two may round their f32 sums at different points: a few bf16 steps (2^-8 each) apart.
 void check_same(const dlf::Tensor& got, const dlf::Tensor& expected, const std::string& name) {
-  std::vector<float> g = got.contiguous().to_vector<float>(), e = expected.to_vector<float>();
+  const float tolerance = got.dtype() == dlf::DType::bf16 ? 2e-2f : 1e-3f;
+  std::vector<float> g = got.to(dlf::DType::f32).contiguous().to_vector<float>(),
+                     e = expected.to_vector<float>();
   DLF_CHECK(g.size() == e.size(), name, ": dlf and oneDNN give different sizes");
   for (size_t i = 0; i < g.size(); ++i) {
-    DLF_CHECK(std::fabs(g[i] - e[i]) <= 1e-3f * (1 + std::fabs(e[i])), name,
+    DLF_CHECK(std::fabs(g[i] - e[i]) <= tolerance * (1 + std::fabs(e[i])), name,
               ": dlf and oneDNN differ at element ", i, ": ", g[i], " vs ", e[i]);
   }
 }
@@ -281,7 +291,7 @@ int main(int argc, char** argv) {
   for (const ConvCall& call : record_step(o)) {
     std::vector<dlf::Tensor> in;
     for (const dlf::Shape& s : call.inputs)
-      in.push_back(s.empty() ? dlf::Tensor() : dlf::randn(s, {}, &gen));
+      in.push_back(s.empty() ? dlf::Tensor() : dlf::randn(s, {}, &gen).to(o.dtype));
     if (o.channels_last) {  // the activations: all but conv2d's weight and bias
       for (size_t i = 0; i < in.size(); ++i) {
         const bool weight = call.pass != Pass::backward_weights && i > 0;
@@ -290,8 +300,9 @@ int main(int argc, char** argv) {
     }
     BareConv bare(call, in);
     bare();
-    const std::string name =
-        o.model + " " + call.name() + (o.channels_last ? " channels-last" : "");
+    const std::string name = o.model + " " + call.name() +
+                             (o.channels_last ? " channels-last" : "") +
+                             (o.dtype == dlf::DType::bf16 ? " bf16" : "");
     check_same(dlf::dispatch1(*call.op, in, call.attrs), bare.result(), name);
     const auto [dlf_t, onednn_t] = dlf::bench::time_alternating(
         [&] { dlf::dispatch1(*call.op, in, call.attrs); }, bare, o.warmup, o.reps);
@@ -306,7 +317,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& [key, t] : totals) {
     report(o.model + " B" + std::to_string(o.batch) + " step's convs" +
-               (o.channels_last ? " (channels last): " : ": ") + key,
+               (o.channels_last ? " (channels last)" : "") +
+               (o.dtype == dlf::DType::bf16 ? " bf16: " : ": ") + key,
            o, t);
   }
 }

@@ -5,7 +5,8 @@
 // with 15 % of the tokens masked, ViT 64 images 28x28, UNet 32 noised 32x32 images with their
 // noise and timesteps. Prints one `train` JSON line with tokens/s (GPT, BERT) or images/s (ViT,
 // UNet), MFU (the FLOPs one step dispatches, counted at the dispatch point, against the f32
-// matmul peak measured in this process; the bf16 peak for --precision bf16) and the peak RSS.
+// matmul peak measured in this process; the bf16 peak for --precision bf16, with the host's
+// bf16/f32 matmul ratio beside it) and the peak RSS.
 // With --recompute full|selective or --precision bf16, the plain f32 step is timed alternately in
 // the same run as the baseline.
 //
@@ -124,9 +125,12 @@ int main(int argc, char** argv) try {
   const bench::Timing t = bench::summarize(ms);
   const double items_per_s = double(w.items) / (t.median_ms / 1e3);
   const double rss_mib = peak_rss_mib();  // the training's, before measuring the peak's tensors
-  // MFU's denominator: the matmul rate this process reaches now, at a GPT-2-sized shape.
-  const double peak =
-      autograd::measure_cpu().peak_flops(bf16 ? MathPrecision::bf16 : MathPrecision::f32) / 1e9;
+  // MFU's denominator: the matmul rate this process reaches now, at a GPT-2-sized shape. Their
+  // ratio says what bf16 could gain on this host at most (about 2 with AVX512-BF16, 1 without).
+  const SimSpec cpu = autograd::measure_cpu();
+  const double peak = cpu.peak_flops(bf16 ? MathPrecision::bf16 : MathPrecision::f32) / 1e9;
+  const double gemm_bf16_over_f32 =
+      cpu.peak_flops(MathPrecision::bf16) / cpu.peak_flops(MathPrecision::f32);
   const double mfu = step_flops / (t.median_ms / 1e3) / (peak * 1e9);
   bench::JsonLine line;
   line.add("bench", "train").add("case", o.model).add("impl", "dlf").add("threads", o.threads);
@@ -141,6 +145,7 @@ int main(int argc, char** argv) try {
   line.add("loss_first", first_loss).add("loss_last", last_loss);
   line.add("activations_mib", double(held[0]) / (1 << 20));
   line.add("recompute", o.recompute).add("precision", o.precision);
+  if (bf16) line.add("gemm_bf16_over_f32", gemm_bf16_over_f32);
   if (compared) {
     const double baseline = double(w.items) / (bench::summarize(baseline_ms).median_ms / 1e3);
     line.add("baseline_impl", "dlf fp32 recompute none")

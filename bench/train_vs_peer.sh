@@ -7,7 +7,8 @@
 #
 # ARGS go to both benchmarks (e.g. --batch 8); without them each runs the peer's default batch.
 # `--precision bf16` goes to dlf only (the peer trains in fp32): dlf's line then also carries
-# its ratio to dlf fp32, timed alternately in the same process (train_bench).
+# its ratio to dlf fp32, timed alternately in the same process (train_bench), and the host's
+# bf16/f32 matmul ratio (gemm_bf16_over_f32, the median of train_bench's), what bf16 could gain.
 # Env: PEER_DIR (default ../shared/peer beside this repository), DLF_BUILD (default
 # build/release). The peer's fp32 GEMMs need OpenBLAS (libopenblas0-pthread): with Debian's
 # reference BLAS behind libblas.so.3 it runs ~30x slower, which would flatter dlf.
@@ -53,11 +54,14 @@ of() {  # of LINES FIELD -> median over the rounds
 dlf_tps=$(of dlf_lines value) peer_tps=$(of peer_lines throughput)
 unit=$(printf '%s\n' "${dlf_lines[0]}" | sed -n 's/.*"unit":"\([^"]*\)".*/\1/p')
 batch=$(printf '%s\n' "${dlf_lines[0]}" | field batch)
-fp32_ratio=1
-[ "$precision" = fp32 ] || fp32_ratio=$(of dlf_lines ratio)
-printf '{"bench":"train","case":"%s","impl":"dlf","threads":2,"batch":%s,"precision":"%s","metric":"throughput","value":%s,"unit":"%s","median_ms":%s,"peak_rss_mib":%s,"mfu":%s,"fp32_ratio":%s,"baseline_impl":"libtorch fp32","baseline":%s,"ratio":%.3f,"baseline_peak_rss_mib":%s,"rss_ratio":%.3f,"rounds":%d,"steps":%d}\n' \
+fp32_ratio=1 gemm_ratio=
+if [ "$precision" != fp32 ]; then
+  fp32_ratio=$(of dlf_lines ratio)
+  gemm_ratio=",\"gemm_bf16_over_f32\":$(of dlf_lines gemm_bf16_over_f32)"
+fi
+printf '{"bench":"train","case":"%s","impl":"dlf","threads":2,"batch":%s,"precision":"%s","metric":"throughput","value":%s,"unit":"%s","median_ms":%s,"peak_rss_mib":%s,"mfu":%s,"fp32_ratio":%s%s,"baseline_impl":"libtorch fp32","baseline":%s,"ratio":%.3f,"baseline_peak_rss_mib":%s,"rss_ratio":%.3f,"rounds":%d,"steps":%d}\n' \
   "$model" "$batch" "$precision" "$dlf_tps" "$unit" "$(of dlf_lines median_ms)" "$(of dlf_lines peak_rss_mib)" \
-  "$(of dlf_lines mfu)" "$fp32_ratio" "$peer_tps" "$(echo "$dlf_tps $peer_tps" | awk '{print $1 / $2}')" \
+  "$(of dlf_lines mfu)" "$fp32_ratio" "$gemm_ratio" "$peer_tps" "$(echo "$dlf_tps $peer_tps" | awk '{print $1 / $2}')" \
   "$(of peer_lines peak_rss_mib)" \
   "$(echo "$(of dlf_lines peak_rss_mib) $(of peer_lines peak_rss_mib)" | awk '{print $1 / $2}')" \
   "$rounds" "$steps"

@@ -128,8 +128,13 @@ void apply_autocast(const OpDef& op, std::vector<Tensor>& inputs) {
                            [&](const Tensor& t) { return has_dtype(t, d); });
       };
       if (!is(low) || !is(DType::f32)) return;
+      const bool f32_only_parameters =
+          std::all_of(inputs.begin(), inputs.end(), [&](const Tensor& t) {
+            return !has_dtype(t, DType::f32) || (t.is_leaf() && t.requires_grad());
+          });
       for (Tensor& t : inputs) {
-        if (has_dtype(t, low)) t = t.to(DType::f32);
+        if (f32_only_parameters && has_dtype(t, DType::f32)) t = cast(t, low);
+        if (!f32_only_parameters && has_dtype(t, low)) t = t.to(DType::f32);
       }
       return;
     }

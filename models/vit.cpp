@@ -118,7 +118,10 @@ Tensor VisionTransformer::forward(const Tensor& images) const {
             "ViT '", c.name, "': expected images [B, ", c.channels, ", ", c.image, ", ", c.image,
             "], got ", shape_str(images.shape()));
   const int64_t B = images.size(0);
-  Tensor x = cat({cls_token.expand({B, 1, c.dim}), patch_embed->forward(images)}, 1) + pos_embed;
+  const Tensor patches = patch_embed->forward(images);
+  // The class token joins the patches in their dtype: under autocast a bf16 cast of [1, 1, dim],
+  // where an f32 token would widen the whole residual stream to f32.
+  Tensor x = cat({cls_token.to(patches.dtype()).expand({B, 1, c.dim}), patches}, 1) + pos_embed;
   for (const auto& block : *blocks) x = block->forward(x);
   // LayerNorm acts on each token alone: normalising the class token only is the same logits.
   return head->forward(norm->forward(x.select(1, 0)));

@@ -30,10 +30,13 @@ const OpDef& copy_into_op = register_op({
     .inplace = 0,
 });
 
-// A copy in another dtype or on another device keeps a channels-last tensor channels last.
+// A copy in another dtype or on another device keeps a channels-last tensor channels last, one
+// channel included: [N, 1, H, W] is contiguous too, but the strides say which layout the ops
+// after the copy (a conv's output follows its input) will work in.
 Tensor copy_to(const Tensor& t, DType dtype, Device device) {
   Attrs attrs{{"dtype", dtype}, {"device", device}};
-  if (t.is_channels_last() && !t.is_contiguous()) attrs.set("channels_last", true);
+  if (t.is_channels_last() && t.strides() != contiguous_strides(t.shape()))
+    attrs.set("channels_last", true);
   return dispatch1(copy_op, {t}, std::move(attrs));
 }
 

@@ -43,6 +43,10 @@ TEST_CASE("autocast: each op computes in the precision its table entry says") {
   CHECK(rms_norm(y, ones({6})).dtype() == DType::bf16);
   // widest: element-wise ops mixing the two compute in f32
   CHECK((y + randn({4, 6})).dtype() == DType::f32);
+  //   ... but a parameter joins a bf16 activation in bf16, through its cast
+  const Tensor position = randn({4, 6}).requires_grad_();
+  CHECK((y + position).dtype() == DType::bf16);
+  CHECK(cat({position, y}, 0).dtype() == DType::bf16);
   CHECK((y * y).dtype() == DType::bf16);
   CHECK(swiglu(y, randn({4, 6})).dtype() == DType::f32);
   // ops outside the table take their inputs' dtype
@@ -64,6 +68,9 @@ TEST_CASE("autocast: a channels-last activation stays channels last in bf16") {
   const Tensor y = conv2d(x, randn({4, 4, 1, 1}));
   CHECK(y.dtype() == DType::bf16);
   CHECK(y.is_channels_last());
+  // One channel (a UNet's image) too: [N, 1, H, W] is contiguous in both layouts.
+  const Tensor image = randn({2, 1, 3, 3}).contiguous(MemoryFormat::channels_last);
+  CHECK(conv2d(image, randn({4, 1, 1, 1})).is_channels_last());
 }
 
 TEST_CASE("autocast: a parameter is cast once per region, again after an in-place change") {

@@ -107,6 +107,16 @@ TEST_CASE("copies and conversions") {
     CHECK(z.storage()->version() == v + 1);
     check_close(z, std::vector<double>(12, 1.0), {3, 4});
   }
+  SUBCASE("a cast keeps a one-channel channels-last tensor channels last, as a conv needs") {
+    // [N, 1, H, W] is contiguous in both layouts; its strides say which one the ops after
+    // the cast work in (autocast's bf16 copy of a UNet's input image).
+    const Tensor image = randn({2, 1, 3, 4}).contiguous(MemoryFormat::channels_last);
+    REQUIRE(image.strides() == Shape{12, 1, 4, 1});
+    const Tensor low = image.to(DType::bf16);
+    CHECK(low.strides() == image.strides());
+    CHECK(low.memory_format() == MemoryFormat::channels_last);
+    CHECK(randn({2, 1, 3, 4}).to(DType::bf16).strides() == Shape{12, 12, 4, 1});
+  }
 }
 
 TEST_CASE("meta tensors have shapes but no data") {

@@ -8,7 +8,9 @@
 //   match   layer_norm, group_norm: weight and bias take the input's dtype (their kernels keep
 //           the statistics in f32), so a bf16 activation stays bf16;
 //   widest  element-wise ops mixing bf16 and f32 compute in f32 (type promotion; the MSE of a
-//           bf16 prediction against f32 noise is an f32 loss).
+//           bf16 prediction against f32 noise is an f32 loss), unless the f32 inputs are all
+//           parameters: those join the bf16 activation in bf16 (through their cast), so that a
+//           ViT's position embedding and class token do not widen its residual stream to f32.
 //
 // Ops outside the table run on whatever dtypes they are given. Casts are ordinary `copy` ops
 // (autograd turns their gradients back into f32), and the cast of a parameter (a leaf that
