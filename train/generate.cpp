@@ -27,7 +27,7 @@
 namespace dlf::train {
 namespace {
 
-// The GPT's tokens: the tokenizer's, else bytes (a vocabulary of 256) or ids (past the bytes).
+// The model's tokens: the tokenizer's, else bytes (a vocabulary of 256) or ids (past the bytes).
 struct TokenCodec {
   std::optional<tokenizers::Tokenizer> tokenizer;
   int64_t vocab;
@@ -58,14 +58,14 @@ struct TokenCodec {
   }
 };
 
-TokenCodec codec_for(const models::GPTConfig& model, const std::string& name) {
-  TokenCodec codec{.tokenizer = {}, .vocab = model.vocab};
+TokenCodec codec_for(const models::CausalLM& model, const std::string& name) {
+  TokenCodec codec{.tokenizer = {}, .vocab = model.vocab()};
   if (name.empty()) return codec;
   codec.tokenizer = tokenizers::Tokenizer::load(name);
   // A model's vocabulary may be its tokenizer's padded (nanoGPT's 50304 for GPT-2's 50257).
   const auto have = int64_t(codec.tokenizer->vocab_size());
-  DLF_CHECK(have <= model.vocab && model.vocab - have < 128, "--tokenizer ", name, " has ", have,
-            " tokens, but ", model.name, "'s vocabulary is ", model.vocab,
+  DLF_CHECK(have <= model.vocab() && model.vocab() - have < 128, "--tokenizer ", name, " has ",
+            have, " tokens, but ", model.model_name(), "'s vocabulary is ", model.vocab(),
             " (a model uses the tokenizer it was trained with)");
   return codec;
 }
@@ -74,14 +74,12 @@ void continue_text(const nn::Checkpoint& ckpt, const RunConfig& run, const Gener
                    const TextOut& out) {
   for (const std::string& prompt : o.prompts)
     DLF_CHECK(!prompt.empty(), "--prompt must not be empty");
-  // models::generate and its key/value cache run a GPT; the Llama family's rotary positions
-  // per cached row are not written yet.
-  DLF_CHECK(models::family_of(run.model).gpt, "dlf generate does not continue ", run.model,
-            "'s text yet (only the GPT family's): score it with dlf eval");
   manual_seed(run.seed);
-  const auto gpt = std::make_unique<models::GPT>(models::gpt_config(run.model));
-  nn::restore_module(*gpt, ckpt);
-  const TokenCodec codec = codec_for(gpt->config(), o.tokenizer);
+  const std::unique_ptr<nn::Module> built = models::family_of(run.model).build(run.model, {});
+  auto* model = dynamic_cast<models::CausalLM*>(built.get());
+  DLF_CHECK(model, run.model, " is not a causal language model: dlf generate cannot continue text");
+  nn::restore_module(*model, ckpt);
+  const TokenCodec codec = codec_for(*model, o.tokenizer);
   std::vector<std::vector<int64_t>> prompts;
   for (const std::string& prompt : o.prompts) prompts.push_back(codec.encode(prompt));
   // The first prompt's continuation is written as it comes, the others' after.
@@ -96,7 +94,7 @@ void continue_text(const nn::Checkpoint& ckpt, const RunConfig& run, const Gener
   if (codec.tokenizer && codec.tokenizer->end_of_text())
     stop_tokens.push_back(*codec.tokenizer->end_of_text());
   models::generate(
-      *gpt, prompts,
+      *model, prompts,
       {.max_tokens = o.max_tokens,
        .sampling = {.temperature = o.temperature, .top_k = o.top_k, .top_p = o.top_p},
        .stop_tokens = stop_tokens,
