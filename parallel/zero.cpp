@@ -62,7 +62,15 @@ ZeroOptimizer::ZeroOptimizer(nn::optim::Optimizer& optimizer, Communicator& comm
 
 void ZeroOptimizer::attach_gradients() {
   if (gradients_attached_) return;
-  for (Piece& piece : pieces_) piece.owned.value.set_grad(shards_.piece_gradient(piece.owned));
+  MemoryScope scope(MemoryCategory::gradients);
+  for (Piece& piece : pieces_) {
+    Tensor g = shards_.piece_gradient(piece.owned);
+    // A tied weight's part stays on the device to be summed over the pipeline's ends (FSDP's
+    // own units are not offloaded): down now to its shard's host memory, as the others went.
+    const Device to = piece.owned.value.device();
+    if (g.defined() && g.device() != to) g = g.to(to);
+    piece.owned.value.set_grad(g);
+  }
   gradients_attached_ = true;
 }
 

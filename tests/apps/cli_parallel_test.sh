@@ -87,6 +87,13 @@ for offload in "2 optimizer optimizer_state host" "3 params parameters device"; 
   grep -q '"name":"copy \[[0-9, ]*\] to '"$copy"'"' "$tmp/offload-$what.json" ||
     fail "--offload $what: no copy to $copy in the trace"
 done
+# ... and under pipeline stages: the tied embedding's gradient, summed over the pipeline's two
+# ends on the device, goes down to its shard's host memory (it stayed, and clipping failed)
+train --steps 2 --dp 2 --pp 2 --device sim --zero 3 --metrics "$tmp/pp-z3.jsonl" 2>/dev/null ||
+  fail "dp 2 x pp 2 --zero 3 on sim"
+train --steps 2 --dp 2 --pp 2 --device sim --zero 3 --offload params --metrics "$tmp/pp-z3-off.jsonl" \
+  2>"$tmp/log" || fail "dp 2 x pp 2 --zero 3 --offload params: $(cat "$tmp/log")"
+same_losses "$tmp/pp-z3.jsonl" "$tmp/pp-z3-off.jsonl" || fail "--offload params under pp changed the losses"
 expect_error 1 train --model gpt-nano --steps 1 --offload optimizer --device cpu
 expect_error 1 train --model gpt-nano --steps 1 --devices 2 --device sim --zero 2 --offload params
 out=$("$dlf" plan --model gpt-medium --devices 8 --zero 2 --offload optimizer) ||
