@@ -1,7 +1,5 @@
 #include <dlf/plan/run_choice.h>
 
-#include <optional>
-
 #include <dlf/device/formatted.h>
 #include <dlf/plan/host_memory.h>
 #include <dlf/plan/search.h>
@@ -29,21 +27,15 @@ RunChoice choose_run(const LayoutQuery& q, const GivenFlags& given) {
                    .micro_batch = q.micro_batch};
   const bool planned = !choice.layout.table.empty();
   if (choice.layout.refusal.empty() || !planned || q.cpu) return choice;
-  const double available = q.host_available > 0 ? q.host_available : available_host_memory();
-  StageCache cache;
-  std::optional<Plan> best;
-  int64_t kept = 0;
-  for (const PlanOptions& o : configurations({.run = q.run, .devices = q.devices})) {
-    if (!keeps(o, q.run, q.micro_batch, given)) continue;
-    ++kept;
-    Plan p = plan_gpt(o, &cache);
-    const bool room =
-        double(p.worst.peak_bytes) <= kSearchedShare * double(q.run.spec.memory_bytes);
-    if (room && host_fits(host_memory_needed(p), available) && (!best || better(p, *best)))
-      best = std::move(p);
-  }
-  if (!best) return choice;
-  const PlanOptions& o = best->options;
+  const SearchResult found = search(
+      {.run = q.run,
+       .devices = q.devices,
+       .allowed = [&](const PlanOptions& o) { return keeps(o, q.run, q.micro_batch, given); },
+       .memory_share = kSearchedShare,
+       .host_available = q.host_available > 0 ? q.host_available : available_host_memory()});
+  if (!found.best) return choice;
+  const Plan& best = *found.best;
+  const PlanOptions& o = best.options;
   choice.flags = {o.recompute, o.zero, o.offload};
   choice.micro_batch = o.micro_batch;
   choice.searched = true;
@@ -57,9 +49,9 @@ RunChoice choose_run(const LayoutQuery& q, const GivenFlags& given) {
           "5 %% of the device's memory to spare and room on the host\n",
           train::layout_text(o.layout).c_str(), flags_str(choice.flags).c_str(),
           static_cast<long long>(o.micro_batch),
-          format_bytes(double(best->worst.peak_bytes)).c_str(),
-          format_bytes(double(q.run.spec.memory_bytes)).c_str(), best->step_s * 1e3,
-          static_cast<long long>(kept)) +
+          format_bytes(double(best.worst.peak_bytes)).c_str(),
+          format_bytes(double(q.run.spec.memory_bytes)).c_str(), best.step_s * 1e3,
+          static_cast<long long>(found.candidates)) +
       choice.layout.table;
   return choice;
 }

@@ -2,6 +2,7 @@
 
 #include <tuple>
 
+#include <dlf/plan/host_memory.h>
 #include <dlf/plan/memory_flags.h>
 
 namespace dlf::plan {
@@ -73,6 +74,15 @@ PlanOptions configured(const PlanOptions& run, const parallel::Layout& l, int64_
 
 constexpr Recompute kRecomputes[] = {Recompute::none, Recompute::selective, Recompute::full};
 
+bool allowed(const SearchOptions& s, const PlanOptions& o) { return !s.allowed || s.allowed(o); }
+
+// Whether `p` fits the devices with memory_share of their memory.
+bool fits(const SearchOptions& s, const Plan& p) {
+  const double memory = double(s.run.spec.memory_bytes);
+  return p.fits && (memory == 0 || s.memory_share >= 1 ||
+                    double(p.worst.peak_bytes) <= s.memory_share * memory);
+}
+
 }  // namespace
 
 std::vector<PlanOptions> configurations(const SearchOptions& s) {
@@ -82,7 +92,8 @@ std::vector<PlanOptions> configurations(const SearchOptions& s) {
     for (int64_t micro : micro_batches(s.run, l))
       for (Recompute recompute : kRecomputes)
         for (const MemoryFlags& flags : zero_and_offload(l))
-          all.push_back(configured(s.run, l, micro, recompute, flags));
+          if (PlanOptions o = configured(s.run, l, micro, recompute, flags); allowed(s, o))
+            all.push_back(std::move(o));
   return all;
 }
 
@@ -98,24 +109,32 @@ bool better(const Plan& a, const Plan& b) {
 
 SearchResult search(const SearchOptions& s) {
   SearchResult result;
+  SearchOptions every = s;
+  every.allowed = {};
+  DLF_CHECK(!configurations(every).empty(), "no dp x tp x pp layout of ", s.devices,
+            " devices divides ", s.run.model.name, " (", s.run.model.heads, " heads, ",
+            s.run.model.layers, " layers) and a batch of ", s.run.global_batch);
   result.candidates = int64_t(configurations(s).size());
-  DLF_CHECK(result.candidates > 0, "no dp x tp x pp layout of ", s.devices, " devices divides ",
-            s.run.model.name, " (", s.run.model.heads, " heads, ", s.run.model.layers,
-            " layers) and a batch of ", s.run.global_batch);
   StageCache cache;
   bool planned_any = false;
-  // Every ZeRO stage and offload of one layout, micro-batch and recompute; whether any fits.
-  auto plan_all = [&](const parallel::Layout& l, int64_t micro, Recompute recompute) {
-    bool fits = false;
+  // Every allowed ZeRO stage and offload of one layout, micro-batch and recompute: whether any
+  // fits, or nothing when none is allowed.
+  auto plan_all = [&](const parallel::Layout& l, int64_t micro,
+                      Recompute recompute) -> std::optional<bool> {
+    std::optional<bool> any_fits;
     for (const MemoryFlags& flags : zero_and_offload(l)) {
-      Plan p = plan_gpt(configured(s.run, l, micro, recompute, flags), &cache);
+      const PlanOptions o = configured(s.run, l, micro, recompute, flags);
+      if (!allowed(s, o)) continue;
+      Plan p = plan_gpt(o, &cache);
       ++result.planned;
-      fits = fits || p.fits;
+      const bool fit = fits(s, p);
+      any_fits = any_fits.value_or(false) || fit;
       if (!planned_any || p.worst.peak_bytes < result.least.worst.peak_bytes) result.least = p;
       planned_any = true;
-      if (p.fits && (!result.best || better(p, *result.best))) result.best = std::move(p);
+      const bool host = s.host_available <= 0 || host_fits(host_memory_needed(p), s.host_available);
+      if (fit && host && (!result.best || better(p, *result.best))) result.best = std::move(p);
     }
-    return fits;
+    return any_fits;
   };
   for (const parallel::Layout& l : layouts(s)) {
     const std::vector<int64_t> micros = micro_batches(s.run, l);
@@ -124,11 +143,16 @@ SearchResult search(const SearchOptions& s) {
     // the smaller micro-batches a less saving recompute may still fit, and the whole replica's
     size_t limit = micros.size();
     bool whole_may = micros.back() == whole;
+    // (a configuration not allowed tells nothing: it neither fits nor bounds)
     for (auto r = std::rbegin(kRecomputes); r != std::rend(kRecomputes); ++r) {
-      size_t fitted = 0;
-      while (fitted < limit && micros[fitted] != whole && plan_all(l, micros[fitted], *r)) ++fitted;
-      limit = fitted;
-      whole_may = whole_may && plan_all(l, whole, *r);
+      for (size_t i = 0; i < limit; ++i) {
+        if (micros[i] == whole) continue;
+        if (plan_all(l, micros[i], *r) == false) {
+          limit = i;
+          break;
+        }
+      }
+      whole_may = whole_may && plan_all(l, whole, *r) != false;
     }
   }
   result.stage_runs = cache.runs_made();

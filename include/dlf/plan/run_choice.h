@@ -30,10 +30,10 @@ struct RunChoice {
 
 /// choose_layout(query); when no layout fits the simulated devices with the flags given (and
 /// the layout was planned: a GPT on sim devices, no layout given), the fastest configuration
-/// of configurations() that keeps the `given` flags and fits both the devices (with 5 % of their
-/// memory to spare: a run's peak is within 5 % of its plan's) and this machine's memory. Its table
-/// then begins with a line naming the flags chosen and why, followed by choose_layout()'s table.
-/// When nothing fits, choose_layout()'s refusal stands.
+/// search() finds among those that keep the `given` flags and fit both the devices (with 5 % of
+/// their memory to spare: a run's peak is within 5 % of its plan's) and this machine's memory.
+/// Its table then begins with a line naming the flags chosen and why, followed by
+/// choose_layout()'s table. When nothing fits, choose_layout()'s refusal stands.
 RunChoice choose_run(const LayoutQuery& query, const GivenFlags& given);
 
 /// A run that ran out of memory on a simulated device.
