@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include <dlf/device/sim_system.h>
 #include <dlf/models/registry.h>
 #include <dlf/parallel/device_arg.h>
 #include <dlf/plan/compiled.h>
@@ -115,6 +116,11 @@ void plan_compiled(const PlanRequest& c, const parallel::DeviceArg& device,
 }  // namespace
 
 void plan_request(PlanRequest c, const PlanOut& out) {
+  if (!c.system.empty()) {
+    const SystemDevices machine = system_devices(c.system, c.nodes);
+    c.devices = machine.devices;
+    c.device = "sim:" + sim_system(c.system).preset;
+  }
   const bool batch_given = c.batch > 0;
   if (!batch_given)
     c.batch = gpt_by_dimensions(c) ? models::family("gpt").default_batch("")

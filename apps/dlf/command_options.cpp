@@ -1,6 +1,8 @@
 // The options of dlf calibrate, generate, convert, eval, plan and graph.
 #include "command_options.h"
 
+#include <dlf/device/sim_system.h>
+
 #include "validators.h"
 
 namespace dlf::app {
@@ -15,10 +17,10 @@ void add_calibrate(CLI::App& app, std::string& out, CLI::App*& cmd) {
 }
 
 void add_generate(CLI::App& app, GenerateOptions& o, CLI::App*& cmd) {
-  cmd =
-      app.add_subcommand("generate",
-                         "Use a trained model: a GPT continues --prompt, a BERT fills its [MASK]s, "
-                         "a UNet samples images");
+  cmd = app.add_subcommand(
+      "generate",
+      "Use a trained model: a GPT or Llama continues --prompt, a BERT fills its [MASK]s, "
+      "a UNet samples images");
   CLI::Option_group* source = cmd->add_option_group("model", "the model: one of");
   source->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5");
   source->add_option("--weights", o.weights,
@@ -111,9 +113,19 @@ void add_plan(CLI::App& app, PlanCommand& o, CLI::App*& cmd) {
         std::tuple{"--heads", &o.heads, "... its attention heads (dividing --hidden)"},
         std::tuple{"--vocab", &o.vocab, "... its vocabulary (default 50257; --seq: 2048)"}})
     cmd->add_option(flag, *value, what)->check(whole(1, int64_t(1) << 24))->excludes(model);
-  cmd->add_option("--devices", o.devices, "devices in all")
-      ->check(whole(1, kMaxPlannedDevices))
-      ->required();
+  CLI::Option_group* machine = cmd->add_option_group("devices", "the devices: one of");
+  machine->add_option("--devices", o.devices, "devices in all")
+      ->check(whole(1, kMaxPlannedDevices));
+  std::string systems;
+  for (const SimSystem& known : sim_systems())
+    systems += (systems.empty() ? "" : ", ") + known.name;
+  CLI::Option* system =
+      machine->add_option("--system", o.system, "a machine by name, with --nodes: " + systems);
+  machine->require_option(1);
+  CLI::Option* nodes = cmd->add_option("--nodes", o.nodes, "how many of --system's nodes")
+                           ->check(whole(1, 1 << 16))
+                           ->needs(system);
+  system->needs(nodes);
   cmd->add_option("--dp", o.dp, "data-parallel ways (default: devices / (tp x pp))")
       ->check(whole(1, kMaxPlannedDevices));
   cmd->add_option("--tp", o.tp, "tensor-parallel ways")
@@ -122,7 +134,9 @@ void add_plan(CLI::App& app, PlanCommand& o, CLI::App*& cmd) {
   cmd->add_option("--pp", o.pp, "pipeline stages")
       ->check(whole(1, kMaxPlannedDevices))
       ->capture_default_str();
-  cmd->add_option("--device", o.device, "sim:PRESET or sim:SPEC.json")->capture_default_str();
+  cmd->add_option("--device", o.device, "sim:PRESET or sim:SPEC.json")
+      ->capture_default_str()
+      ->excludes(system);
   cmd->add_option("--batch", o.batch,
                   "global batch in sequences or images (default: dlf train's for the model)")
       ->check(whole(1, int64_t(1) << 40));

@@ -122,6 +122,15 @@ expect_error 1 plan --model gpt-small --devices 10 --tp 4
 expect_error 1 plan --model gpt-small --devices 8 --tp 8
 expect_error 1 plan --model gpt-small --devices 2 --device cpu
 expect_error 2 plan --model gpt-small
+# a machine by name: 2 DGX H100 nodes are 16 h100-80gb devices; a trn1.32xlarge holds 32 cores
+out=$("$dlf" plan --model gpt-small --system dgx-h100 --nodes 2 --batch 32 --json) || fail "plan --system: $out"
+grep -q '"devices":16,' <<<"$out" && grep -q '"device":"h100-80gb"' <<<"$out" || fail "plan --system dgx-h100: $out"
+out=$("$dlf" plan --model gpt-small --system trn1.32xlarge --nodes 1 --tp 4 --batch 32) || fail "plan trn1: $out"
+grep -q "32 x trn1" <<<"$out" || fail "plan --system trn1.32xlarge: $out"
+expect_error 1 plan --model gpt-small --system trn9.huge --nodes 1
+expect_error 2 plan --model gpt-small --system dgx-h100
+expect_error 2 plan --model gpt-small --system dgx-h100 --nodes 2 --devices 16
+expect_error 2 plan --model gpt-small --system dgx-h100 --nodes 2 --device sim:a100-40gb
 # global options anywhere; an unknown option gets the closest known one; --version; help
 "$dlf" demo --steps 1 --threads 1 | grep -q ", 1 threads" || fail "--threads after the command"
 err=$("$dlf" train --stpes 3 2>&1 >/dev/null); [ $? -eq 2 ] || fail "--stpes: exit code"

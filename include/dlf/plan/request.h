@@ -15,7 +15,13 @@ struct PlanRequest {
   ///@{
   int64_t layers = 0, hidden = 0, heads = 0, vocab = 0;
   ///@}
-  int devices = 1;                       ///< dp x tp x pp
+  int devices = 1;  ///< dp x tp x pp
+  /// A machine by name (sim_system(): "trn1.32xlarge") and how many of it, instead of `devices`
+  /// and `device`
+  ///@{
+  std::string system;
+  int nodes = 0;
+  ///@}
   int dp = 0;                            ///< 0: devices / (tp · pp)
   int tp = 1;                            ///< tensor-parallel ranks
   int pp = 1;                            ///< pipeline stages
