@@ -62,15 +62,10 @@ Tensor GPT::hidden(const Tensor& idx, nn::KVCache* cache) const {
   if (!cache) {
     pos = arange(double(T), {.dtype = DType::i64, .device = idx.device()});
   } else {
-    DLF_CHECK(cache->batch() == B && cache->layers() == config_.layers, "GPT '", config_.name,
-              "': a cache of ", cache->batch(), " rows and ", cache->layers(),
-              " layers for tokens ", shape_str(idx.shape()), " and ", config_.layers, " layers");
+    check_cache(*cache, config_.layers, B, T);
     std::vector<int64_t> positions;  // row b's tokens at cache->lengths()[b] onwards
-    for (const int64_t n : cache->lengths()) {
-      DLF_CHECK(n + T <= config_.context, "GPT '", config_.name, "': positions ", n, "..",
-                n + T - 1, " are past the context of ", config_.context);
+    for (const int64_t n : cache->lengths())
       for (int64_t t = 0; t < T; ++t) positions.push_back(n + t);
-    }
     pos = from_vector(positions, {B, T}).to(idx.device());
   }
   Tensor x =

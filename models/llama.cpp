@@ -203,14 +203,7 @@ Tensor Llama::hidden(const Tensor& idx, nn::KVCache* cache) const {
   const int64_t B = idx.size(0), T = idx.size(1);
   DLF_CHECK(T >= 1 && T <= config_.context, "Llama '", config_.name, "': sequence length ", T,
             " is outside 1..", config_.context, " (the context)");
-  if (cache) {
-    DLF_CHECK(cache->batch() == B && cache->layers() == config_.layers, "Llama '", config_.name,
-              "': a cache of ", cache->batch(), " rows and ", cache->layers(),
-              " layers for tokens ", shape_str(idx.shape()), " and ", config_.layers, " layers");
-    for (const int64_t n : cache->lengths())
-      DLF_CHECK(n + T <= config_.context, "Llama '", config_.name, "': positions ", n, "..",
-                n + T - 1, " are past the context of ", config_.context);
-  }
+  if (cache) check_cache(*cache, config_.layers, B, T);
   Tensor x = model->embed_tokens->forward(idx);
   for (int64_t i = 0; i < config_.layers; ++i) {
     const LlamaDecoderLayer& layer = (*model->layers)[size_t(i)];

@@ -1,5 +1,6 @@
 #include <dlf/plan/search.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include <dlf/plan/host_memory.h>
@@ -109,11 +110,12 @@ bool better(const Plan& a, const Plan& b) {
 
 SearchResult search(const SearchOptions& s) {
   SearchResult result;
-  SearchOptions every = s;
-  every.allowed = {};
-  DLF_CHECK(!configurations(every).empty(), "no dp x tp x pp layout of ", s.devices,
-            " devices divides ", s.run.model.name, " (", s.run.model.heads, " heads, ",
-            s.run.model.layers, " layers) and a batch of ", s.run.global_batch);
+  const std::vector<parallel::Layout> all_layouts = layouts(s);
+  DLF_CHECK(std::ranges::any_of(all_layouts,
+                                [&](const auto& l) { return !micro_batches(s.run, l).empty(); }),
+            "no dp x tp x pp layout of ", s.devices, " devices divides ", s.run.model.name, " (",
+            s.run.model.heads, " heads, ", s.run.model.layers, " layers) and a batch of ",
+            s.run.global_batch);
   result.candidates = int64_t(configurations(s).size());
   StageCache cache;
   bool planned_any = false;
@@ -136,7 +138,7 @@ SearchResult search(const SearchOptions& s) {
     }
     return any_fits;
   };
-  for (const parallel::Layout& l : layouts(s)) {
+  for (const parallel::Layout& l : all_layouts) {
     const std::vector<int64_t> micros = micro_batches(s.run, l);
     if (micros.empty()) continue;
     const int64_t whole = s.run.global_batch / l.dp;  // one micro-batch: nothing accumulated

@@ -116,11 +116,8 @@ void add_plan(CLI::App& app, PlanCommand& o, CLI::App*& cmd) {
   CLI::Option_group* machine = cmd->add_option_group("devices", "the devices: one of");
   machine->add_option("--devices", o.devices, "devices in all")
       ->check(whole(1, kMaxPlannedDevices));
-  std::string systems;
-  for (const SimSystem& known : sim_systems())
-    systems += (systems.empty() ? "" : ", ") + known.name;
-  CLI::Option* system =
-      machine->add_option("--system", o.system, "a machine by name, with --nodes: " + systems);
+  CLI::Option* system = machine->add_option(
+      "--system", o.system, "a machine by name, with --nodes: " + sim_system_names());
   machine->require_option(1);
   CLI::Option* nodes = cmd->add_option("--nodes", o.nodes, "how many of --system's nodes")
                            ->check(whole(1, 1 << 16))

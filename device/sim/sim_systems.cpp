@@ -22,13 +22,18 @@ const std::vector<SimSystem>& sim_systems() {
   return all;
 }
 
+std::string sim_system_names() {
+  std::string names;
+  for (const SimSystem& s : sim_systems()) names += (names.empty() ? "" : ", ") + s.name;
+  return names;
+}
+
 const SimSystem& sim_system(std::string_view name) {
   for (const SimSystem& s : sim_systems()) {
     if (s.name == name) return s;
   }
-  std::string known;
-  for (const SimSystem& s : sim_systems()) known += (known.empty() ? "" : ", ") + s.name;
-  throw Error(detail::concat("unknown system '", name, "': known systems are ", known));
+  throw Error(
+      detail::concat("unknown system '", name, "': known systems are ", sim_system_names()));
 }
 
 SystemDevices system_devices(std::string_view name, int nodes) {

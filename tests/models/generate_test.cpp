@@ -122,6 +122,22 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a cache that does not serve the tokens is refused by name (GPT and Llama)") {
+  for (const std::string family : {"gpt", "llama"}) {
+    CAPTURE(family);
+    const std::unique_ptr<models::CausalLM> model = nano(family, DType::f32);
+    const std::string name = family + "-nano";
+    const Tensor two_rows = zeros({2, 3}, {.dtype = DType::i64});
+    nn::KVCache one_row = model->make_cache(1);
+    check_error([&] { model->hidden(two_rows, &one_row); },
+                {name, "a cache of 1 rows", "for 2 rows of tokens"});
+    nn::KVCache full = model->make_cache(2);
+    full.set_lengths({62, 0});  // 62 + 3 positions: past the context of 64
+    check_error([&] { model->hidden(two_rows, &full); },
+                {name, "positions 62..64", "past the context of 64"});
+  }
+}
+
 TEST_CASE("generate: past the context the cache shifts; sampling is seeded; stops end a row") {
   Generator init(8);
   models::GPT gpt(models::gpt_config("gpt-nano"), &init);

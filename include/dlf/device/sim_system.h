@@ -21,6 +21,8 @@ struct SimSystem {
 
 /// The systems sim_system() knows, in a fixed order.
 const std::vector<SimSystem>& sim_systems();
+/// Their names, comma-separated, in that order ("trn1.32xlarge, trn1n.32xlarge, ...").
+std::string sim_system_names();
 /// The system named `name`; a dlf::Error lists the known names when it is unknown.
 const SimSystem& sim_system(std::string_view name);
 

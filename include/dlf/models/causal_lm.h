@@ -26,6 +26,11 @@ class CausalLM : public nn::Module {
   virtual const std::string& model_name() const = 0;
   virtual int64_t vocab() const = 0;    ///< token ids 0..vocab-1
   virtual int64_t context() const = 0;  ///< the longest sequence
+
+ protected:
+  /// A dlf::Error unless `cache` serves tokens [B, T] of this model of `layers` attention layers:
+  /// B rows, `layers` layers, and room for T more positions in every row within the context.
+  void check_cache(const nn::KVCache& cache, int64_t layers, int64_t B, int64_t T) const;
 };
 
 }  // namespace dlf::models
