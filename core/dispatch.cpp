@@ -3,6 +3,7 @@
 #include <dlf/core/op.h>
 
 #include <dlf/device/device_memory.h>
+#include <dlf/device/host.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/threads.h>
 #include <dlf/device/trace.h>
@@ -220,8 +221,8 @@ std::optional<double> charge_host_copy(Device device, const OpDef& op, Inputs in
                                        std::span<const Tensor> outputs) {
   if (inputs.empty() || !inputs[0].defined() || outputs.empty()) return std::nullopt;
   const Device from = inputs[0].device();
-  const bool up = from.type == DeviceType::cpu && device.type != DeviceType::cpu;
-  const bool down = device.type == DeviceType::cpu && from.type != DeviceType::cpu;
+  const bool up = is_host(from) && !is_host(device);
+  const bool down = is_host(device) && !is_host(from);
   if (!up && !down) return std::nullopt;
   const Device side = up ? device : from;
   const double bytes = double(outputs[0].nbytes());

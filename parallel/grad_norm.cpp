@@ -6,6 +6,7 @@
 #include <dlf/parallel/grad_norm.h>
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 namespace dlf::parallel {
@@ -18,6 +19,11 @@ NormScope norm_scope_of(const nn::NamedTensors& named,
     if (counted(name)) storages.insert(p.storage().get());
   return {.counts = [storages](const Tensor& p) { return storages.contains(p.storage().get()); },
           .groups = std::move(groups)};
+}
+
+double squares_on_host(const Tensor& squares) {
+  if (!squares.device().has_data()) return std::numeric_limits<double>::infinity();
+  return squares.item<double>();
 }
 
 namespace {
@@ -33,7 +39,7 @@ std::vector<Tensor> counted_gradients(const std::vector<Tensor>& params, const N
 double counted_squares(const std::vector<Tensor>& params, const NormScope& scope) {
   autograd::NoGradGuard no_grad;
   const std::vector<Tensor> counted = counted_gradients(params, scope);
-  return counted.empty() ? 0 : sum_squares(counted).item<double>();
+  return counted.empty() ? 0 : squares_on_host(sum_squares(counted));
 }
 
 Tensor global_norm_on_device(const std::vector<Tensor>& params, const NormScope& scope) {
@@ -52,7 +58,7 @@ double add_over_groups(double squares, const NormScope& scope) {
   Tensor total =
       full({1}, squares, {.dtype = DType::f64, .device = scope.groups.front()->device()});
   for (Communicator* group : scope.groups) group->allreduce(total);
-  return total.item<double>();
+  return squares_on_host(total);
 }
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, const NormScope& scope) {

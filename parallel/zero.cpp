@@ -86,10 +86,10 @@ double ZeroOptimizer::clip_grad_norm(const std::vector<Tensor>& params, double m
     if (g.defined() && (!scope.counts || scope.counts(piece.owned.param))) counted.push_back(g);
     mine.push_back(piece.owned.value);
   }
-  const double squares = counted.empty() ? 0 : sum_squares(counted).item<double>();
+  const double squares = counted.empty() ? 0 : squares_on_host(sum_squares(counted));
   Tensor total = full({1}, squares, {.dtype = DType::f64, .device = comm_.device()});
   comm_.allreduce(total);
-  const double norm = std::sqrt(add_over_groups(total.item<double>(), scope));
+  const double norm = std::sqrt(add_over_groups(squares_on_host(total), scope));
   nn::optim::scale_gradients(mine, norm, max_norm);
   return norm;
 }

@@ -1,33 +1,23 @@
-#include <set>
+#include <dlf/parallel/planning_communicator.h>
 
 #include "common.h"
 
 namespace dlf::plan {
-namespace {
 
-// The largest block's parameter bytes, and the blocks' parameters (FSDP's units).
-void visit_blocks(const nn::Module& m, ZeroShape& z, std::set<const Storage*>& in_blocks) {
-  if (m.is_block()) {
-    int64_t bytes = 0;
-    for (const Tensor& p : m.parameters()) {
-      bytes += int64_t(p.nbytes());
-      in_blocks.insert(p.storage().get());
-    }
-    z.largest_block_bytes = std::max(z.largest_block_bytes, bytes);
-    return;
-  }
-  for (const auto& [name, child] : m.children()) visit_blocks(*child, z, in_blocks);
-}
-
-}  // namespace
-
-ZeroShape zero_shape(const nn::Module& model) {
-  ZeroShape z;
-  std::set<const Storage*> in_blocks;
-  visit_blocks(model, z, in_blocks);
-  for (const Tensor& p : model.parameters())
-    if (!in_blocks.contains(p.storage().get())) z.root_param_bytes += int64_t(p.nbytes());
-  return z;
+std::unique_ptr<parallel::Mesh> planning_mesh(const parallel::Layout& l, int stage) {
+  auto devices = [](int count, int first, int stride) {
+    std::vector<int> all;
+    for (int i = 0; i < count; ++i) all.push_back(first + i * stride);
+    return all;
+  };
+  auto group = [](int rank, std::vector<int> on, const char* name) {
+    const int size = int(on.size());
+    return std::make_unique<parallel::PlanningCommunicator>(kPlanDevice, rank, size, name,
+                                                            std::move(on));
+  };
+  return std::make_unique<parallel::Mesh>(
+      l, group(0, devices(l.dp, stage * l.tp, l.tp * l.pp), "dp"),
+      group(0, devices(l.tp, stage * l.tp, 1), "tp"), group(stage, devices(l.pp, 0, l.tp), "pp"));
 }
 
 }  // namespace dlf::plan

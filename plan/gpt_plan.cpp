@@ -3,11 +3,14 @@
 #include <dlf/device/device_memory.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/json_line.h>
+#include <dlf/models/family.h>
+#include <dlf/models/gpt.h>
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/models/registry.h>
 #include <dlf/nn/optim/optimizer.h>
 #include <dlf/parallel/planning_communicator.h>
 #include <dlf/plan/plan.h>
+#include <dlf/train/rank_step.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -31,19 +34,12 @@ struct StageShape {
   autograd::Recompute recompute;
 };
 
+// The model's own stage (ParallelGPT over a planning tp group): forward and backward of one
+// micro-batch through every chunk of the stage, on the plan device.
 struct StageRun {
-  int64_t parameters = 0, parameter_tensors = 0, activation_bytes = 0, optimizer_bytes = 0,
-          grad_bytes = 0;
-  double forward_s = 0, backward_s = 0, optimizer_s = 0;
-  int64_t peak_step = 0, peak_update = 0;  // during forward + backward; the AdamW step
-  BytesByCategory at_peak_step{}, at_peak_update{};
-  BytesByCategory at_forward_end{};  // live at the end of forward (the most activations)
-  ZeroShape zero;                    // what ZeRO-3 gathers and keeps whole
-  std::vector<parallel::PlannedCollective> tp_comm;  // the model's tp collectives, each way
+  int64_t parameters = 0, activation_bytes = 0;
+  double forward_s = 0, backward_s = 0, tp_comm_s = 0;
 };
-
-// The model's own stage (ParallelGPT, tp rank 0 of a planning group): forward and backward of
-// one micro-batch through every chunk of the stage, then the AdamW step, on the plan device.
 StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   reset_plan_device(spec);
   const Device d = kPlanDevice;
@@ -55,15 +51,11 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
     model = std::make_unique<models::ParallelGPT>(s.c, tp, s.stage, s.stages, s.chunks);
   }
   model->recompute(s.recompute);
-  const std::vector<Tensor> params = model->parameters();
   StageRun run;
-  for (const Tensor& p : params) run.parameters += p.numel();
-  run.parameter_tensors = int64_t(params.size());
-  run.zero = zero_shape(*model);
+  for (const Tensor& p : model->parameters()) run.parameters += p.numel();
   Allocator& memory = allocator_for(d);
   sim::Timeline& clock = sim::timeline(d);
 
-  memory.reset_peak();
   double t = clock.now();
   Tensor out, input;
   {
@@ -78,8 +70,7 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
     for (int chunk = 0; chunk < s.chunks; ++chunk) out = model->forward(out, idx, idx, chunk);
   }
   run.forward_s = clock.now() - t;
-  run.at_forward_end = memory.stats().live_by;
-  run.activation_bytes = run.at_forward_end[static_cast<int>(MemoryCategory::activations)];
+  run.activation_bytes = memory.stats().live_by[static_cast<int>(MemoryCategory::activations)];
   t = clock.now();
   if (model->last) {
     out.backward();
@@ -87,31 +78,113 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
     out.backward(Tensor::empty(out.shape(), out.dtype(), d));
   }
   run.backward_s = clock.now() - t;
-  out = Tensor();
-  input = Tensor();
-  run.tp_comm = tp.collectives();
-  MemoryStats stats = memory.stats();
-  run.peak_step = stats.peak_bytes;
-  run.at_peak_step = stats.at_peak_by;
-  run.grad_bytes = stats.live_by[static_cast<int>(MemoryCategory::gradients)];
-
-  memory.reset_peak();
-  t = clock.now();
-  nn::optim::AdamW opt({{.params = params, .weight_decay = 0.1}},
-                       {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
-  opt.step();
-  run.optimizer_s = clock.now() - t;
-  stats = memory.stats();
-  run.peak_update = stats.peak_bytes;
-  run.at_peak_update = stats.at_peak_by;
-  run.optimizer_bytes = stats.live_by[static_cast<int>(MemoryCategory::optimizer_state)];
+  run.tp_comm_s = tp.seconds().busy;
   return run;
 }
 
-std::vector<int> strided(int count, int stride) {
-  std::vector<int> group;
-  for (int i = 0; i < count; ++i) group.push_back(i * stride);
-  return group;
+// The micro-batches stage `stage`'s step runs: the fewest whose passes reach the schedule's
+// steady state — a forward after a backward, the warm-up's activations held and the gradients
+// accumulating — or the plan's when fewer; GPipe, whose forwards all come first, two (the
+// gradients accumulate, the activations of the rest are added after). And how many more a
+// second run takes (interleaved: a multiple of the stages), whose difference is a micro-batch's
+// time in the steady state.
+int64_t micro_batches_more(const PlanOptions& o) {
+  return o.schedule == PipelineSchedule::interleaved ? o.layout.pp : 1;
+}
+int64_t micro_batches_run(const PlanOptions& o, int stage, int64_t m) {
+  if (o.schedule == PipelineSchedule::gpipe) return std::min<int64_t>(m, 2);
+  const int64_t more = micro_batches_more(o);
+  for (int64_t k = more; k < m; k += more) {
+    const int64_t warmup =
+        parallel::warmup_forwards(o.schedule, o.layout.pp, stage, o.virtual_stages, k);
+    if (k * o.virtual_stages >= warmup + 2) return k;
+  }
+  return m;
+}
+
+// Chunks of micro-batches a stage holds at once out of m: the warm-up's forwards and one more
+// (run_pipeline), each a share of a micro-batch's activations by its blocks.
+double micro_batches_held(const PlanOptions& o, int stage, const std::vector<int>& chunk_layers,
+                          int64_t m) {
+  const int chunks = o.virtual_stages, pp = o.layout.pp;
+  const int layers = std::accumulate(chunk_layers.begin(), chunk_layers.end(), 0);
+  const int in_flight = int(std::min<int64_t>(
+      parallel::warmup_forwards(o.schedule, pp, stage, chunks, m) + 1, m * chunks));
+  double held = 0;
+  for (int k = 0; k < in_flight; ++k) {
+    const int v = parallel::pipeline_pass(o.schedule, k, pp, chunks, true).chunk;
+    held += layers > 0 ? double(chunk_layers[size_t(v)]) / layers : 1.0 / chunks;
+  }
+  return held;
+}
+
+// A rank of the stage as a run trains it: train::RankStep over the pipeline model
+// (train::make_pipeline_model) on planning dp, tp and pp groups — DDP's allreduce overlapping
+// the last micro-batch's backward or ZeRO's reduce-scatters, ZeroOptimizer's shards, FSDP's
+// prefetched gathers, the offloaded optimizer's copies over the host link and its update on the
+// host — run twice as the trainer runs it; the second step's peaks and times on the clock.
+struct RankRun {
+  int64_t micro_batches = 0;
+  int64_t peak_step = 0, peak_update = 0;  // during forward and backward; the update
+  BytesByCategory at_peak_step{}, at_peak_update{};
+  double forward_backward_s = 0, update_s = 0, p2p_s = 0;
+  parallel::CommSeconds dp;  // the step's data-parallel collectives
+};
+RankRun run_rank_step(const PlanOptions& o, int stage, int64_t micro_batches) {
+  reset_plan_device(o.spec);
+  const train::PartOptions part{.micro_batches = int(micro_batches),
+                                .schedule = o.schedule,
+                                .virtual_stages = o.virtual_stages,
+                                .zero = o.zero,
+                                .offload_params = o.offload == Offload::params,
+                                .recompute = o.recompute};
+  const std::unique_ptr<parallel::Mesh> mesh = planning_mesh(o.layout, stage);
+  const nn::NamedTensors whole = [&] {
+    DefaultDeviceGuard shapes_only(kMeta);
+    return models::GPT(o.model).state_dict();
+  }();
+  std::unique_ptr<train::RankModel> model;
+  {
+    DefaultDeviceGuard on_plan_device(kPlanDevice);
+    MemoryScope parameters(MemoryCategory::parameters);
+    model = train::make_pipeline_model(o.model, *mesh, whole, part);
+  }
+  train::RankStep step(
+      std::move(model), *mesh,
+      {.part = part, .offload_optimizer = o.offload != Offload::none, .precision = o.dtype});
+  Generator gen(0);  // values do not matter on the plan device: only shapes
+  const models::ExampleBatch b =
+      models::gpt_batch(o.model, o.micro_batch * micro_batches, o.seq, gen);
+  Allocator& memory = allocator_for(kPlanDevice);
+  sim::Timeline& clock = sim::timeline(kPlanDevice);
+  RankRun run;
+  run.micro_batches = micro_batches;
+  for (int i = 0; i < 2; ++i) {
+    memory.reset_peak();
+    const double start = clock.now();
+    const parallel::CommSeconds dp = mesh->dp().seconds();
+    const double p2p = mesh->pp().seconds().busy;
+    step.zero_grad();
+    {
+      AutocastGuard autocast(autocast_for(o.dtype));
+      (void)step.model().run_step(b.batch);
+    }
+    (void)step.clip_gradients();
+    MemoryStats stats = memory.stats();
+    run.peak_step = stats.peak_bytes;
+    run.at_peak_step = stats.at_peak_by;
+    const double reduced = clock.now();
+    run.p2p_s = mesh->pp().seconds().busy - p2p;
+    run.dp = {mesh->dp().seconds().busy - dp.busy, mesh->dp().seconds().exposed - dp.exposed};
+    memory.reset_peak();
+    step.update();
+    stats = memory.stats();
+    run.peak_update = stats.peak_bytes;
+    run.at_peak_update = stats.at_peak_by;
+    run.forward_backward_s = reduced - start;
+    run.update_s = clock.now() - reduced;
+  }
+  return run;
 }
 
 }  // namespace
@@ -136,11 +209,17 @@ Offload parse_offload(std::string_view name) {
 
 struct StageCache::Runs {
   std::map<std::tuple<std::string, bool, bool, std::vector<int>>, StageRun> made;
+  // and the rank steps, by the stage run's key, the layout's dp and pp, ZeRO, offload, the
+  // micro-batches run and how many of them the stage holds at once
+  std::map<
+      std::tuple<std::string, bool, bool, std::vector<int>, int, int, int, int, int64_t, double>,
+      RankRun>
+      steps;
 };
 
 StageCache::StageCache() : runs_(std::make_unique<Runs>()) {}
 StageCache::~StageCache() = default;
-int64_t StageCache::runs_made() const { return int64_t(runs_->made.size()); }
+int64_t StageCache::runs_made() const { return int64_t(runs_->made.size() + runs_->steps.size()); }
 
 Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   Plan plan;
@@ -165,27 +244,16 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   plan.parameters = models::gpt_parameter_count(c);
   const int64_t m = plan.micro_batches;
 
-  // [b, T, C] between stages, in the residual stream's dtype (bf16 under autocast)
-  const double boundary = double(o.micro_batch * o.seq * c.dim) * double(dtype_size(o.dtype));
-  const std::vector<int> tp_group = strided(l.tp, 1);
-  const std::vector<int> dp_group = strided(l.dp, l.tp * l.pp);
-  const std::vector<int> pp_pair = {0, l.tp};
-  auto collective = [&](sim::Collective kind, double bytes, const std::vector<int>& group) {
-    return sim::collective_seconds(o.spec, kind, bytes, group);
-  };
-  if (l.pp > 1) {  // each tp rank sends its slice over its own link; the receivers allgather
-    plan.p2p_s = collective(sim::Collective::send_recv, boundary / l.tp, pp_pair) +
-                 (l.tp > 1 ? collective(sim::Collective::allgather, boundary, tp_group) : 0);
-  }
-
   // Every stage, each kind (first or not, last or not, its chunks' blocks) run once: in this
   // plan, or in the cache's earlier plans of the same model, tp, micro-batch and flags.
   StageCache local;
-  auto& runs = (cache ? *cache : local).runs_->made;
+  StageCache::Runs& runs = *(cache ? *cache : local).runs_;
   const std::string shape = c.name + " " + o.spec.name + " " + std::to_string(c.layers) + "x" +
                             std::to_string(c.dim) + " tp" + std::to_string(l.tp) + " b" +
                             std::to_string(o.micro_batch) + " s" + std::to_string(o.seq) + " " +
-                            dtype_name(o.dtype) + " " + autograd::recompute_name(o.recompute);
+                            dtype_name(o.dtype) + " " + autograd::recompute_name(o.recompute) +
+                            " " + parallel::schedule_name(o.schedule) + std::to_string(chunks);
+  double busiest_s = 0;  // the stage whose micro-batches take longest, reductions included
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
     std::vector<int> chunk_layers;  // the blocks of each of this stage's chunks
@@ -195,81 +263,66 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
     }
     const int layers = std::accumulate(chunk_layers.begin(), chunk_layers.end(), 0);
     const auto key = std::make_tuple(shape, first, last, chunk_layers);
-    if (!runs.contains(key)) {
-      runs.emplace(
+    if (!runs.made.contains(key)) {
+      runs.made.emplace(
           key, run_stage({c, l.tp, stage, l.pp, chunks, o.micro_batch, o.seq, o.dtype, o.recompute},
                          o.spec));
     }
-    const StageRun& run = runs.at(key);
-    double tp_comm = 0;  // the model's own, forward, backward and recomputed, over its tp group
-    for (const parallel::PlannedCollective& k : run.tp_comm)
-      tp_comm += collective(k.kind, k.bytes, tp_group);
-    // Chunks of micro-batches held at once: the warm-up's forwards and one more (run_pipeline),
-    // each a share of a micro-batch's activations by its blocks; beyond the one micro-batch the
-    // stage's run held.
-    const int in_flight = int(std::min<int64_t>(
-        parallel::warmup_forwards(o.schedule, l.pp, stage, chunks, m) + 1, m * chunks));
-    double held = 0;
-    for (int k = 0; k < in_flight; ++k) {
-      const int v = parallel::pipeline_pass(o.schedule, k, l.pp, chunks, true).chunk;
-      held += layers > 0 ? double(chunk_layers[size_t(v)]) / layers : 1.0 / chunks;
-    }
-    const int64_t more_activations = int64_t(double(run.activation_bytes) * (held - 1));
+    const StageRun& run = runs.made.at(key);
+    const int64_t m_run = micro_batches_run(o, stage, m);
+    const double held_run = micro_batches_held(o, stage, chunk_layers, m_run);
+    auto rank_step = [&](int64_t micro_batches) -> const RankRun& {
+      const auto step_key =
+          std::tuple_cat(key, std::make_tuple(l.dp, l.pp, o.zero, static_cast<int>(o.offload),
+                                              micro_batches, held_run));
+      if (!runs.steps.contains(step_key))
+        runs.steps.emplace(step_key, run_rank_step(o, stage, micro_batches));
+      return runs.steps.at(step_key);
+    };
+    const RankRun& ranked = rank_step(m_run);
+    const RankRun& more = rank_step(m_run + micro_batches_more(o));
+    const double held = micro_batches_held(o, stage, chunk_layers, m);
+    // What the step holds beyond the micro-batches its run held (1F1B's warm-up).
+    const int64_t more_activations = int64_t(double(run.activation_bytes) * (held - held_run));
     StagePlan s{.stage = stage,
                 .layers = layers,
                 .parameters = run.parameters,
                 .activation_bytes = run.activation_bytes,
-                .in_flight = in_flight,
+                .in_flight = int(std::min<int64_t>(
+                    parallel::warmup_forwards(o.schedule, l.pp, stage, chunks, m) + 1, m * chunks)),
                 .forward_s = run.forward_s,
                 .backward_s = run.backward_s,
-                .tp_comm_s = tp_comm,
-                .optimizer_s = o.zero > 0 ? run.optimizer_s / l.dp : run.optimizer_s};
-    // Peak: forward + backward with the optimizer state and the gradients accumulated over the
-    // micro-batches resident and `in_flight` micro-batches' activations held, or the AdamW
-    // step — whichever is higher. With one micro-batch a step nothing has accumulated: the
-    // step starts without gradients (zero_grad sets them to none), as the stage's run did.
-    const int64_t grads_at_peak = run.at_peak_step[static_cast<int>(MemoryCategory::gradients)];
-    const int64_t accumulated = m > 1 ? run.grad_bytes - grads_at_peak : 0;
-    const int64_t step_peak = run.peak_step + run.optimizer_bytes + accumulated + more_activations;
-    if (step_peak >= run.peak_update) {
+                .tp_comm_s = run.tp_comm_s,
+                .optimizer_s = ranked.update_s};
+    // Peak: forward and backward as the run had them with the activations of the micro-batches
+    // it did not run, or the update — whichever is higher.
+    const int64_t step_peak = ranked.peak_step + more_activations;
+    if (step_peak >= ranked.peak_update) {
       s.peak_bytes = step_peak;
-      s.memory = run.at_peak_step;
-      s.memory[static_cast<int>(MemoryCategory::gradients)] = grads_at_peak + accumulated;
-      s.memory[static_cast<int>(MemoryCategory::optimizer_state)] += run.optimizer_bytes;
+      s.memory = ranked.at_peak_step;
       s.memory[static_cast<int>(MemoryCategory::activations)] += more_activations;
     } else {
-      s.peak_bytes = run.peak_update;
-      s.memory = run.at_peak_update;
+      s.peak_bytes = ranked.peak_update;
+      s.memory = ranked.at_peak_update;
       s.peak_at_update = true;
     }
-    // what ZeRO and offload leave, at the peak or at the end of forward
-    BytesByCategory end = run.at_forward_end;
-    end[static_cast<int>(MemoryCategory::gradients)] = m > 1 ? run.grad_bytes : 0;
-    end[static_cast<int>(MemoryCategory::optimizer_state)] += run.optimizer_bytes;
-    end[static_cast<int>(MemoryCategory::activations)] += more_activations;
-    s.optimizer_s +=
-        shrink_for_zero(s.memory, s.peak_bytes, s.peak_at_update, end, run.zero, l.dp,
-                        {.offload = o.offload,
-                         .zero = o.zero,
-                         .update_bytes = double(run.grad_bytes) / (o.zero > 0 ? l.dp : 1),
-                         .tensors = run.parameter_tensors,
-                         .micro_batches = m,
-                         .update_s = s.optimizer_s,
-                         .forward_s = s.forward_s,
-                         .backward_s = s.backward_s},
-                        o.spec);
-    // Each chunk receives and sends forward, and back.
-    const double stage_s = s.forward_s + s.backward_s + s.tp_comm_s + 2 * chunks * plan.p2p_s;
-    if (stage == 0 || stage_s > plan.stage_s) {
-      plan.stage_s = stage_s;
+    // A micro-batch in the steady state (its forward and backward, tp's and the pipeline's
+    // transfers, ZeRO-3's gathers, as they overlap): what the run with more of them took
+    // longer. The stage's m micro-batches: the run's and that many more, the reductions' wait
+    // after the last included.
+    const double micro_s = (more.forward_backward_s - ranked.forward_backward_s) /
+                           double(more.micro_batches - ranked.micro_batches);
+    const double busy_s = ranked.forward_backward_s + double(m - ranked.micro_batches) * micro_s;
+    s.micro_batch_s = micro_s;
+    if (stage == 0 || micro_s > plan.stage_s) {
+      plan.stage_s = micro_s;
       plan.slowest = stage;
+      plan.p2p_s = ranked.p2p_s / double(ranked.micro_batches * 2 * chunks);
     }
     plan.optimizer_s = std::max(plan.optimizer_s, s.optimizer_s);
-    const ZeroComm dp =
-        zero_comm(o.spec, o.zero, double(run.grad_bytes), dp_group, s.forward_s, s.backward_s);
-    if (dp.seconds > plan.dp_allreduce_s) {
-      plan.dp_allreduce_s = dp.seconds;
-      plan.dp_exposed_s = dp.exposed;
+    if (stage == 0 || busy_s > busiest_s) {
+      busiest_s = busy_s;
+      plan.dp_allreduce_s = ranked.dp.busy;
     }
     if (stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
     plan.stages.push_back(std::move(s));
@@ -277,7 +330,10 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   // The pipeline fills and drains in (pp - 1) chunk-times: pp - 1 stage-times over V chunks.
   const double fill = double(l.pp - 1) / chunks;
   plan.bubble_fraction = fill / (double(m) + fill);
-  plan.step_s = (double(m) + fill) * plan.stage_s + plan.dp_exposed_s + plan.optimizer_s;
+  // The busiest stage, and the fill and drain of the slowest micro-batch; what the busiest's
+  // micro-batches leave of it is the reductions' wait after the last.
+  plan.step_s = busiest_s + fill * plan.stage_s + plan.optimizer_s;
+  plan.dp_exposed_s = std::max(0.0, busiest_s - double(m) * plan.stage_s);
   const double tokens = double(o.global_batch * o.seq);
   plan.tokens_per_s = tokens / plan.step_s;
   const double model_flops =

@@ -49,49 +49,62 @@ Replica build_replica(const ReplicaPlanOptions& o, int64_t batch) {
           text ? "tokens" : "images", double(text ? batch * b.seq : batch)};
 }
 
-// A data-parallel rank's memory under ZeRO as parallel/ makes it (ZeroOptimizer's shards of the
-// optimizer state, DDP's reduce-scattered buckets, FSDP's sharded and gathered blocks): its step
-// (train::RankStep) over a planning group of dp on the plan device, run twice as the trainer
-// runs it (zero_grad, forward and backward with the reduction, the update). The second step's
-// peak, with the optimizer state the first made resident.
-struct ZeroMemory {
+// A data-parallel rank's step as a run makes it — train::RankStep with DDP's allreduce
+// overlapping backward, ZeroOptimizer's shards, FSDP's gathered and prefetched blocks, the
+// offloaded optimizer's and shards' copies over the host link — over a planning dp group on the
+// plan device, run twice as the trainer runs it (zero_grad, forward and backward with the
+// reduction, the update). The second step's peak, with the optimizer state the first made
+// resident, and its times on the simulated clock.
+struct RankRun {
   int64_t peak = 0;
   BytesByCategory at_peak{};
+  double forward_backward_s = 0, update_s = 0;  // the reduction's wait in the first
+  parallel::CommSeconds dp;                     // the step's data-parallel collectives
 };
-ZeroMemory memory_under_zero(const ReplicaPlanOptions& o, int64_t rows) {
+RankRun run_rank_step(const ReplicaPlanOptions& o, int64_t rows) {
   reset_plan_device(o.spec);
-  const Device d = kPlanDevice;
   const models::Family& family = models::family_of(o.model);
   Generator gen(0);  // values do not matter on the plan device: only shapes
   const models::ExampleBatch b = [&] {
     DefaultDeviceGuard host(kCPU);
     return family.example_batch(o.model, rows, family.sequence(o.model, o.seq), gen);
   }();
-  DefaultDeviceGuard on_plan_device(d);
-  parallel::Mesh mesh({.dp = o.dp},
-                      std::make_unique<parallel::PlanningCommunicator>(d, 0, o.dp, "dp"),
-                      std::make_unique<parallel::PlanningCommunicator>(d, 0, 1, "tp"),
-                      std::make_unique<parallel::PlanningCommunicator>(d, 0, 1, "pp"));
-  const train::PartOptions part{.zero = o.zero, .recompute = o.recompute};
+  DefaultDeviceGuard on_plan_device(kPlanDevice);
+  const std::unique_ptr<parallel::Mesh> mesh = planning_mesh({.dp = o.dp});
+  const train::PartOptions part{
+      .zero = o.zero, .offload_params = o.offload == Offload::params, .recompute = o.recompute};
   std::unique_ptr<train::RankModel> model;
   {
     MemoryScope parameters(MemoryCategory::parameters);
-    model = train::make_rank_model(family, o.model, mesh, family.build(o.model, {})->state_dict(),
+    model = train::make_rank_model(family, o.model, *mesh, family.build(o.model, {})->state_dict(),
                                    part);
   }
-  train::RankStep step(std::move(model), mesh, {.part = part, .precision = o.dtype});
-  Allocator& memory = allocator_for(d);
+  train::RankStep step(
+      std::move(model), *mesh,
+      {.part = part, .offload_optimizer = o.offload != Offload::none, .precision = o.dtype});
+  Allocator& memory = allocator_for(kPlanDevice);
+  sim::Timeline& clock = sim::timeline(kPlanDevice);
+  RankRun run;
   for (int i = 0; i < 2; ++i) {
     if (i == 1) memory.reset_peak();
+    const double start = clock.now();
+    const parallel::CommSeconds dp = mesh->dp().seconds();
     step.zero_grad();
     {
       AutocastGuard autocast(autocast_for(o.dtype));
       (void)step.model().run_step(b.batch);
     }
+    (void)step.clip_gradients();
+    const double reduced = clock.now();
     step.update();
+    run.forward_backward_s = reduced - start;
+    run.update_s = clock.now() - reduced;
+    run.dp = {mesh->dp().seconds().busy - dp.busy, mesh->dp().seconds().exposed - dp.exposed};
   }
   const MemoryStats stats = memory.stats();
-  return {stats.peak_bytes, stats.at_peak_by};
+  run.peak = stats.peak_bytes;
+  run.at_peak = stats.at_peak_by;
+  return run;
 }
 
 int64_t category(const BytesByCategory& bytes, MemoryCategory c) {
@@ -123,88 +136,37 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
   DLF_CHECK(o.global_batch % o.dp == 0, "plan: the global batch ", o.global_batch,
             " does not split over dp ", o.dp);
   const int64_t batch = o.global_batch / o.dp;
-  const bool zero = o.zero > 0 && o.dp > 1;  // ZeRO over one rank is the plain optimizer
-  const ZeroMemory sharded = zero ? memory_under_zero(o, batch) : ZeroMemory{};
+  const RankRun run = run_rank_step(o, batch);
 
+  // The forward alone, for its time, FLOPs and activations.
   reset_plan_device(o.spec);
   Allocator& memory = allocator_for(kPlanDevice);
   sim::Timeline& clock = sim::timeline(kPlanDevice);
   Replica replica = build_replica(o, batch);
   replica.module->recompute(o.recompute);
-  const nn::NamedTensors params = replica.module->named_parameters();
-  for (const auto& [name, p] : params) plan.parameters += p.numel();
-
-  memory.reset_peak();
-  double t = clock.now();
-  Tensor loss;
+  for (const Tensor& p : replica.module->parameters()) plan.parameters += p.numel();
   double forward_flops = 0;
+  const double start = clock.now();
   {
     MemoryScope scope(MemoryCategory::activations);
     AutocastGuard autocast(autocast_for(o.dtype));
     OpProfile forward;
-    loss = replica.loss();
+    const Tensor loss = replica.loss();
     forward_flops = forward.outermost().flops;
+    plan.activation_bytes = category(memory.stats().live_by, MemoryCategory::activations);
   }
-  plan.forward_s = clock.now() - t;
-  BytesByCategory end = memory.stats().live_by;  // the end of forward: the most activations
-  plan.activation_bytes = category(end, MemoryCategory::activations);
-  t = clock.now();
-  loss.backward();
-  plan.backward_s = clock.now() - t;
-  loss = Tensor();
+  plan.forward_s = clock.now() - start;
   // The model's FLOPs, as MFU counts them: backward twice the forward (PaLM's 6N = 2N + 4N),
   // whatever a recompute adds.
   const double flops = 3 * forward_flops;
-  MemoryStats step = memory.stats();
-  const int64_t grad_bytes = category(step.live_by, MemoryCategory::gradients);
 
-  memory.reset_peak();
-  t = clock.now();
-  std::vector<Tensor> tensors;
-  for (const auto& [name, p] : params) tensors.push_back(p);
-  nn::optim::AdamW opt(tensors, {.lr = 1e-4, .weight_decay = 0.1});
-  opt.step();
-  plan.optimizer_s = (clock.now() - t) / (o.zero > 0 ? o.dp : 1);  // ZeRO: 1/dp of the update
-  const MemoryStats update = memory.stats();
-  const int64_t optimizer_bytes = category(update.live_by, MemoryCategory::optimizer_state);
-
-  // Forward and backward run with the optimizer state resident from the step before.
-  const int64_t step_peak = step.peak_bytes + optimizer_bytes;
-  if (step_peak >= update.peak_bytes) {
-    plan.peak_bytes = step_peak;
-    plan.memory = step.at_peak_by;
-    plan.memory[static_cast<int>(MemoryCategory::optimizer_state)] += optimizer_bytes;
-  } else {
-    plan.peak_bytes = update.peak_bytes;
-    plan.memory = update.at_peak_by;
-  }
-  const HostTraffic traffic{.offload = o.offload,
-                            .zero = o.zero,
-                            .update_bytes = double(grad_bytes) / (o.zero > 0 ? o.dp : 1),
-                            .tensors = int64_t(tensors.size()),
-                            .micro_batches = 1,
-                            .update_s = plan.optimizer_s,
-                            .forward_s = plan.forward_s,
-                            .backward_s = plan.backward_s};
-  if (zero) {  // ZeRO's memory as it runs; what offload moves off it on top
-    plan.peak_bytes = sharded.peak;
-    plan.memory = sharded.at_peak;
-    if (o.offload != Offload::none)
-      plan.optimizer_s += offload_to_host(plan.memory, plan.peak_bytes, traffic, o.spec);
-  } else {
-    end[static_cast<int>(MemoryCategory::optimizer_state)] += optimizer_bytes;
-    bool at_update = false;  // not reported for a replica
-    plan.optimizer_s += shrink_for_zero(plan.memory, plan.peak_bytes, at_update, end,
-                                        zero_shape(*replica.module), o.dp, traffic, o.spec);
-  }
-
-  std::vector<int> dp_group;
-  for (int i = 0; i < o.dp; ++i) dp_group.push_back(i);
-  const ZeroComm dp =
-      zero_comm(o.spec, o.zero, double(grad_bytes), dp_group, plan.forward_s, plan.backward_s);
-  plan.dp_allreduce_s = dp.seconds;
-  plan.dp_exposed_s = dp.exposed;
-  plan.step_s = plan.forward_s + plan.backward_s + plan.dp_exposed_s + plan.optimizer_s;
+  plan.peak_bytes = run.peak;
+  plan.memory = run.at_peak;
+  plan.dp_allreduce_s = run.dp.busy;
+  plan.dp_exposed_s = run.dp.exposed;
+  plan.backward_s = std::max(0.0, run.forward_backward_s - run.dp.exposed - plan.forward_s);
+  plan.optimizer_s = run.update_s;
+  plan.step_s = run.forward_backward_s + run.update_s;
   plan.unit = replica.unit;
   plan.items_per_step = replica.items * o.dp;
   plan.items_per_s = plan.items_per_step / plan.step_s;

@@ -1,4 +1,5 @@
 #include <dlf/core/factory.h>
+#include <dlf/device/host.h>
 #include <dlf/train/rank_model.h>
 
 namespace dlf::train {
@@ -7,11 +8,12 @@ void RankModel::wrap_data_parallel(const std::vector<Tensor>& tied) {
   if (mesh_.layout().dp == 1) return;
   if (options_.zero == 3) {
     fsdp_.emplace(module(), mesh_.dp(),
-                  parallel::FSDPOptions{
-                      .backward_passes = options_.micro_batches,
-                      .reduce_in_bf16 = options_.reduce_in_bf16,
-                      .own_units = tied,
-                      .shards_on = options_.offload_params ? std::optional(kCPU) : std::nullopt});
+                  parallel::FSDPOptions{.backward_passes = options_.micro_batches,
+                                        .reduce_in_bf16 = options_.reduce_in_bf16,
+                                        .own_units = tied,
+                                        .shards_on = options_.offload_params
+                                                         ? std::optional(host_of(device()))
+                                                         : std::nullopt});
   } else {
     ddp_.emplace(module(), mesh_.dp(),
                  parallel::DDPOptions{.bucket_bytes = options_.bucket_bytes,

@@ -1,5 +1,6 @@
 #include <dlf/core/autocast.h>
 #include <dlf/core/factory.h>
+#include <dlf/device/host.h>
 #include <dlf/train/rank_step.h>
 
 namespace dlf::train {
@@ -13,7 +14,8 @@ RankStep::RankStep(std::unique_ptr<RankModel> model, parallel::Mesh& mesh,
       norm_scope_(model_->norm_scope()),
       optimizer_(nn::optim::decay_groups(params_, options.adamw.weight_decay), options.adamw) {
   for (const auto& [name, p] : params_) tensors_.push_back(p);
-  if (options.offload_optimizer) optimizer_.offload(kCPU);  // before ZeRO shards it: its parts too
+  // before ZeRO shards it: its parts too
+  if (options.offload_optimizer) optimizer_.offload(host_of(mesh.dp().device()));
   if (options.part.zero > 0 && mesh.layout().dp > 1)
     zero_.emplace(optimizer_, mesh.dp(), *model_->shards());
   // Under graph mode clipping and the update run inside the captured step, ZeRO-1's and -2's
@@ -79,12 +81,16 @@ RankStep::Result RankStep::forward_backward(const std::vector<Tensor>& batch) {
     AutocastGuard autocast(autocast_for(options_.precision));
     r.loss = model_->step(batch);
   }
-  // ZeRO-2 alone has no whole gradients: its norm adds the ranks' pieces.
-  r.grad_norm = update_in_graph_ ? norm_out_.item<double>()
-                : zero_ && !zero_->whole_gradients()
-                    ? zero_->clip_grad_norm(tensors_, options_.grad_clip, norm_scope_)
-                    : parallel::clip_grad_norm(tensors_, options_.grad_clip, norm_scope_);
+  r.grad_norm = update_in_graph_ ? norm_out_.item<double>() : clip_gradients();
   return r;
+}
+
+double RankStep::clip_gradients() {
+  DLF_CHECK(!update_in_graph_, "clip_gradients: the captured step clips its gradients itself");
+  // ZeRO-2 alone has no whole gradients: its norm adds the ranks' pieces.
+  return zero_ && !zero_->whole_gradients()
+             ? zero_->clip_grad_norm(tensors_, options_.grad_clip, norm_scope_)
+             : parallel::clip_grad_norm(tensors_, options_.grad_clip, norm_scope_);
 }
 
 void RankStep::update() {

@@ -26,6 +26,10 @@ NormScope norm_scope_of(const nn::NamedTensors& named,
                         std::vector<Communicator*> groups);
 /// The sum of squares of the gradients of `params` that `scope` counts, in order (in f64).
 double counted_squares(const std::vector<Tensor>& params, const NormScope& scope);
+/// A sum of squares of gradients (an f64 scalar) read on the host. A meta device has no values:
+/// there it is +inf, a norm above any clip, so that a planner's step scales every gradient as
+/// a run's clipped step does.
+double squares_on_host(const Tensor& squares);
 /// `squares` summed over the ranks of `scope`'s groups, one group after the other (collective).
 double add_over_groups(double squares, const NormScope& scope);
 /// clip_grad_norm's norm in tensor ops, for a captured step: the counted squares summed on

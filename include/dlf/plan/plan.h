@@ -72,10 +72,14 @@ struct StagePlan {
   /// micro-batch chunks whose activations are held at once (a chunk: one of the stage's
   /// virtual stages, so with V of them 1/V of a micro-batch's activations)
   int in_flight = 1;
-  /// seconds per micro-batch: forward, backward, tp collectives, the optimizer step
+  /// seconds per micro-batch: forward, backward, tp collectives; the optimizer step (ZeRO's
+  /// gathers of the updated parameters and offload's copies included)
   ///@{
   double forward_s = 0, backward_s = 0, tp_comm_s = 0, optimizer_s = 0;
   ///@}
+  /// seconds of a micro-batch in the pipeline's steady state as the stage's run took it: its
+  /// forward and backward with tp's and the pipeline's transfers and ZeRO-3's gathers
+  double micro_batch_s = 0;
 };
 
 /// A planned GPT layout: per device memory, step time and throughput.

@@ -43,6 +43,10 @@ class RankStep {
   /// and clipped. Under graph mode with a capturable optimizer the update ran inside the step;
   /// otherwise update() applies it: a caller checks the result before.
   Result forward_backward(const std::vector<Tensor>& batch);
+  /// The gradients' global norm, and every gradient scaled to the clip if above it (what
+  /// forward_backward() does after the model's step; on a meta device the norm is unknown and
+  /// taken as above: parallel::squares_on_host). Not under graph mode, where the step clips.
+  double clip_gradients();
   /// The optimizer's update of the last forward_backward() (nothing when it ran inside it).
   void update();
   /// forward_backward() of a step whose update runs inside its graph (update_in_graph())
