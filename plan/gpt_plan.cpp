@@ -269,14 +269,18 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
                          o.spec));
     }
     const StageRun& run = runs.made.at(key);
-    const int64_t m_run = micro_batches_run(o, stage, m);
-    const double held_run = micro_batches_held(o, stage, chunk_layers, m_run);
+    // A middle stage runs as the last but one: the same layers and transfers, the shortest
+    // warm-up (the fewest micro-batches to reach the steady state); what the stage holds more
+    // is added below.
+    const int ran = first || last ? stage : l.pp - 2;
+    const int64_t m_run = micro_batches_run(o, ran, m);
+    const double held_run = micro_batches_held(o, ran, chunk_layers, m_run);
     auto rank_step = [&](int64_t micro_batches) -> const RankRun& {
       const auto step_key =
           std::tuple_cat(key, std::make_tuple(l.dp, l.pp, o.zero, static_cast<int>(o.offload),
                                               micro_batches, held_run));
       if (!runs.steps.contains(step_key))
-        runs.steps.emplace(step_key, run_rank_step(o, stage, micro_batches));
+        runs.steps.emplace(step_key, run_rank_step(o, ran, micro_batches));
       return runs.steps.at(step_key);
     };
     const RankRun& ranked = rank_step(m_run);

@@ -1,15 +1,14 @@
 // Planning a GPT training layout on meta devices: per-device memory by category and the
 // predicted step time, for models far larger than this machine (GPT-3 175B over 1024 devices).
 //
-// The model's own pipeline stage for one rank (ParallelGPT, as `dlf train` builds it, attention
-// heads, MLP columns and the vocabulary split tp ways) runs on a meta device — forward, backward
-// and the AdamW step of a micro-batch — so its memory and op times come from the same op records
-// and cost model as a real run. Its tp group is a parallel::PlanningCommunicator, which records
-// the collectives the model makes (recomputed ones included); they are priced by the device
-// spec's alpha–beta model over the groups of the mesh (tp innermost, then pp, then dp), the dp
-// reduction and the pipeline's sends by its schedule. A pipeline send goes from each tp rank of a
-// stage to its peer of the next, 1/tp of the boundary each over its own link, and the receivers
-// allgather the slices (Megatron-LM's scatter/gather, as parallel::PipelineStep::slices runs it).
+// Each pipeline stage's rank runs on a meta device as `dlf train` runs it: its stage of the model
+// (ParallelGPT, attention heads, MLP columns and the vocabulary split tp ways) alone for a
+// micro-batch's forward and backward, and its train::RankStep over planning dp, tp and pp groups
+// (parallel::PlanningCommunicator, whose collectives run on the meta device's clock priced over
+// the devices the mesh gives each group: tp innermost, then pp, then dp) — DDP or ZeRO, offload,
+// clipping, the pipeline's sends and AdamW as a run has them — so memory and times come from the
+// same op records, collectives and cost model as a real run. The pipeline's fill and drain and
+// the activations its schedule holds at once are added to the stage's run.
 #pragma once
 #include <memory>
 #include <string>
@@ -108,11 +107,11 @@ struct Plan {
   bool fits = true;  ///< whether the worst stage fits
 };
 
-/// The stage runs of many plans (a search's): a stage's forward, backward and optimizer step on
-/// the meta device depend on the model, the spec, tp, the stage's blocks (and whether it holds
-/// the embedding or the head), the micro-batch, the sequence, the dtype and recompute — not on
-/// dp, ZeRO, offload or the number of micro-batches, which a plan applies after — so each is
-/// run once.
+/// The stage runs of many plans (a search's), each made once: a stage's forward and backward on
+/// the meta device, which depend on the model, the spec, tp, the stage's blocks (and whether it
+/// holds the embedding or the head), the micro-batch, the sequence, the dtype, recompute and
+/// the schedule; and its rank's training steps (train::RankStep), which depend on dp, pp, ZeRO,
+/// offload and the micro-batches they run as well.
 class StageCache {
  public:
   StageCache();
@@ -144,9 +143,10 @@ std::string describe(const Plan& plan);
 std::string to_json_line(const Plan& plan);
 
 /// A data-parallel layout of any registered model (GPT, BERT, ViT, UNet), planned from the
-/// model itself: one replica is built on a meta device (no memory, no initialisation) and runs
-/// its family's training loss, backward and AdamW step there, so memory by category, op times
-/// and FLOPs come from the real model's ops; DDP's gradient allreduce is priced over dp.
+/// model itself: a rank's train::RankStep runs on a meta device (no memory, no initialisation)
+/// over a planning dp group — DDP or ZeRO, offload, clipping and AdamW as a run has them — so
+/// memory by category, op and collective times come from the real step's ops; a forward of
+/// one replica gives the FLOPs.
 struct ReplicaPlanOptions {
   std::string model;         ///< a registered name
   int dp = 1;                ///< data-parallel ranks
