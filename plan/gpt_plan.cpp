@@ -130,7 +130,8 @@ struct RankRun {
   double forward_backward_s = 0, update_s = 0, p2p_s = 0;
   parallel::CommSeconds dp;  // the step's data-parallel collectives
 };
-RankRun run_rank_step(const PlanOptions& o, int stage, int64_t micro_batches) {
+RankRun run_rank_step(const PlanOptions& o, const nn::NamedTensors& whole, int stage,
+                      int64_t micro_batches) {
   reset_plan_device(o.spec);
   const train::PartOptions part{.micro_batches = int(micro_batches),
                                 .schedule = o.schedule,
@@ -139,10 +140,6 @@ RankRun run_rank_step(const PlanOptions& o, int stage, int64_t micro_batches) {
                                 .offload_params = o.offload == Offload::params,
                                 .recompute = o.recompute};
   const std::unique_ptr<parallel::Mesh> mesh = planning_mesh(o.layout, stage);
-  const nn::NamedTensors whole = [&] {
-    DefaultDeviceGuard shapes_only(kMeta);
-    return models::GPT(o.model).state_dict();
-  }();
   std::unique_ptr<train::RankModel> model;
   {
     DefaultDeviceGuard on_plan_device(kPlanDevice);
@@ -152,9 +149,11 @@ RankRun run_rank_step(const PlanOptions& o, int stage, int64_t micro_batches) {
   train::RankStep step(
       std::move(model), *mesh,
       {.part = part, .offload_optimizer = o.offload != Offload::none, .precision = o.dtype});
-  Generator gen(0);  // values do not matter on the plan device: only shapes
-  const models::ExampleBatch b =
-      models::gpt_batch(o.model, o.micro_batch * micro_batches, o.seq, gen);
+  // The tokens and their targets on the host, as a run's batch; on the plan device only their
+  // shapes matter.
+  const int64_t rows = o.micro_batch * micro_batches;
+  const std::vector<Tensor> batch = {Tensor::empty({rows, o.seq}, DType::i64, kCPU),
+                                     Tensor::empty({rows, o.seq}, DType::i64, kCPU)};
   Allocator& memory = allocator_for(kPlanDevice);
   sim::Timeline& clock = sim::timeline(kPlanDevice);
   RankRun run;
@@ -167,7 +166,7 @@ RankRun run_rank_step(const PlanOptions& o, int stage, int64_t micro_batches) {
     step.zero_grad();
     {
       AutocastGuard autocast(autocast_for(o.dtype));
-      (void)step.model().run_step(b.batch);
+      (void)step.model().run_step(batch);
     }
     (void)step.clip_gradients();
     MemoryStats stats = memory.stats();
@@ -215,6 +214,8 @@ struct StageCache::Runs {
       std::tuple<std::string, bool, bool, std::vector<int>, int, int, int, int, int64_t, double>,
       RankRun>
       steps;
+  // the whole model's state on kMeta (shapes), which a rank's part takes its share of, by name
+  std::map<std::string, nn::NamedTensors> wholes;
 };
 
 StageCache::StageCache() : runs_(std::make_unique<Runs>()) {}
@@ -253,6 +254,15 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
                             std::to_string(o.micro_batch) + " s" + std::to_string(o.seq) + " " +
                             dtype_name(o.dtype) + " " + autograd::recompute_name(o.recompute) +
                             " " + parallel::schedule_name(o.schedule) + std::to_string(chunks);
+  auto whole = [&]() -> const nn::NamedTensors& {
+    const std::string name = c.name + " " + std::to_string(c.layers) + "x" + std::to_string(c.dim) +
+                             " v" + std::to_string(c.vocab);
+    if (!runs.wholes.contains(name)) {
+      DefaultDeviceGuard shapes_only(kMeta);
+      runs.wholes.emplace(name, models::GPT(c).state_dict());
+    }
+    return runs.wholes.at(name);
+  };
   double busiest_s = 0;  // the stage whose micro-batches take longest, reductions included
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
@@ -280,7 +290,7 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
           std::tuple_cat(key, std::make_tuple(l.dp, l.pp, o.zero, static_cast<int>(o.offload),
                                               micro_batches, held_run));
       if (!runs.steps.contains(step_key))
-        runs.steps.emplace(step_key, run_rank_step(o, ran, micro_batches));
+        runs.steps.emplace(step_key, run_rank_step(o, whole(), ran, micro_batches));
       return runs.steps.at(step_key);
     };
     const RankRun& ranked = rank_step(m_run);

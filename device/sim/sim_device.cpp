@@ -208,10 +208,17 @@ double collective_seconds(const SimSpec& spec, Collective kind, double bytes,
     return internal::torus_collective_seconds(spec, kind, bytes, group);
   // The slowest path between ring neighbours bounds every step of the ring.
   LinkSpec link = spec.interconnect;
+  // Between nodes no path is slower than the slower of the two links: once there, the rest of
+  // a large group (a planner's dp group of thousands) need not be walked.
+  const double least_bandwidth = std::min(spec.network.bandwidth, spec.interconnect.bandwidth);
+  const double most_latency = std::max(spec.network.latency, spec.interconnect.latency);
   for (int i = 0; i < n; ++i) {
     const LinkSpec l = path_between(spec, group[i], group[(i + 1) % n]);
     if (l.bandwidth < link.bandwidth) link.bandwidth = l.bandwidth;
     link.latency = std::max(link.latency, l.latency);
+    if (spec.topology == Topology::nodes && link.bandwidth <= least_bandwidth &&
+        link.latency >= most_latency)
+      break;
   }
   return internal::ring_seconds(kind, bytes, n, link);
 }
