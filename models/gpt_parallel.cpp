@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 namespace dlf::models {
 namespace {
@@ -41,11 +42,24 @@ Split split_of(const std::string& name) {
 std::vector<std::pair<int64_t, int64_t>> gpt_stage_blocks(const GPTConfig& c, int stages) {
   DLF_CHECK(stages >= 1 && stages <= c.layers + 1, "GPT '", c.name, "': ", c.layers,
             " blocks and the head make at most ", c.layers + 1, " pipeline stages, not ", stages);
+  std::vector<std::pair<int64_t, int64_t>> blocks;
+  if (!c.pipeline_split.empty()) {
+    DLF_CHECK(int(c.pipeline_split.size()) == stages &&
+                  std::accumulate(c.pipeline_split.begin(), c.pipeline_split.end(), int64_t(0)) ==
+                      c.layers,
+              "GPT '", c.name, "': a pipeline split of ", c.pipeline_split.size(),
+              " stages does not cut ", c.layers, " blocks into ", stages, " stages");
+    for (int64_t begin = 0; int64_t n : c.pipeline_split) {
+      DLF_CHECK(n >= 0, "GPT '", c.name, "': a pipeline stage of ", n, " blocks");
+      blocks.emplace_back(begin, begin + n);
+      begin += n;
+    }
+    return blocks;
+  }
   const double C = double(c.dim), T = double(c.context);
   std::vector<double> costs(c.layers, 24 * C * C + 4 * T * C);
   costs.push_back(2 * C * double(c.vocab));  // the head, always on the last stage
   const std::vector<int> cuts = parallel::partition_by_cost(costs, stages);
-  std::vector<std::pair<int64_t, int64_t>> blocks;
   for (int s = 0; s < stages; ++s)
     blocks.emplace_back(cuts[s], std::min<int64_t>(cuts[s + 1], c.layers));
   return blocks;

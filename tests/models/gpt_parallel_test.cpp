@@ -108,6 +108,15 @@ TEST_CASE("pipeline stages: balanced by FLOPs, the head counted on the last stag
   CHECK(models::gpt_stage_blocks(nano, 3) == Blocks{{0, 1}, {1, 2}, {2, 2}});
   test::check_error([&] { models::gpt_stage_blocks(nano, 4); },
                     {"2 blocks and the head make at most 3 pipeline stages, not 4"});
+  // a split given in the config is the cut, checked against the stages and blocks
+  models::GPTConfig split = small;
+  split.pipeline_split = {2, 6, 4, 0};
+  CHECK(models::gpt_stage_blocks(split, 4) == Blocks{{0, 2}, {2, 8}, {8, 12}, {12, 12}});
+  test::check_error([&] { models::gpt_stage_blocks(split, 2); },
+                    {"a pipeline split of 4 stages does not cut 12 blocks into 2 stages"});
+  split.pipeline_split = {6, 7};
+  test::check_error([&] { models::gpt_stage_blocks(split, 2); },
+                    {"does not cut 12 blocks into 2 stages"});
 }
 
 TEST_CASE("every dp x tp x pp layout of gpt-nano gives one device's losses after 3 steps") {

@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <dlf/core/random.h>
 #include <dlf/models/causal_lm.h>
@@ -25,6 +26,9 @@ struct GPTConfig {
   int64_t dim = 64;          ///< width (n_embd)
   double dropout = 0;        ///< dropout probability after embeddings, attention and MLP
   DType dtype = DType::f32;  ///< of the parameters
+  /// The blocks of each virtual pipeline stage in order, summing to `layers`; empty: balanced
+  /// by FLOPs (gpt_stage_blocks).
+  std::vector<int64_t> pipeline_split = {};
 };
 
 /// A block of this config: pre-LayerNorm, GELU (tanh), causal, MLP 4·dim.

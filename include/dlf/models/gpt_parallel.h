@@ -31,7 +31,9 @@ namespace dlf::models {
 /// non-empty, the costliest stage as cheap as possible (parallel::partition_by_cost) by forward
 /// FLOPs per token at the full context — a block 24·C² + 4·T·C, the head 2·C·V on the last
 /// stage (GPT-2 small's head is worth 4.5 blocks, so its last stage takes fewer blocks). The
-/// last stage may hold the head alone. dlf::Error for more stages than blocks + 1.
+/// last stage may hold the head alone. A config's pipeline_split, when given, is the cut
+/// instead. dlf::Error for more stages than blocks + 1, or a split of another number of stages
+/// or blocks.
 std::vector<std::pair<int64_t, int64_t>> gpt_stage_blocks(const GPTConfig& config, int stages);
 
 /// One pipeline stage of a GPT, sharded over a tensor-parallel group (see above).
