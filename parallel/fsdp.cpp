@@ -155,9 +155,15 @@ struct FullyShardedDataParallel::State {
 
   void on_grad_ready(size_t unit) {
     Unit& u = units[unit];
-    if (--u.pending != 0) return;
-    reduce(u);
-    release(u);
+    if (--u.pending == 0) {
+      reduce(u);
+      release(u);
+    } else if (u.position >= 0 && u.pending % int(u.params.size()) == 0) {
+      // A block's backward pass is done and more are to come (gradient accumulation): its
+      // parameters go until the next pass gathers them, as PyTorch's FSDP reshards after
+      // each backward; only the gradients stay whole.
+      release(u);
+    }
   }
 };
 

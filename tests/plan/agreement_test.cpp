@@ -123,7 +123,7 @@ void check_agreement(const std::vector<Setup>& setups) {
                      << "; planned step " << planned.step_s * 1e3 << " ms run " << run.step_s * 1e3
                      << " ms");
     CHECK(planned.peak_bytes == doctest::Approx(run.peak_bytes).epsilon(0.05));
-    CHECK(planned.step_s == doctest::Approx(run.step_s).epsilon(0.10));
+    CHECK(planned.step_s == doctest::Approx(run.step_s).epsilon(0.10).scale(0));
   }
 }
 
@@ -144,6 +144,8 @@ TEST_CASE("plan agrees with a run on sim devices: gpt-nano data-parallel, ZeRO 0
       {.model = "gpt-nano", .layout = {.dp = 2}, .zero = 2, .recompute = Recompute::full});
   // two micro-batches: the gradients accumulate whole, reduced after the second
   setups.push_back({.model = "gpt-nano", .layout = {.dp = 2}, .micro_batch = 2, .zero = 2});
+  // ZeRO-3's blocks released after each micro-batch's backward, gathered again for the next
+  setups.push_back({.model = "gpt-nano", .layout = {.dp = 2}, .micro_batch = 2, .zero = 3});
   setups.push_back({.model = "gpt-nano", .layout = {.dp = 2}, .zero = 1, .precision = DType::bf16});
   check_agreement(setups);
 }
@@ -157,7 +159,10 @@ TEST_CASE("plan agrees with a run on sim devices: gpt-nano over tp and pp") {
        {.model = "gpt-nano", .layout = {.pp = 2}, .precision = DType::bf16},
        // the tied embedding's gradient part goes down to its offloaded shard
        {.model = "gpt-nano", .layout = {.dp = 2, .pp = 2}, .zero = 3, .offload = Offload::params},
-       {.model = "gpt-nano", .layout = {.tp = 2, .pp = 2}, .recompute = Recompute::selective}});
+       {.model = "gpt-nano", .layout = {.tp = 2, .pp = 2}, .recompute = Recompute::selective},
+       // four stages, planned in pipelines of three (the first, a middle and the last stage
+       // with their neighbours)
+       {.model = "gpt-mini", .layout = {.pp = 4}, .batch = 8, .micro_batch = 1}});
 }
 
 TEST_CASE("plan_replica agrees with a run on sim devices: bert-tiny, ZeRO 0-3") {
