@@ -31,6 +31,10 @@ inline void reset_plan_device(const SimSpec& spec) {
 /// innermost, then pp, then dp: parallel::Mesh's order), so its collectives cross the links
 /// they would.
 std::unique_ptr<parallel::Mesh> planning_mesh(const parallel::Layout& layout, int stage = 0);
+/// The same rank, of stage stages[at], in a pipeline of the layout's stages `stages` only (in
+/// order; a shorter pipeline whose transfers cross the same links).
+std::unique_ptr<parallel::Mesh> planning_mesh(const parallel::Layout& layout,
+                                              const std::vector<int>& stages, int at);
 
 /// ", selective recompute, ZeRO-2": the memory-saving flags of a plan, for its first line.
 inline std::string plan_flags(autograd::Recompute recompute, int zero, Offload offload) {

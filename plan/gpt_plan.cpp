@@ -13,6 +13,7 @@
 #include <dlf/train/rank_step.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -82,7 +83,7 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   return run;
 }
 
-// The micro-batches stage `stage`'s step runs: the fewest whose passes reach the schedule's
+// The micro-batches stage `stage` of `pp` runs: the fewest whose passes reach the schedule's
 // steady state — a forward after a backward, the warm-up's activations held and the gradients
 // accumulating — or the plan's when fewer; GPipe, whose forwards all come first, two (the
 // gradients accumulate, the activations of the rest are added after). And how many more a
@@ -91,22 +92,21 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
 int64_t micro_batches_more(const PlanOptions& o) {
   return o.schedule == PipelineSchedule::interleaved ? o.layout.pp : 1;
 }
-int64_t micro_batches_run(const PlanOptions& o, int stage, int64_t m) {
+int64_t micro_batches_run(const PlanOptions& o, int pp, int stage, int64_t m) {
   if (o.schedule == PipelineSchedule::gpipe) return std::min<int64_t>(m, 2);
   const int64_t more = micro_batches_more(o);
   for (int64_t k = more; k < m; k += more) {
-    const int64_t warmup =
-        parallel::warmup_forwards(o.schedule, o.layout.pp, stage, o.virtual_stages, k);
+    const int64_t warmup = parallel::warmup_forwards(o.schedule, pp, stage, o.virtual_stages, k);
     if (k * o.virtual_stages >= warmup + 2) return k;
   }
   return m;
 }
 
-// Chunks of micro-batches a stage holds at once out of m: the warm-up's forwards and one more
-// (run_pipeline), each a share of a micro-batch's activations by its blocks.
-double micro_batches_held(const PlanOptions& o, int stage, const std::vector<int>& chunk_layers,
-                          int64_t m) {
-  const int chunks = o.virtual_stages, pp = o.layout.pp;
+// Chunks of micro-batches stage `stage` of `pp` holds at once out of m: the warm-up's forwards
+// and one more (run_pipeline), each a share of a micro-batch's activations by its blocks.
+double micro_batches_held(const PlanOptions& o, int pp, int stage,
+                          const std::vector<int>& chunk_layers, int64_t m) {
+  const int chunks = o.virtual_stages;
   const int layers = std::accumulate(chunk_layers.begin(), chunk_layers.end(), 0);
   const int in_flight = int(std::min<int64_t>(
       parallel::warmup_forwards(o.schedule, pp, stage, chunks, m) + 1, m * chunks));
@@ -116,6 +116,28 @@ double micro_batches_held(const PlanOptions& o, int stage, const std::vector<int
     held += layers > 0 ? double(chunk_layers[size_t(v)]) / layers : 1.0 / chunks;
   }
   return held;
+}
+
+// Where a stage's rank runs: the stages of the layout's pipeline it runs in, and its place
+// among them. 1F1B and GPipe: three, the first, the last or a middle stage (as the last but
+// one) with its neighbours, whose transfers cross the links a run's would — the fewest
+// micro-batches to reach the steady state; what the stage holds more in the whole pipeline is
+// added after. Interleaved, whose chunks pass through every stage: all of them.
+struct Position {
+  std::vector<int> stages;
+  int at = 0;
+};
+Position run_position(const PlanOptions& o, int stage) {
+  const int pp = o.layout.pp;
+  if (o.schedule == PipelineSchedule::interleaved || pp <= 3) {
+    Position all{.stages = std::vector<int>(size_t(pp)), .at = stage};
+    std::iota(all.stages.begin(), all.stages.end(), 0);
+    if (stage > 0 && stage < pp - 1) all.at = pp - 2;
+    return all;
+  }
+  if (stage == 0) return {{0, 1, pp - 1}, 0};
+  if (stage == pp - 1) return {{0, pp - 2, pp - 1}, 2};
+  return {{pp - 3, pp - 2, pp - 1}, 1};
 }
 
 // A rank of the stage as a run trains it: train::RankStep over the pipeline model
@@ -130,7 +152,7 @@ struct RankRun {
   double forward_backward_s = 0, update_s = 0, p2p_s = 0;
   parallel::CommSeconds dp;  // the step's data-parallel collectives
 };
-RankRun run_rank_step(const PlanOptions& o, const nn::NamedTensors& whole, int stage,
+RankRun run_rank_step(const PlanOptions& o, const nn::NamedTensors& whole, const Position& at,
                       int64_t micro_batches) {
   reset_plan_device(o.spec);
   const train::PartOptions part{.micro_batches = int(micro_batches),
@@ -139,7 +161,7 @@ RankRun run_rank_step(const PlanOptions& o, const nn::NamedTensors& whole, int s
                                 .zero = o.zero,
                                 .offload_params = o.offload == Offload::params,
                                 .recompute = o.recompute};
-  const std::unique_ptr<parallel::Mesh> mesh = planning_mesh(o.layout, stage);
+  const std::unique_ptr<parallel::Mesh> mesh = planning_mesh(o.layout, at.stages, at.at);
   std::unique_ptr<train::RankModel> model;
   {
     DefaultDeviceGuard on_plan_device(kPlanDevice);
@@ -184,6 +206,59 @@ RankRun run_rank_step(const PlanOptions& o, const nn::NamedTensors& whole, int s
     run.update_s = clock.now() - reduced;
   }
   return run;
+}
+
+// A stage's runs: its micro-batch alone, and its rank's steps with the micro-batches the run
+// takes and with more, the share of a micro-batch's activations the first held at once.
+struct StageRuns {
+  StageRun stage;
+  RankRun ranked, more;
+  double held = 0;
+};
+
+// What grows by the blocks of a stage (memory, time, communication) grows by the same for each:
+// a + t · (b - a), field by field, from the runs at two depths.
+double extrapolate(double a, double b, double t) { return a + t * (b - a); }
+int64_t extrapolate(int64_t a, int64_t b, double t) {
+  return std::llround(extrapolate(double(a), double(b), t));
+}
+BytesByCategory extrapolate(const BytesByCategory& a, const BytesByCategory& b, double t) {
+  BytesByCategory r{};
+  for (size_t i = 0; i < r.size(); ++i) r[i] = extrapolate(a[i], b[i], t);
+  return r;
+}
+RankRun extrapolate(const RankRun& a, const RankRun& b, double t) {
+  return {.micro_batches = a.micro_batches,
+          .peak_step = extrapolate(a.peak_step, b.peak_step, t),
+          .peak_update = extrapolate(a.peak_update, b.peak_update, t),
+          .at_peak_step = extrapolate(a.at_peak_step, b.at_peak_step, t),
+          .at_peak_update = extrapolate(a.at_peak_update, b.at_peak_update, t),
+          .forward_backward_s = extrapolate(a.forward_backward_s, b.forward_backward_s, t),
+          .update_s = extrapolate(a.update_s, b.update_s, t),
+          .p2p_s = extrapolate(a.p2p_s, b.p2p_s, t),
+          .dp = {extrapolate(a.dp.busy, b.dp.busy, t), extrapolate(a.dp.exposed, b.dp.exposed, t)}};
+}
+StageRuns extrapolate(const StageRuns& a, const StageRuns& b, double t) {
+  const StageRun& x = a.stage;
+  const StageRun& y = b.stage;
+  return {.stage = {.parameters = extrapolate(x.parameters, y.parameters, t),
+                    .activation_bytes = extrapolate(x.activation_bytes, y.activation_bytes, t),
+                    .forward_s = extrapolate(x.forward_s, y.forward_s, t),
+                    .backward_s = extrapolate(x.backward_s, y.backward_s, t),
+                    .tp_comm_s = extrapolate(x.tp_comm_s, y.tp_comm_s, t)},
+          .ranked = extrapolate(a.ranked, b.ranked, t),
+          .more = extrapolate(a.more, b.more, t),
+          .held = a.held};
+}
+
+// `c` cut for a pipeline of `pp` stages of `chunks` chunks whose stage `at` holds `blocks` in
+// its chunks (virtual stages at, pp + at, ...); the others, whose ranks a plan does not build,
+// one each.
+GPTConfig cut_for(GPTConfig c, int pp, int chunks, int at, const std::vector<int>& blocks) {
+  c.pipeline_split.assign(size_t(pp * chunks), 1);
+  for (int v = 0; v < chunks; ++v) c.pipeline_split[size_t(v * pp + at)] = blocks[size_t(v)];
+  c.layers = std::accumulate(c.pipeline_split.begin(), c.pipeline_split.end(), int64_t(0));
+  return c;
 }
 
 }  // namespace
@@ -249,20 +324,23 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   // plan, or in the cache's earlier plans of the same model, tp, micro-batch and flags.
   StageCache local;
   StageCache::Runs& runs = *(cache ? *cache : local).runs_;
-  const std::string shape = c.name + " " + o.spec.name + " " + std::to_string(c.layers) + "x" +
-                            std::to_string(c.dim) + " tp" + std::to_string(l.tp) + " b" +
-                            std::to_string(o.micro_batch) + " s" + std::to_string(o.seq) + " " +
-                            dtype_name(o.dtype) + " " + autograd::recompute_name(o.recompute) +
-                            " " + parallel::schedule_name(o.schedule) + std::to_string(chunks);
-  auto whole = [&]() -> const nn::NamedTensors& {
-    const std::string name = c.name + " " + std::to_string(c.layers) + "x" + std::to_string(c.dim) +
-                             " v" + std::to_string(c.vocab);
+  auto whole = [&](const GPTConfig& model) -> const nn::NamedTensors& {
+    const std::string name = model.name + " " + std::to_string(model.layers) + "x" +
+                             std::to_string(model.dim) + " v" + std::to_string(model.vocab);
     if (!runs.wholes.contains(name)) {
       DefaultDeviceGuard shapes_only(kMeta);
-      runs.wholes.emplace(name, models::GPT(c).state_dict());
+      runs.wholes.emplace(name, models::GPT(model).state_dict());
     }
     return runs.wholes.at(name);
   };
+  // The blocks a chunk of a deep stage is run with: enough that their gradients fill two of
+  // DDP's buckets, the buckets in flight as in the deeper stage.
+  GPTConfig one_more = c;
+  ++one_more.layers;
+  const int64_t block_bytes =
+      (models::gpt_parameter_count(one_more) - plan.parameters) * 4 / l.tp;  // f32 gradients
+  const int sampled = int(std::max<int64_t>(
+      1, (2 * train::PartOptions{}.bucket_bytes + block_bytes - 1) / block_bytes));
   double busiest_s = 0;  // the stage whose micro-batches take longest, reductions included
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
@@ -272,30 +350,53 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
       chunk_layers.push_back(int(end - begin));
     }
     const int layers = std::accumulate(chunk_layers.begin(), chunk_layers.end(), 0);
-    const auto key = std::make_tuple(shape, first, last, chunk_layers);
-    if (!runs.made.contains(key)) {
-      runs.made.emplace(
-          key, run_stage({c, l.tp, stage, l.pp, chunks, o.micro_batch, o.seq, o.dtype, o.recompute},
-                         o.spec));
-    }
-    const StageRun& run = runs.made.at(key);
-    // A middle stage runs as the last but one: the same layers and transfers, the shortest
-    // warm-up (the fewest micro-batches to reach the steady state); what the stage holds more
-    // is added below.
-    const int ran = first || last ? stage : l.pp - 2;
-    const int64_t m_run = micro_batches_run(o, ran, m);
-    const double held_run = micro_batches_held(o, ran, chunk_layers, m_run);
-    auto rank_step = [&](int64_t micro_batches) -> const RankRun& {
-      const auto step_key =
-          std::tuple_cat(key, std::make_tuple(l.dp, l.pp, o.zero, static_cast<int>(o.offload),
-                                              micro_batches, held_run));
-      if (!runs.steps.contains(step_key))
-        runs.steps.emplace(step_key, run_rank_step(o, whole(), ran, micro_batches));
-      return runs.steps.at(step_key);
+    const Position at = run_position(o, stage);
+    const int pp_run = int(at.stages.size());
+    const int64_t m_run = micro_batches_run(o, pp_run, at.at, m);
+    // The stage's runs where it holds `blocks` in its chunks.
+    auto stage_runs = [&](const std::vector<int>& blocks) {
+      PlanOptions run = o;
+      run.model = cut_for(c, pp_run, chunks, at.at, blocks);
+      const std::string shape = c.name + " " + std::to_string(c.dim) + " " + o.spec.name + " tp" +
+                                std::to_string(l.tp) + " b" + std::to_string(o.micro_batch) + " s" +
+                                std::to_string(o.seq) + " " + dtype_name(o.dtype) + " " +
+                                autograd::recompute_name(o.recompute) + " " +
+                                parallel::schedule_name(o.schedule) + std::to_string(chunks) +
+                                " pp" + std::to_string(pp_run);
+      const auto key = std::make_tuple(shape, first, last, blocks);
+      if (!runs.made.contains(key)) {
+        runs.made.emplace(key, run_stage({run.model, l.tp, at.at, pp_run, chunks, o.micro_batch,
+                                          o.seq, o.dtype, o.recompute},
+                                         o.spec));
+      }
+      const double held = micro_batches_held(o, pp_run, at.at, blocks, m_run);
+      auto rank_step = [&](int64_t micro_batches) -> const RankRun& {
+        const auto step_key = std::tuple_cat(
+            key,
+            std::make_tuple(l.dp, l.pp, o.zero, static_cast<int>(o.offload), micro_batches, held));
+        if (!runs.steps.contains(step_key))
+          runs.steps.emplace(step_key, run_rank_step(run, whole(run.model), at, micro_batches));
+        return runs.steps.at(step_key);
+      };
+      return StageRuns{.stage = runs.made.at(key),
+                       .ranked = rank_step(m_run),
+                       .more = rank_step(m_run + micro_batches_more(o)),
+                       .held = held};
     };
-    const RankRun& ranked = rank_step(m_run);
-    const RankRun& more = rank_step(m_run + micro_batches_more(o));
-    const double held = micro_batches_held(o, stage, chunk_layers, m);
+    // A stage of many blocks: its runs with `sampled` and one more in each chunk, extrapolated
+    // to its own (what grows with the blocks grows by the same for each).
+    const bool deep =
+        o.estimate && *std::min_element(chunk_layers.begin(), chunk_layers.end()) > sampled + 1;
+    const StageRuns runs_of_stage =
+        deep ? extrapolate(stage_runs(std::vector<int>(size_t(chunks), sampled)),
+                           stage_runs(std::vector<int>(size_t(chunks), sampled + 1)),
+                           double(layers - chunks * sampled) / chunks)
+             : stage_runs(chunk_layers);
+    const StageRun& run = runs_of_stage.stage;
+    const RankRun& ranked = runs_of_stage.ranked;
+    const RankRun& more = runs_of_stage.more;
+    const double held_run = runs_of_stage.held;
+    const double held = micro_batches_held(o, l.pp, stage, chunk_layers, m);
     // What the step holds beyond the micro-batches its run held (1F1B's warm-up).
     const int64_t more_activations = int64_t(double(run.activation_bytes) * (held - held_run));
     StagePlan s{.stage = stage,
@@ -341,12 +442,14 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
     if (stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
     plan.stages.push_back(std::move(s));
   }
-  // The pipeline fills and drains in (pp - 1) chunk-times: pp - 1 stage-times over V chunks.
-  const double fill = double(l.pp - 1) / chunks;
-  plan.bubble_fraction = fill / (double(m) + fill);
-  // The busiest stage, and the fill and drain of the slowest micro-batch; what the busiest's
-  // micro-batches leave of it is the reductions' wait after the last.
-  plan.step_s = busiest_s + fill * plan.stage_s + plan.optimizer_s;
+  // The pipeline fills and drains through the other stages: a micro-batch of each, over V
+  // chunks ((m - 1) of the slowest and one of every stage, as a pipeline of unequal stages has).
+  for (const StagePlan& st : plan.stages)
+    if (st.stage != plan.slowest) plan.fill_s += st.micro_batch_s / chunks;
+  plan.bubble_fraction = plan.fill_s / (double(m) * plan.stage_s + plan.fill_s);
+  // The busiest stage and the fill and drain; what the busiest's micro-batches leave of it is
+  // the reductions' wait after the last.
+  plan.step_s = busiest_s + plan.fill_s + plan.optimizer_s;
   plan.dp_exposed_s = std::max(0.0, busiest_s - double(m) * plan.stage_s);
   const double tokens = double(o.global_batch * o.seq);
   plan.tokens_per_s = tokens / plan.step_s;
@@ -429,9 +532,9 @@ std::string describe(const Plan& p) {
   std::snprintf(line, sizeof line,
                 "  step: %.3f s = %.2f x %.1f ms (bubble %.0f %%) + dp allreduce %.1f ms exposed "
                 "(of %.1f) + optimizer %.1f ms\n",
-                p.step_s, double(p.micro_batches) + double(o.layout.pp - 1) / o.virtual_stages,
-                p.stage_s * 1e3, 100 * p.bubble_fraction, p.dp_exposed_s * 1e3,
-                p.dp_allreduce_s * 1e3, p.optimizer_s * 1e3);
+                p.step_s, double(p.micro_batches) + p.fill_s / p.stage_s, p.stage_s * 1e3,
+                100 * p.bubble_fraction, p.dp_exposed_s * 1e3, p.dp_allreduce_s * 1e3,
+                p.optimizer_s * 1e3);
   os << line;
   std::snprintf(line, sizeof line,
                 "  %s %.0f tokens/s, %.1f TFLOP/s a device (6N + 12LTC a token), MFU %.1f %%%s\n",
@@ -467,6 +570,7 @@ std::string to_json_line(const Plan& p) {
       .add("virtual_stages", o.virtual_stages)
       .add("stage_ms", p.stage_s * 1e3)
       .add("bubble_fraction", p.bubble_fraction)
+      .add("fill_ms", p.fill_s * 1e3)
       .add("p2p_ms", p.p2p_s * 1e3)
       .add("dp_comm_ms", p.dp_allreduce_s * 1e3)
       .add("dp_exposed_ms", p.dp_exposed_s * 1e3)

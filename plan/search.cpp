@@ -119,14 +119,16 @@ SearchResult search(const SearchOptions& s) {
   result.candidates = int64_t(configurations(s).size());
   StageCache cache;
   bool planned_any = false;
+  std::vector<Plan> fitting;  // estimated to fit, and the host's memory with them
   // Every allowed ZeRO stage and offload of one layout, micro-batch and recompute: whether any
   // fits, or nothing when none is allowed.
   auto plan_all = [&](const parallel::Layout& l, int64_t micro,
                       Recompute recompute) -> std::optional<bool> {
     std::optional<bool> any_fits;
     for (const MemoryFlags& flags : zero_and_offload(l)) {
-      const PlanOptions o = configured(s.run, l, micro, recompute, flags);
+      PlanOptions o = configured(s.run, l, micro, recompute, flags);
       if (!allowed(s, o)) continue;
+      o.estimate = true;
       Plan p = plan_gpt(o, &cache);
       ++result.planned;
       const bool fit = fits(s, p);
@@ -134,7 +136,7 @@ SearchResult search(const SearchOptions& s) {
       if (!planned_any || p.worst.peak_bytes < result.least.worst.peak_bytes) result.least = p;
       planned_any = true;
       const bool host = s.host_available <= 0 || host_fits(host_memory_needed(p), s.host_available);
-      if (fit && host && (!result.best || better(p, *result.best))) result.best = std::move(p);
+      if (fit && host) fitting.push_back(std::move(p));
     }
     return any_fits;
   };
@@ -157,6 +159,22 @@ SearchResult search(const SearchOptions& s) {
       whole_may = whole_may && plan_all(l, whole, *r) != false;
     }
   }
+  // The estimates chose; whole stages confirm, best first, until one fits.
+  auto confirmed = [&](const Plan& estimate) {
+    PlanOptions o = estimate.options;
+    o.estimate = false;
+    return plan_gpt(o, &cache);
+  };
+  std::sort(fitting.begin(), fitting.end(), better);
+  for (const Plan& estimate : fitting) {
+    Plan p = confirmed(estimate);
+    if (fits(s, p) &&
+        (s.host_available <= 0 || host_fits(host_memory_needed(p), s.host_available))) {
+      result.best = std::move(p);
+      break;
+    }
+  }
+  if (planned_any) result.least = confirmed(result.least);
   result.stage_runs = cache.runs_made();
   return result;
 }

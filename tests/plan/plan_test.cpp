@@ -118,10 +118,17 @@ TEST_CASE("plan: tensor and pipeline parallelism split the parameters; the bubbl
         L * (6 * C * C + 3 * C / 2 + 2 * C + 4 * C + 2 * C) + (V / 2) * C + T * C + 2 * C);
   CHECK(pp2.worst.layers == 3);
   CHECK(pp2.micro_batches == 8);
-  CHECK(pp2.bubble_fraction == doctest::Approx(1.0 / 9));
+  // the fill and drain: the other stage's micro-batch, once
+  const plan::StagePlan& other = pp2.stages.at(size_t(1 - pp2.slowest));
+  CHECK(pp2.fill_s == other.micro_batch_s);
+  CHECK(pp2.fill_s < pp2.stage_s);
+  CHECK(pp2.bubble_fraction ==
+        doctest::Approx(pp2.fill_s / (8 * pp2.stage_s + pp2.fill_s)).scale(0));
   CHECK(pp2.worst.in_flight == 2);
   CHECK(pp2.p2p_s > 0);
-  CHECK(pp2.step_s == doctest::Approx(9 * pp2.stage_s + pp2.dp_exposed_s + pp2.optimizer_s));
+  CHECK(
+      pp2.step_s ==
+      doctest::Approx(8 * pp2.stage_s + pp2.fill_s + pp2.dp_exposed_s + pp2.optimizer_s).scale(0));
   CHECK(tp2.worst.tp_comm_s > 0);
   CHECK(one.worst.tp_comm_s == 0);
   PlanOptions gpipe = options("gpt-mini", {.pp = 2}, 16);
@@ -141,10 +148,14 @@ TEST_CASE("plan: the interleaved schedule shrinks the bubble V-fold for more sen
   o.schedule = plan::PipelineSchedule::interleaved;
   o.virtual_stages = 2;
   const plan::Plan p = plan::plan_gpt(o);
-  // 8 micro-batches; the fill and drain take (pp - 1) / V = 1/2 of a stage's micro-batch time.
+  // 8 micro-batches; the fill and drain take the other stage's micro-batch over V = 2: at most
+  // (pp - 1) / V = 1/2 of the slowest's, V times less than 1F1B's
   CHECK(p.micro_batches == 8);
-  CHECK(p.bubble_fraction == doctest::Approx(0.5 / 8.5));
-  CHECK(p.step_s >= 8.5 * p.stage_s + p.optimizer_s);
+  CHECK(p.fill_s == doctest::Approx(p.stages[size_t(1 - p.slowest)].micro_batch_s / 2).scale(0));
+  CHECK(p.fill_s <= 0.5 * p.stage_s);
+  CHECK(p.bubble_fraction == doctest::Approx(p.fill_s / (8 * p.stage_s + p.fill_s)).scale(0));
+  CHECK(p.bubble_fraction < plain.bubble_fraction);
+  CHECK(p.step_s >= 8 * p.stage_s + p.fill_s + p.optimizer_s);
   // Each stage holds two chunks (virtual stages 0 and 2, or 1 and 3) of gpt_stage_blocks(4).
   CHECK(p.stages[0].layers + p.stages[1].layers == 6);
   // Stage 0's warm-up runs 2(pp - 1) + (V - 1)pp = 4 chunk forwards before its first backward:
@@ -285,8 +296,10 @@ TEST_CASE("plan_replica agrees with the GPT planner on a data-parallel layout") 
       {.model = "gpt-mini", .dp = 2, .spec = o.spec, .global_batch = 4, .seq = 64});
   CHECK(any.parameters == gpt.parameters);
   CHECK(any.peak_bytes == doctest::Approx(double(gpt.worst.peak_bytes)).epsilon(0.05));
-  CHECK(any.forward_s + any.backward_s ==
-        doctest::Approx(gpt.worst.forward_s + gpt.worst.backward_s).epsilon(0.1));
+  // (the replica's backward is its step's less the forward and the update: clipping and the
+  // buckets' copies in it; a GPT stage's is its bare backward)
+  CHECK(any.forward_s == doctest::Approx(gpt.worst.forward_s).epsilon(0.05).scale(0));
+  CHECK(any.step_s == doctest::Approx(gpt.step_s).epsilon(0.1).scale(0));
   CHECK(any.dp_allreduce_s == doctest::Approx(gpt.dp_allreduce_s));
   CHECK(any.items_per_s == doctest::Approx(gpt.tokens_per_s).epsilon(0.1));
 }
@@ -392,6 +405,56 @@ TEST_CASE(
   CHECK(plan::parse_offload("params") == plan::Offload::params);
   test::check_error([] { plan::parse_offload("gradients"); },
                     {"unknown offload 'gradients'", "none, optimizer or params"});
+}
+
+TEST_CASE("plan: an estimate (fewer blocks, extrapolated) = the whole stage's plan") {
+  struct Case {
+    Layout layout;
+    int zero = 0;
+    plan::Offload offload = plan::Offload::none;
+    autograd::Recompute recompute = autograd::Recompute::none;
+    DType dtype = DType::f32;
+    int64_t batch = 8;
+    bool peak_moves = false;  // the deep stage's peak comes at another moment
+  };
+  using autograd::Recompute;
+  using plan::Offload;
+  // gpt-small's blocks: 28 MB of gradients, two of them fill two 25 MB buckets; runs of 2 and 3
+  // blocks a chunk stand for 12 (and the pipeline's 8 and 4; tp 2: 4 and 5 for 12)
+  for (const Case& k : std::vector<Case>{
+           {.layout = {.dp = 2}},
+           {.layout = {.dp = 2}, .zero = 1, .offload = Offload::optimizer},
+           {.layout = {.dp = 2}, .zero = 2, .recompute = Recompute::full},
+           {.layout = {.dp = 2}, .zero = 3, .dtype = DType::bf16},
+           // two micro-batches: at 2 and 3 blocks the peak is the head's logits, at 12 the
+           // second backward's accumulating gradients (the estimate is 6 % low; search confirms)
+           {.layout = {.dp = 2}, .zero = 3, .offload = Offload::params, .peak_moves = true},
+           {.layout = {.dp = 2, .tp = 2}, .recompute = Recompute::selective},
+           {.layout = {.dp = 2, .pp = 2}, .zero = 1, .batch = 32}}) {
+    PlanOptions o = options("gpt-small", k.layout, k.batch);
+    o.zero = k.zero;
+    o.offload = k.offload;
+    o.recompute = k.recompute;
+    o.dtype = k.dtype;
+    o.estimate = true;
+    const plan::Plan sampled = plan::plan_gpt(o);
+    o.estimate = false;
+    const plan::Plan every = plan::plan_gpt(o);
+    CAPTURE(plan::describe(every));
+    CAPTURE(plan::describe(sampled));
+    for (size_t s = 0; s < every.stages.size(); ++s) {
+      const plan::StagePlan &a = sampled.stages[s], &b = every.stages[s];
+      CHECK(a.parameters == b.parameters);
+      if (!k.peak_moves)
+        CHECK(double(a.peak_bytes) == doctest::Approx(double(b.peak_bytes)).epsilon(0.01));
+      CHECK(a.activation_bytes == doctest::Approx(b.activation_bytes).epsilon(0.001));
+      CHECK(a.micro_batch_s == doctest::Approx(b.micro_batch_s).epsilon(0.01).scale(0));
+      CHECK(a.optimizer_s == doctest::Approx(b.optimizer_s).epsilon(0.01).scale(0));
+    }
+    CHECK(sampled.step_s == doctest::Approx(every.step_s).epsilon(0.01).scale(0));
+    // (gradient buckets cut the blocks unevenly: a bucket's latency more or less)
+    CHECK(sampled.dp_allreduce_s == doctest::Approx(every.dp_allreduce_s).epsilon(0.05).scale(0));
+  }
 }
 
 }  // namespace dlf

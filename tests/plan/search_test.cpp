@@ -68,6 +68,37 @@ TEST_CASE("search: the fastest configuration that fits, as planning every one of
   CHECK(plan::search(gpt_nano_on(4, peaks.front() - 1)).planned < int64_t(all.size()) / 4);
 }
 
+TEST_CASE("search: estimates choose, whole stages confirm") {
+  // gpt-small's 12 blocks are estimated from runs of 2 and 3; with ZeRO-3, offloaded parameters
+  // and two micro-batches the estimate's peak is low (plan_test)
+  plan::SearchOptions s{.run = {.model = models::gpt_config("gpt-small"),
+                                .layout = {},
+                                .spec = sim_preset("a100-40gb"),
+                                .global_batch = 8,
+                                .seq = 64},
+                        .devices = 2};
+  s.allowed = [](const plan::PlanOptions& o) {
+    return o.layout.dp == 2 && o.zero == 3 && o.offload == plan::Offload::params &&
+           o.micro_batch == 2 && o.recompute == autograd::Recompute::none;
+  };
+  plan::PlanOptions o = plan::configurations(s).at(0);
+  const plan::Plan whole = plan::plan_gpt(o);
+  o.estimate = true;
+  const plan::Plan estimate = plan::plan_gpt(o);
+  REQUIRE(estimate.worst.peak_bytes < whole.worst.peak_bytes);
+  // devices the estimate fits and the whole stage does not
+  s.run.spec.memory_bytes = (estimate.worst.peak_bytes + whole.worst.peak_bytes) / 2;
+  plan::SearchResult found = plan::search(s);
+  CHECK_FALSE(found.best);
+  CHECK(found.least.worst.peak_bytes == whole.worst.peak_bytes);
+  s.run.spec.memory_bytes = whole.worst.peak_bytes;
+  found = plan::search(s);
+  REQUIRE(found.best);
+  CHECK_FALSE(found.best->options.estimate);
+  CHECK(found.best->worst.peak_bytes == whole.worst.peak_bytes);
+  CHECK(found.best->step_s == whole.step_s);
+}
+
 TEST_CASE("search: its flags are dlf plan's, and a batch no layout divides is refused") {
   plan::Plan p;
   p.options.layout = {.dp = 6, .tp = 8, .pp = 64};

@@ -53,7 +53,9 @@ bool better(const Plan& a, const Plan& b);
 /// micro-batch) on, every ZeRO stage and offload of each: a peak only grows with less
 /// recompute and larger micro-batches, so the first that fits nowhere bounds the rest from
 /// below and they are not planned (the micro-batch of the whole replica, whose gradients need
-/// no accumulating, is planned on its own).
+/// no accumulating, is planned on its own). The configurations are planned as estimates
+/// (PlanOptions::estimate); the best of those that fit is planned with its whole stages, and
+/// the next best while that does not fit: best and least are whole plans.
 SearchResult search(const SearchOptions& options);
 
 /// "--tp 8 --pp 64 --recompute full --micro-batch 1": dlf plan's flags for the plan's layout,
