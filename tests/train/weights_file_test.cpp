@@ -41,7 +41,7 @@ TEST_CASE("weights file: a checkpoint and safetensors in either GPT naming read 
   const TempDir dir;
   const train::RunConfig run = nano();
   const nn::NamedTensors state = train::initial_state(run);
-  train::write_weights(dir / "ckpt", state, run, train::WeightNames::nanogpt);
+  train::write_weights(dir / "ckpt", state, run, train::WeightNames::dlf);
   train::write_weights(dir / "hf.safetensors", state, run, train::WeightNames::hf);
   // GPT-2's names on disk, dlf's on reading
   CHECK(named(load_safetensors(dir / "hf.safetensors").tensors, "h.0.attn.c_attn.weight").numel() >
@@ -68,7 +68,7 @@ TEST_CASE("weights file: refusals name the file and the fix") {
   const TempDir dir;
   const train::RunConfig run = nano();
   const nn::NamedTensors state = train::initial_state(run);
-  train::write_weights(dir / "ckpt", state, run, train::WeightNames::nanogpt);
+  train::write_weights(dir / "ckpt", state, run, train::WeightNames::dlf);
   check_error([&] { train::check_not_replacing(dir / "ckpt", false, "give --overwrite"); },
               {"ckpt holds a gpt-nano checkpoint at step 0: give --overwrite"});
   train::check_not_replacing(dir / "ckpt", true, "");  // overwriting is asked for
