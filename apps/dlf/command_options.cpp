@@ -24,8 +24,9 @@ void add_generate(CLI::App& app, GenerateOptions& o, CLI::App*& cmd) {
   CLI::Option_group* source = cmd->add_option_group("model", "the model: one of");
   source->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5");
   source->add_option("--weights", o.weights,
-                     "a weights file: .safetensors (dlf's names, or GPT-2's for a GPT) or a "
-                     "checkpoint.h5");
+                     "weights: a .safetensors file, Hugging Face's shards (their directory or "
+                     "model.safetensors.index.json) or a checkpoint.h5; dlf's names or Hugging "
+                     "Face's (GPT-2, LlamaForCausalLM)");
   source->require_option(1);
   cmd->add_option("--model", o.model,
                   "the model of the weights (checked; needed for a file that does not say)")
