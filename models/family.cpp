@@ -30,4 +30,10 @@ const Family& family_of(const std::string& name) {
   throw Error("unknown model '" + name + "'; known models: " + known);
 }
 
+const Family* family_of_hf_state(const nn::NamedTensors& state) {
+  for (const Family& f : families())
+    if (f.hf.recognises && f.hf.recognises(state)) return &f;
+  return nullptr;
+}
+
 }  // namespace dlf::models

@@ -2,6 +2,7 @@
 #include <dlf/core/factory.h>
 #include <dlf/models/family.h>
 #include <dlf/models/gpt.h>
+#include <dlf/models/gpt_names.h>
 #include <dlf/models/registry.h>
 
 #include <algorithm>
@@ -90,6 +91,10 @@ const Family& gpt_family() {
             return std::unique_ptr<nn::Module>(std::make_unique<GPT>(gpt_config(name)));
           },
       .gpt = gpt_config,
+      .hf = {.model_class = "GPT2Model",
+             .to_hf = gpt_to_hf,
+             .from_hf = gpt_from_hf,
+             .recognises = is_hf_gpt},
       .load_data = text_data,
       .loss =
           [](const nn::Module& model, const std::vector<Tensor>& b) {

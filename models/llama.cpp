@@ -94,7 +94,11 @@ parallel::Split llama_tensor_parallel_split(const std::string& name) {
 }
 
 LlamaAttention::LlamaAttention(const LlamaConfig& c)
-    : head_dim(c.dim / c.heads), rotary{.theta = c.theta, .seq_dim = 1, .scaling = c.rope_scaling} {
+    : head_dim(c.dim / c.heads),
+      rotary{.theta = c.theta,
+             .interleaved = c.rotary_interleaved,
+             .seq_dim = 1,
+             .scaling = c.rope_scaling} {
   using nn::LinearParallel;
   q_proj = register_module("q_proj", projection(c, c.dim, c.dim, LinearParallel::column));
   k_proj = register_module("k_proj",

@@ -2,6 +2,7 @@
 // (Megatron's split of heads, kv heads and MLP units).
 #include <dlf/models/family.h>
 #include <dlf/models/llama.h>
+#include <dlf/models/llama_names.h>
 
 #include <algorithm>
 
@@ -23,6 +24,11 @@ const Family& llama_family() {
             return std::unique_ptr<nn::Module>(std::make_unique<Llama>(c));
           },
       .tp_split = llama_tensor_parallel_split,
+      // dlf's Llama has LlamaForCausalLM's names and rotary convention already.
+      .hf = {.model_class = "LlamaForCausalLM",
+             .to_hf = [](const nn::NamedTensors& state) { return state; },
+             .from_hf = llama_from_hf,
+             .recognises = is_hf_llama},
       .load_data = text_data,
       .loss =
           [](const nn::Module& model, const std::vector<Tensor>& b) {

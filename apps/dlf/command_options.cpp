@@ -24,8 +24,9 @@ void add_generate(CLI::App& app, GenerateOptions& o, CLI::App*& cmd) {
   CLI::Option_group* source = cmd->add_option_group("model", "the model: one of");
   source->add_option("--checkpoint", o.checkpoint, "directory holding checkpoint.h5");
   source->add_option("--weights", o.weights,
-                     "a weights file: .safetensors (dlf's names, or GPT-2's for a GPT) or a "
-                     "checkpoint.h5");
+                     "weights: a .safetensors file, Hugging Face's shards (their directory or "
+                     "model.safetensors.index.json) or a checkpoint.h5; dlf's names or Hugging "
+                     "Face's (GPT-2, LlamaForCausalLM)");
   source->require_option(1);
   cmd->add_option("--model", o.model,
                   "the model of the weights (checked; needed for a file that does not say)")
@@ -74,15 +75,27 @@ void add_convert(CLI::App& app, ConvertOptions& o, CLI::App*& cmd) {
   cmd = app.add_subcommand("convert",
                            "Convert weights between a dlf checkpoint and a .safetensors file "
                            "(PyTorch's and Hugging Face's format)");
-  cmd->add_option("in", o.in, "a checkpoint directory, a checkpoint.h5 or a .safetensors file")
+  cmd->add_option("in", o.in,
+                  "a checkpoint directory, a checkpoint.h5, a .safetensors file, or Hugging Face "
+                  "shards (model.safetensors.index.json or its directory)")
       ->required();
-  cmd->add_option("out", o.out, "the same kinds: a .safetensors file, else a checkpoint directory")
+  cmd->add_option("out", o.out,
+                  "the same kinds: a .safetensors file, a directory of shards with "
+                  "--max-shard-size, else a checkpoint directory")
       ->required();
-  cmd->add_option("--names", o.names,
-                  "GPT's names in a .safetensors OUT: nanogpt (dlf's) or hf (Hugging Face GPT-2: "
-                  "no transformer. prefix, Conv1D weights transposed); GPT-2 input is recognised")
-      ->check(CLI::IsMember({"nanogpt", "hf"}))
+  cmd->add_option(
+         "--names", o.names,
+         "names in a safetensors OUT: dlf (nanogpt: the same) or hf, Hugging Face's layout "
+         "of the family (GPT-2: no transformer. prefix, Conv1D weights transposed, no "
+         "lm_head; LlamaForCausalLM: dlf's own names, q/k rows for rotate-half rotary); "
+         "Hugging Face input is recognised")
+      ->check(CLI::IsMember({"dlf", "nanogpt", "hf"}))
       ->capture_default_str();
+  cmd->add_option("--max-shard-size", o.max_shard_bytes,
+                  "write OUT as a directory of shards, model-00001-of-0000N.safetensors of at "
+                  "most this much tensor data each (2GB, 500MB, 5GiB), and "
+                  "model.safetensors.index.json, as Hugging Face's save_pretrained does")
+      ->transform(byte_size());
   cmd->add_option("--model", o.model, "the model IN holds (checked; needed when IN does not say)")
       ->check(model_name());
   cmd->add_flag("--overwrite", o.overwrite, "replace the weights OUT holds already");

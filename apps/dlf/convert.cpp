@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include <dlf/models/family.h>
 #include <dlf/train/run.h>
 
 #include <dlf/train/weights_file.h>
@@ -13,10 +14,14 @@ void run_convert(const ConvertOptions& o) {
   const train::Weights weights = train::read_weights(o.in);
   const train::RunConfig run = train::run_for_weights(weights, o.in, o.model);
   const nn::NamedTensors state = train::state_from_weights(run, weights.tensors);
-  train::write_weights(o.out, state, run,
-                       o.names == "hf" ? train::WeightNames::hf : train::WeightNames::nanogpt);
-  std::printf("%s: %s's %zu tensors written to %s (%s names)\n", o.in.c_str(), run.model.c_str(),
-              state.size(), o.out.c_str(), o.names == "hf" ? "Hugging Face GPT-2" : "dlf");
+  const bool hf = o.names == "hf";
+  train::write_weights(o.out, state, run, hf ? train::WeightNames::hf : train::WeightNames::dlf,
+                       o.max_shard_bytes);
+  const std::string names =
+      hf ? "Hugging Face " + models::family_of(run.model).hf.model_class : "dlf";
+  std::printf("%s: %s's %zu tensors written to %s%s (%s names)\n", o.in.c_str(), run.model.c_str(),
+              state.size(), o.out.c_str(), o.max_shard_bytes > 0 ? " in shards" : "",
+              names.c_str());
 }
 
 }  // namespace dlf::app

@@ -74,8 +74,9 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
                 "start a new run over the checkpoint in --checkpoint (replaced at the first save)")
       ->excludes(resume);
   cmd->add_option("--init-from", o.init_from,
-                  "start from these weights instead of the seed's: a dlf checkpoint or a "
-                  ".safetensors file (GPT: dlf's or Hugging Face GPT-2's names)")
+                  "start from these weights instead of the seed's: a dlf checkpoint, a "
+                  ".safetensors file or Hugging Face's shards (dlf's names or Hugging Face's: "
+                  "GPT-2, LlamaForCausalLM)")
       ->excludes(resume)
       ->check(non_empty());
   cmd->add_option("--save-every", o.save_every, "steps between checkpoints (default: at the end)")

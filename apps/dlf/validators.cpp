@@ -39,6 +39,29 @@ CLI::Validator non_negative() {
           "NON-NEGATIVE"};
 }
 
+CLI::Validator byte_size() {
+  return {[](std::string& text) -> std::string {
+            static constexpr std::pair<const char*, double> kUnits[] = {
+                {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+                {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},
+                {"B", 1}};
+            double scale = 1;
+            std::string number = text;
+            for (const auto& [unit, bytes] : kUnits) {
+              if (!text.ends_with(unit)) continue;
+              number = text.substr(0, text.size() - std::string(unit).size());
+              scale = bytes;
+              break;
+            }
+            double v = 0;
+            if (!parse_number(number, v) || v * scale < 1 || v * scale > 1e18)
+              return "must be a size such as 2GB, 500MB or 5GiB, got '" + text + "'";
+            text = std::to_string(uint64_t(v * scale));
+            return "";
+          },
+          "SIZE"};
+}
+
 CLI::Validator whole(int64_t lo, int64_t hi) {
   const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
   return {[lo, hi, range](std::string& text) -> std::string {

@@ -20,6 +20,9 @@ CLI::Validator non_negative();
 CLI::Validator whole(int64_t lo, int64_t hi);
 /// Any text but the empty one.
 CLI::Validator non_empty();
+/// A size in bytes as Hugging Face's save_pretrained takes it ("2GB", "500MB", "5GiB", "100KB",
+/// "4096"; decimal units and binary ones), greater than 0, rewritten as the whole number of bytes.
+CLI::Validator byte_size();
 /// A registered model name.
 CLI::Validator model_name();
 

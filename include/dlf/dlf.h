@@ -28,6 +28,7 @@
 #include <dlf/core/random.h>
 #include <dlf/core/safetensors.h>
 #include <dlf/core/shape.h>
+#include <dlf/core/sharded_safetensors.h>
 #include <dlf/core/tensor.h>
 #include <dlf/device/allocator.h>
 #include <dlf/device/device.h>
@@ -52,6 +53,7 @@
 #include <dlf/models/gpt.h>
 #include <dlf/models/gpt_parallel.h>
 #include <dlf/models/llama.h>
+#include <dlf/models/llama_names.h>
 #include <dlf/models/registry.h>
 #include <dlf/models/text_stream.h>
 #include <dlf/models/unet.h>

@@ -2,7 +2,10 @@
 // one dtype, its weights and a batch written as safetensors, then what dlf computes from them —
 // logits, loss, every gradient, and five AdamW steps — for the Python side to recompute.
 //
-//   torch_reference MODEL f32|f64 DIR
+//   torch_reference MODEL f32|f64 DIR [WEIGHTS]
+//
+// WEIGHTS (any file dlf train --init-from reads: Hugging Face's shards of a PyTorch model, say)
+// replaces the model's random initial weights.
 //
 // DIR/weights.safetensors  the model's state (tied tensors once), its sizes as metadata
 // DIR/batch.safetensors    the inputs and targets
@@ -15,6 +18,7 @@
 #include <string>
 
 #include <dlf/dlf.h>
+#include <dlf/train/weights_file.h>
 
 using namespace dlf;
 
@@ -138,8 +142,8 @@ Case llama_case(const std::string& name, DType dtype, Generator& gen) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: torch_reference MODEL f32|f64 DIR\n");
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: torch_reference MODEL f32|f64 DIR [WEIGHTS]\n");
     return 2;
   }
   try {
@@ -155,6 +159,10 @@ int main(int argc, char** argv) {
                  ? llama_case(model, dtype, gen)
                  : throw Error("the cross-check covers GPT, BERT, ViT and Llama, not " + model);
     c.sizes["dtype"] = dtype_name;
+    if (argc == 5) {
+      autograd::NoGradGuard no_grad;
+      c.model->load_state_dict(train::read_weights(argv[4]).tensors);
+    }
     save_safetensors(dir + "weights.safetensors", c.model->state_dict(), c.sizes);
     save_safetensors(dir + "batch.safetensors", c.batch);
 

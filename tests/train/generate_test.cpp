@@ -21,7 +21,7 @@ struct InitialCheckpoint {
     train::RunConfig run;
     run.model = model;
     run.batch = 4;
-    train::write_weights(dir, train::initial_state(run), run, train::WeightNames::nanogpt);
+    train::write_weights(dir, train::initial_state(run), run, train::WeightNames::dlf);
   }
   ~InitialCheckpoint() { fs::remove_all(dir); }
 };

@@ -108,6 +108,17 @@ enum class Generates {
   nothing,       ///< (a classifier)
 };
 
+/// A family's weights under the names and layout of Hugging Face's class for it.
+struct HfLayout {
+  std::string model_class;  ///< Hugging Face's class ("GPT2Model", "LlamaForCausalLM")
+  /// A whole state in dlf's names to Hugging Face's layout.
+  std::function<nn::NamedTensors(const nn::NamedTensors& state)> to_hf;
+  /// A state in Hugging Face's layout (as its files hold it) to dlf's names.
+  std::function<nn::NamedTensors(const nn::NamedTensors& state)> from_hf;
+  /// Whether a state is in this layout (one that from_hf reads).
+  std::function<bool(const nn::NamedTensors& state)> recognises;
+};
+
 /// One model family.
 struct Family {
   std::string name;                          ///< "gpt"
@@ -127,6 +138,8 @@ struct Family {
   parallel::SplitRule tp_split = {};
   /// A GPT's configuration: the family runs in pipeline stages (models::ParallelGPT).
   std::function<GPTConfig(const std::string& name)> gpt = {};
+  /// Its weights in Hugging Face's layout (`dlf convert --names hf`); no functions: none.
+  HfLayout hf = {};
   /// The run's data: text or Fashion-MNIST as the family takes it. `paths` empty: the default.
   std::function<TrainData(const std::vector<std::string>& paths, double val_fraction)> load_data;
   /// The loss of a whole model built by `build` on a batch of the family's form (on its
@@ -157,5 +170,7 @@ const std::vector<Family>& families();
 const Family& family(const std::string& name);
 /// The family of model `name`; a dlf::Error lists the known names otherwise.
 const Family& family_of(const std::string& name);
+/// The family whose Hugging Face layout `state` is in (HfLayout::recognises), or null.
+const Family* family_of_hf_state(const nn::NamedTensors& state);
 
 }  // namespace dlf::models

@@ -30,7 +30,9 @@ struct LlamaConfig {
   double theta = 10000;           ///< rotary base (rope_theta)
   RopeScaling rope_scaling = {};  ///< Llama 3.1's (factor 0: none)
   double norm_eps = 1e-5;         ///< RMSNorm's (rms_norm_eps)
-  DType dtype = DType::f32;       ///< of the parameters
+  /// Rotary on Meta's interleaved pairs rather than Hugging Face's rotate-half (llama_names.h)
+  bool rotary_interleaved = false;
+  DType dtype = DType::f32;  ///< of the parameters
   /// Makes the Linear layers; empty: whole ones. parallel::megatron_linears(group) splits the
   /// heads, the kv heads and the MLP's units over a tensor-parallel group.
   nn::LinearMaker linears = {};

@@ -1,6 +1,8 @@
-// Model weights in files: dlf checkpoints and safetensors, in dlf's names or (GPT) Hugging Face
-// GPT-2's. What `dlf convert`, `dlf train --init-from` and `dlf generate --weights` read and write.
+// Model weights in files: dlf checkpoints and safetensors (one file or Hugging Face's shards), in
+// dlf's names or Hugging Face's (GPT-2's, LlamaForCausalLM's: models::Family::hf). What `dlf
+// convert`, `dlf train --init-from` and `dlf generate --weights` read and write.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -10,8 +12,9 @@
 
 namespace dlf::train {
 
-/// The names a GPT's weights are written under.
-enum class WeightNames { nanogpt, hf };
+/// The names weights are written under: dlf's (a GPT's are nanoGPT's), or Hugging Face's layout
+/// of the family (models::HfLayout).
+enum class WeightNames { dlf, hf };
 
 /// What a weights file holds.
 struct Weights {
@@ -19,9 +22,11 @@ struct Weights {
   std::optional<RunConfig> run = {};  ///< the run that made them, when the file says
 };
 
-/// Reads PATH: a dlf checkpoint (its directory, or its checkpoint.h5) or a .safetensors file.
-/// GPT weights in GPT-2's layout (models::is_hf_gpt) are renamed to dlf's. A safetensors file
-/// written by dlf carries its run config in the metadata ("dlf.config").
+/// Reads PATH: a dlf checkpoint (its directory, or its checkpoint.h5), a .safetensors file,
+/// sharded safetensors (model.safetensors.index.json or its directory), or a directory holding
+/// model.safetensors. Weights in a family's Hugging Face layout (models::family_of_hf_state) are
+/// renamed to dlf's. Safetensors written by dlf carry the run config in their metadata
+/// ("dlf.config").
 Weights read_weights(const std::string& path);
 
 /// The run that `weights` belong to: the file's own, which `model` (when not empty) must name,
@@ -37,10 +42,11 @@ std::string describe_weights(const std::string& path);
 /// `overwrite` says to replace it. `choices` ends the message ("give --overwrite to replace it").
 void check_not_replacing(const std::string& path, bool overwrite, const std::string& choices);
 
-/// Writes a model's whole state to PATH — a .safetensors file (tied tensors once, `names`
-/// choosing GPT's) or a dlf checkpoint directory (or its checkpoint.h5, always dlf's names) —
-/// with the run's config.
+/// Writes a model's whole state to PATH with the run's config: a .safetensors file (tied tensors
+/// once, in `names`), a dlf checkpoint directory (or its checkpoint.h5, always dlf's names), or,
+/// with `max_shard_bytes` > 0, directory PATH of safetensors shards of at most that many bytes
+/// of tensors each and their index (save_sharded_safetensors).
 void write_weights(const std::string& path, const nn::NamedTensors& state, const RunConfig& run,
-                   WeightNames names);
+                   WeightNames names, uint64_t max_shard_bytes = 0);
 
 }  // namespace dlf::train
