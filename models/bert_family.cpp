@@ -46,7 +46,7 @@ Tensor scaled_loss(const nn::Module& model, const std::vector<Tensor>& b) {
 class BertTask final : public Task {
  public:
   explicit BertTask(const TaskSetup& s)
-      : data_(*s.data.text),
+      : data_(byte_text(s.data, s.model)),
         model_(s.model),
         batch_(s.batch),
         seq_(bert_family().sequence(s.model, s.seq)),

@@ -176,7 +176,7 @@ int run(int argc, char** argv) {
     if (*plan_cmd) dlf::app::run_plan(plan);
     if (*convert_cmd) dlf::app::run_convert(convert);
     if (*graph_cmd) dlf::app::run_graph(graph);
-    if (*tokenizer_cmd) dlf::app::run_tokenizer(tokenizer);
+    if (*tokenizer_cmd || *tokenizer.tokenize) dlf::app::run_tokenizer(tokenizer);
     if (*bench_cmd) return dlf::app::run_bench(bench);  // its own exit codes (check: 1, 2)
   } catch (const dlf::app::Interrupted& e) {
     std::cerr << "dlf: " << e.what() << "\n";

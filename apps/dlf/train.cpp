@@ -46,6 +46,7 @@ double run_train(TrainOptions o) {
                 std::filesystem::is_directory(o.checkpoint),
             "--checkpoint ", o.checkpoint, " is a file, not a directory");
   train::apply_recipe(o.run, o.given);
+  train::record_tokenizer(o.run);
   if (!o.resume && !o.checkpoint.empty())
     train::check_not_replacing(
         o.checkpoint, o.overwrite,

@@ -15,6 +15,7 @@
 #include <dlf/models/gpt.h>
 #include <dlf/nn/data/idx.h>
 #include <dlf/nn/data/text_dataset.h>
+#include <dlf/nn/data/token_stream.h>
 #include <dlf/nn/linear.h>
 #include <dlf/nn/module.h>
 #include <dlf/parallel/tp_sharding.h>
@@ -30,7 +31,8 @@ struct Evaluation {
 
 /// The data of a run, loaded once per process and shared by its ranks.
 struct TrainData {
-  std::optional<nn::data::TextDataset> text = {};  ///< text families
+  std::optional<nn::data::TextDataset> text = {};    ///< text families: bytes, or
+  std::optional<nn::data::TokenShards> tokens = {};  ///< next-token families: token shards
   /// image families' training and test images
   ///@{
   std::optional<nn::data::ImageDataset> train = {}, test = {};

@@ -15,7 +15,11 @@ namespace dlf::train {
 /// lr / 10); ViT the small-ViT recipe (models::Family::recipe). A default min_lr above lr
 /// becomes lr / 10; a dlf::Error when a given one is above lr.
 void apply_recipe(RunConfig& run, const std::set<std::string>& given);
-/// The run's data, as its family loads it.
+/// Loads the run's tokenizer (RunConfig::tokenizer, when given) and records its hash in the
+/// run; a dlf::Error when the model's vocabulary cannot hold its ids.
+void record_tokenizer(RunConfig& run);
+/// The run's data, as its family loads it. Token shards must be of the run's tokenizer (bytes
+/// without one) and a tokenizer needs shards: a dlf::Error says which tokenizer made what.
 models::TrainData load_data(const RunConfig& run);
 /// The steps between evaluations the family's recipe gives (an epoch of the training set for a
 /// classifier, else 0: at the end only).
