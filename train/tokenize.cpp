@@ -124,9 +124,12 @@ TokenizeSummary tokenize_corpus(const TokenizeOptions& o) {
   {
     std::vector<std::jthread> workers;
     for (int t = 0; t < threads; ++t) workers.emplace_back(work);
-    while (shared.files_done < totals.files && !shared.failed) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      if (shared.files_done < totals.files) report();
+    for (auto last = std::chrono::steady_clock::now();
+         shared.files_done < totals.files && !shared.failed;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (std::chrono::steady_clock::now() - last < std::chrono::milliseconds(500)) continue;
+      last = std::chrono::steady_clock::now();
+      report();
     }
   }
   if (shared.failure) std::rethrow_exception(shared.failure);
