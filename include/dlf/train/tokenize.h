@@ -10,9 +10,15 @@ namespace dlf::train {
 
 /// How far tokenizing got.
 struct TokenizeProgress {
-  int64_t files_done = 0, files = 0;  ///< shards written, of how many
-  int64_t bytes_done = 0, bytes = 0;  ///< text encoded, of how much
-  int64_t tokens = 0;                 ///< ids written
+  /// shards written, of how many
+  ///@{
+  int64_t files_done = 0, files = 0;
+  ///@}
+  /// text encoded, of how much (bytes)
+  ///@{
+  int64_t bytes_done = 0, bytes = 0;
+  ///@}
+  int64_t tokens = 0;  ///< ids written
 };
 
 /// What to tokenize, with what, and where to.
