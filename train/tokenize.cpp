@@ -1,3 +1,4 @@
+#include <dlf/device/formatted.h>
 #include <dlf/error.h>
 #include <dlf/nn/data/text_dataset.h>
 #include <dlf/nn/data/token_stream.h>
@@ -141,6 +142,23 @@ TokenizeSummary tokenize_corpus(const TokenizeOptions& o) {
       .totals = totals,
       .tokenizer_hash = hash,
       .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+std::string describe(const TokenizeProgress& p) {
+  return formatted("tokenize: %lld/%lld files, %.1f/%.1f MB, %lld tokens",
+                   static_cast<long long>(p.files_done), static_cast<long long>(p.files),
+                   double(p.bytes_done) / 1e6, double(p.bytes) / 1e6,
+                   static_cast<long long>(p.tokens));
+}
+
+std::string describe(const TokenizeSummary& s, const TokenizeOptions& o) {
+  return formatted(
+      "%s: %lld shards, %lld tokens of %.1f MB of text (tokenizer %s, hash %s) in %.1f s, "
+      "%.1f MB/s",
+      o.out.c_str(), static_cast<long long>(s.totals.files),
+      static_cast<long long>(s.totals.tokens), double(s.totals.bytes) / 1e6,
+      o.tokenizer.empty() ? "bytes" : o.tokenizer.c_str(), s.tokenizer_hash.c_str(), s.seconds,
+      double(s.totals.bytes) / 1e6 / s.seconds);
 }
 
 }  // namespace dlf::train

@@ -1,16 +1,12 @@
 // The dlf command line.
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <sstream>
 #include <string>
-#include <tuple>
 
 #include <dlf/dlf.h>
 #include <dlf/parallel/mpi.h>
@@ -37,14 +33,8 @@ using dlf::app::add_plan;
 using dlf::app::add_profile;
 using dlf::app::add_train;
 using dlf::app::explain;
-using dlf::app::kMaxBatch;
-using dlf::app::kMaxPlannedDevices;
-using dlf::app::kMaxRanks;
-using dlf::app::kMaxSteps;
-using dlf::app::model_name;
 using dlf::app::named_command;
 using dlf::app::non_empty;
-using dlf::app::non_negative;
 using dlf::app::positive;
 using dlf::app::whole;
 

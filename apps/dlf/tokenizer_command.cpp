@@ -11,7 +11,6 @@
 #include <dlf/nn/data/text_dataset.h>
 #include <dlf/tokenizers/id_text.h>
 #include <dlf/tokenizers/train.h>
-#include <dlf/train/tokenize.h>
 
 #include "validators.h"
 
@@ -101,25 +100,11 @@ void run_info(const TokenizerCommand& o) {
   std::printf("\n");
 }
 
-void run_tokenize(const TokenizerCommand& o) {
-  const train::TokenizeSummary s = train::tokenize_corpus(
-      {.data = o.data,
-       .out = o.out,
-       .tokenizer = o.shard_tokenizer,
-       .threads = o.threads,
-       .progress = [](const train::TokenizeProgress& p) {
-         std::fprintf(stderr, "tokenize: %lld/%lld files, %.1f/%.1f MB, %lld tokens\n",
-                      static_cast<long long>(p.files_done), static_cast<long long>(p.files),
-                      double(p.bytes_done) / 1e6, double(p.bytes) / 1e6,
-                      static_cast<long long>(p.tokens));
-       }});
-  std::printf(
-      "%s: %lld shards, %lld tokens of %.1f MB of text (tokenizer %s, hash %s) in %.1f s, "
-      "%.1f MB/s\n",
-      o.out.c_str(), static_cast<long long>(s.totals.files),
-      static_cast<long long>(s.totals.tokens), double(s.totals.bytes) / 1e6,
-      o.shard_tokenizer.empty() ? "bytes" : o.shard_tokenizer.c_str(), s.tokenizer_hash.c_str(),
-      s.seconds, double(s.totals.bytes) / 1e6 / s.seconds);
+void run_tokenize(train::TokenizeOptions o) {
+  o.progress = [](const train::TokenizeProgress& p) {
+    std::fprintf(stderr, "%s\n", train::describe(p).c_str());
+  };
+  std::printf("%s\n", train::describe(train::tokenize_corpus(o), o).c_str());
 }
 
 void add_tokenizer_option(CLI::App* cmd, TokenizerCommand& o) {
@@ -189,13 +174,14 @@ CLI::App* add_tokenizer(CLI::App& app, TokenizerCommand& o) {
 
   o.tokenize = app.add_subcommand(
       "tokenize", "Write text files as token shards that dlf train --data reads (docs/data.md)");
-  o.tokenize->add_option("--data", o.data, "text files or folders (default: the fortunes corpus)");
-  o.tokenize->add_option("--out", o.out, "the folder of the shards")
+  train::TokenizeOptions& s = o.shards;
+  o.tokenize->add_option("--data", s.data, "text files or folders (default: the fortunes corpus)");
+  o.tokenize->add_option("--out", s.out, "the folder of the shards")
       ->required()
       ->check(non_empty());
-  o.tokenize->add_option("--tokenizer", o.shard_tokenizer,
-                         "a tokenizer's name or path, as dlf tokenizer's (default: bytes)");
-  o.tokenize->add_option("--jobs", o.threads, "files encoded at once (default: the cores)")
+  o.tokenize->add_option("--tokenizer", s.tokenizer,
+                         "a name or path as dlf tokenizer's (default: bytes)");
+  o.tokenize->add_option("--jobs", s.threads, "files encoded at once (default: the cores)")
       ->check(whole(1, 1024));
   return cmd;
 }
@@ -206,7 +192,7 @@ void run_tokenizer(const TokenizerCommand& o) {
   if (*o.train) run_train(o);
   if (*o.save) run_save(o);
   if (*o.info) run_info(o);
-  if (*o.tokenize) run_tokenize(o);
+  if (*o.tokenize) run_tokenize(o.shards);
 }
 
 }  // namespace dlf::app

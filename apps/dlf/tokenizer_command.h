@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <dlf/train/tokenize.h>
+
 namespace dlf::app {
 
 struct TokenizerCommand {
@@ -22,10 +24,8 @@ struct TokenizerCommand {
   std::string pattern = "gpt2";
   std::vector<std::string> special_tokens = {"<|endoftext|>"};
   uint64_t min_frequency = 2;
-  // dlf tokenize (its --data and --out are the fields above)
   CLI::App* tokenize = nullptr;
-  std::string shard_tokenizer;  ///< empty: bytes
-  int threads = 0;              ///< 0: the machine's cores
+  train::TokenizeOptions shards;  ///< dlf tokenize's
 };
 
 /// Adds `dlf tokenizer` and its commands, and `dlf tokenize`, to `app`; returns the first.

@@ -46,4 +46,10 @@ struct TokenizeSummary {
 /// dlf::Error if `out` holds shards already or a file cannot be read.
 TokenizeSummary tokenize_corpus(const TokenizeOptions& options);
 
+/// "tokenize: 3/43 files, 1.2/2.6 MB, 1200000 tokens": a progress line, as dlf tokenize prints.
+std::string describe(const TokenizeProgress& progress);
+/// "OUT: 43 shards, 2576674 tokens of 2.6 MB of text (tokenizer bytes, hash ...) in 0.1 s,
+/// 35.5 MB/s": what `options` made, as dlf tokenize prints.
+std::string describe(const TokenizeSummary& summary, const TokenizeOptions& options);
+
 }  // namespace dlf::train
