@@ -98,11 +98,17 @@ const Family& gpt_family() {
       .unit = "tok",
       .generates = Generates::text,
       .build =
-          [](const std::string& name, const nn::LinearMaker& linears) {
-            DLF_CHECK(!linears, name, "'s layers are its own: a GPT is sharded in its stages");
-            return std::unique_ptr<nn::Module>(std::make_unique<GPT>(gpt_config(name)));
+          [](const std::string& name, const BuildOptions& o) {
+            DLF_CHECK(!o.linears, name, "'s layers are its own: a GPT is sharded in its stages");
+            return std::unique_ptr<nn::Module>(
+                std::make_unique<GPT>(gpt_family().gpt(name, o.vocab)));
           },
-      .gpt = gpt_config,
+      .gpt =
+          [](const std::string& name, int64_t vocab) {
+            GPTConfig c = gpt_config(name);
+            if (vocab > 0) c.vocab = vocab;
+            return c;
+          },
       .load_data = text_data,
       .loss =
           [](const nn::Module& model, const std::vector<Tensor>& b) {

@@ -83,7 +83,8 @@ void continue_text(const nn::Checkpoint& ckpt, const RunConfig& run, const Gener
   for (const std::string& prompt : o.prompts)
     DLF_CHECK(!prompt.empty(), "--prompt must not be empty");
   manual_seed(run.seed);
-  const std::unique_ptr<nn::Module> built = models::family_of(run.model).build(run.model, {});
+  const std::unique_ptr<nn::Module> built =
+      models::family_of(run.model).build(run.model, {.vocab = run.vocab});
   auto* model = dynamic_cast<models::CausalLM*>(built.get());
   DLF_CHECK(model, run.model, " is not a causal language model: dlf generate cannot continue text");
   nn::restore_module(*model, ckpt);
@@ -238,7 +239,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& o) {
   parallel::run_ranks({kCPU}, [&](parallel::Communicator& world) {
     parallel::Mesh mesh(world, {});
     const std::unique_ptr<RankModel> model =
-        make_rank_model(family, run.model, mesh, ckpt.model, {});
+        make_rank_model(family, run.model, mesh, ckpt.model, {}, run.vocab);
     const std::unique_ptr<models::Task> task =
         family.task({.model = run.model,
                      .data = data,

@@ -12,13 +12,13 @@ namespace {
 // The run's model, initialised from its seed, on the default device.
 std::unique_ptr<nn::Module> build(const RunConfig& run) {
   manual_seed(run.seed);
-  return models::family_of(run.model).build(run.model, {});
+  return models::family_of(run.model).build(run.model, {.vocab = run.vocab});
 }
 
-// The ids a model of `run` embeds; 0 for a model without a vocabulary.
+// The ids a model of `run` embeds; 0 for a model that predicts no tokens.
 int64_t model_vocab(const RunConfig& run) {
   DefaultDeviceGuard meta(kMeta);
-  const std::unique_ptr<nn::Module> model = models::family_of(run.model).build(run.model, {});
+  const std::unique_ptr<nn::Module> model = build(run);
   const auto* lm = dynamic_cast<const models::CausalLM*>(model.get());
   return lm ? lm->vocab() : 0;
 }
@@ -34,11 +34,8 @@ void record_tokenizer(RunConfig& run) {
   if (run.tokenizer.empty()) return;
   const tokenizers::Tokenizer tokenizer = tokenizers::Tokenizer::load(run.tokenizer);
   run.tokenizer_hash = tokenizer.hash_hex();
-  const int64_t vocab = model_vocab(run);
-  DLF_CHECK(vocab > 0, "--tokenizer: ", run.model, " does not predict tokens");
-  DLF_CHECK(int64_t(tokenizer.vocab_size()) <= vocab, "--tokenizer ", run.tokenizer, " has ",
-            tokenizer.vocab_size(), " tokens, more than ", run.model, "'s vocabulary of ", vocab,
-            " (gpt-small and larger have GPT-2's 50257)");
+  run.vocab = tokenizer.vocab_size();  // the model's vocabulary follows its tokenizer
+  DLF_CHECK(model_vocab(run) == run.vocab, "--tokenizer: ", run.model, " does not predict tokens");
 }
 
 void apply_recipe(RunConfig& run, const std::set<std::string>& given) {
@@ -101,9 +98,9 @@ nn::NamedTensors state_from_weights(const RunConfig& run, const nn::NamedTensors
   return model->state_dict();
 }
 
-int64_t parameter_count(const std::string& model) {
+int64_t parameter_count(const std::string& model, int64_t vocab) {
   DefaultDeviceGuard meta(kMeta);
-  return models::family_of(model).build(model, {})->num_parameters();
+  return models::family_of(model).build(model, {.vocab = vocab})->num_parameters();
 }
 
 }  // namespace dlf::train

@@ -21,10 +21,11 @@ void serialize(Archive& ar, RunConfig& c) {
   // A checkpoint of a dlf before tokenizers says nothing of one: its run read bytes.
   try {
     ar(cereal::make_nvp("tokenizer", c.tokenizer),
-       cereal::make_nvp("tokenizer_hash", c.tokenizer_hash));
+       cereal::make_nvp("tokenizer_hash", c.tokenizer_hash), cereal::make_nvp("vocab", c.vocab));
   } catch (const cereal::Exception&) {
     c.tokenizer.clear();
     c.tokenizer_hash.clear();
+    c.vocab = 0;
   }
 }
 

@@ -84,6 +84,16 @@ class Task {
   virtual double items_per_step() const = 0;  ///< tokens or images a step
 };
 
+/// What a family's model is built with besides its name.
+struct BuildOptions {
+  /// Makes its Linear layers (one tensor-parallel rank's shards, where the family has a rule);
+  /// empty: whole layers.
+  nn::LinearMaker linears = {};
+  /// Tokens it embeds and predicts, its tokenizer's (dlf train --tokenizer); 0: the model's own.
+  /// A family without a vocabulary refuses one.
+  int64_t vocab = 0;
+};
+
 /// A random batch of a family's form (Family::example_batch).
 struct ExampleBatch {
   std::vector<Tensor> batch;  ///< on the host
@@ -119,16 +129,16 @@ struct Family {
   Recipe recipe = {};                        ///< its optimizer's
   /// Held-out batches an evaluation takes by default (0: the whole test set).
   int64_t eval_batches = 4;
-  /// The model `name` on the default device (initialised from the default generator), its
-  /// Linear layers made by `linears` (one tensor-parallel rank's shards) where it has a rule.
-  std::function<std::unique_ptr<nn::Module>(const std::string& name,
-                                            const nn::LinearMaker& linears)>
+  /// The model `name` on the default device (initialised from the default generator), built as
+  /// `options` say: its Linear layers, and its vocabulary following a tokenizer's.
+  std::function<std::unique_ptr<nn::Module>(const std::string& name, const BuildOptions& options)>
       build;
   /// How each parameter splits over a tensor-parallel group; empty: data-parallel only (or,
   /// with `gpt`, the GPT's own sharding).
   parallel::SplitRule tp_split = {};
-  /// A GPT's configuration: the family runs in pipeline stages (models::ParallelGPT).
-  std::function<GPTConfig(const std::string& name)> gpt = {};
+  /// A GPT's configuration, with `vocab` tokens (0: the model's own): the family runs in
+  /// pipeline stages (models::ParallelGPT).
+  std::function<GPTConfig(const std::string& name, int64_t vocab)> gpt = {};
   /// The run's data: text or Fashion-MNIST as the family takes it. `paths` empty: the default.
   std::function<TrainData(const std::vector<std::string>& paths, double val_fraction)> load_data;
   /// The loss of a whole model built by `build` on a batch of the family's form (on its

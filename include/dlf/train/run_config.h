@@ -26,6 +26,8 @@ struct RunConfig {
   /// Its hash (tokenizers::Tokenizer::hash_hex), which token shards and `dlf generate` must
   /// match; empty: bytes.
   std::string tokenizer_hash = {};
+  /// The model's vocabulary, its tokenizer's (models::BuildOptions::vocab); 0: the model's own.
+  int64_t vocab = 0;
 };
 
 /// The config as JSON.
