@@ -46,7 +46,7 @@ Tensor scaled_loss(const nn::Module& model, const std::vector<Tensor>& b) {
 class BertTask final : public Task {
  public:
   explicit BertTask(const TaskSetup& s)
-      : data_(*s.data.text),
+      : data_(byte_text(s.data, s.model)),
         model_(s.model),
         batch_(s.batch),
         seq_(bert_family().sequence(s.model, s.seq)),
@@ -117,9 +117,12 @@ const Family& bert_family() {
       .unit = "tok",
       .generates = Generates::filled_masks,
       .build =
-          [](const std::string& name, const nn::LinearMaker& linears) {
+          [](const std::string& name, const BuildOptions& o) {
+            DLF_CHECK(o.vocab == 0, name,
+                      " reads bytes: it has no vocabulary to follow a "
+                      "tokenizer's");
             BertConfig c = bert_config(name);
-            c.linears = linears;
+            c.linears = o.linears;
             return std::unique_ptr<nn::Module>(std::make_unique<BertForMaskedLM>(c));
           },
       .tp_split = bert_tensor_parallel_split,

@@ -38,7 +38,7 @@ ExampleBatch on_host(Draw draw) {
 ExampleStep example_step(const std::string& name, int64_t batch, int64_t seq, Generator& data,
                          const nn::LinearMaker& linears) {
   const Family& family = family_of(name);
-  std::shared_ptr<nn::Module> model = family.build(name, linears);
+  std::shared_ptr<nn::Module> model = family.build(name, {.linears = linears});
   ExampleBatch b = on_host([&] { return family.example_batch(name, batch, seq, data); });
   return step_of(std::move(model), family.loss, std::move(b), family.unit);
 }

@@ -24,5 +24,7 @@ ExampleBatch next_token_batch(int64_t vocab, int64_t context, int64_t batch, int
                               Generator& gen);
 /// A text family's data: the files of `paths` (the default corpus when empty).
 TrainData text_data(const std::vector<std::string>& paths, double val_fraction);
+/// The run's text as bytes; a dlf::Error for token shards, which `model` does not read.
+const nn::data::TextDataset& byte_text(const TrainData& data, const std::string& model);
 
 }  // namespace dlf::models

@@ -15,11 +15,12 @@ namespace {
 using nn::data::Split;
 using nn::data::TextBatch;
 
-// Next-token prediction on the run's text, sequences of `seq` tokens (GPT's and Llama's).
+// Next-token prediction on the run's text or token shards, sequences of `seq` tokens (GPT's
+// and Llama's). From shards, each replica reads only its own rows.
 class NextTokenTask final : public Task {
  public:
   NextTokenTask(const TaskSetup& s, int64_t seq)
-      : data_(*s.data.text),
+      : data_(s.data),
         batch_(s.batch),
         seq_(seq),
         rows_(s.batch / s.replicas),
@@ -28,12 +29,14 @@ class NextTokenTask final : public Task {
         eval_batches_(s.eval_batches) {}
 
   std::vector<Tensor> batch(int64_t step) const override {
-    return mine(data_.sample(Split::train, step, batch_, seq_, seed_));
+    if (data_.tokens) return whole(data_.tokens->sample(step, batch_, seq_, seed_, row0_, rows_));
+    return mine(data_.text->sample(Split::train, step, batch_, seq_, seed_));
   }
   Evaluation evaluate(const EvalModel& model) const override {
     double total = 0;
     for (int64_t i = 0; i < eval_batches_; ++i)
-      total += model.loss(mine(data_.window(Split::val, i, batch_, seq_)));
+      total += model.loss(data_.tokens ? whole(data_.tokens->window(i, batch_, seq_, row0_, rows_))
+                                       : mine(data_.text->window(Split::val, i, batch_, seq_)));
     return {.loss = total / double(eval_batches_)};
   }
   std::string batch_description() const override {
@@ -42,13 +45,14 @@ class NextTokenTask final : public Task {
   double items_per_step() const override { return double(batch_ * seq_); }
 
  private:
+  static std::vector<Tensor> whole(const TextBatch& b) { return {b.x, b.y}; }
   // This replica's rows of a batch.
   std::vector<Tensor> mine(const TextBatch& b) const {
-    if (rows_ == batch_) return {b.x, b.y};
+    if (rows_ == batch_) return whole(b);
     return {b.x.narrow(0, row0_, rows_).contiguous(), b.y.narrow(0, row0_, rows_).contiguous()};
   }
 
-  const nn::data::TextDataset& data_;
+  const TrainData& data_;
   int64_t batch_, seq_, rows_, row0_;
   uint64_t seed_;
   int64_t eval_batches_;
@@ -75,8 +79,17 @@ ExampleBatch gpt_batch(const GPTConfig& config, int64_t batch, int64_t seq, Gene
 }
 
 TrainData text_data(const std::vector<std::string>& paths, double val_fraction) {
+  if (paths.size() == 1 && nn::data::TokenShards::is_shard_folder(paths[0]))
+    return {.tokens = nn::data::TokenShards(paths[0], val_fraction)};
   return {.text = nn::data::TextDataset(paths.empty() ? nn::data::default_corpus_paths() : paths,
                                         val_fraction)};
+}
+
+const nn::data::TextDataset& byte_text(const TrainData& data, const std::string& model) {
+  DLF_CHECK(data.text, model,
+            " trains on text as bytes, not on token shards: give --data text "
+            "files or folders");
+  return *data.text;
 }
 
 const Family& gpt_family() {
@@ -86,11 +99,17 @@ const Family& gpt_family() {
       .unit = "tok",
       .generates = Generates::text,
       .build =
-          [](const std::string& name, const nn::LinearMaker& linears) {
-            DLF_CHECK(!linears, name, "'s layers are its own: a GPT is sharded in its stages");
-            return std::unique_ptr<nn::Module>(std::make_unique<GPT>(gpt_config(name)));
+          [](const std::string& name, const BuildOptions& o) {
+            DLF_CHECK(!o.linears, name, "'s layers are its own: a GPT is sharded in its stages");
+            return std::unique_ptr<nn::Module>(
+                std::make_unique<GPT>(gpt_family().gpt(name, o.vocab)));
           },
-      .gpt = gpt_config,
+      .gpt =
+          [](const std::string& name, int64_t vocab) {
+            GPTConfig c = gpt_config(name);
+            if (vocab > 0) c.vocab = vocab;
+            return c;
+          },
       .hf = {.model_class = "GPT2Model",
              .to_hf = gpt_to_hf,
              .from_hf = gpt_from_hf,

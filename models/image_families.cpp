@@ -178,9 +178,10 @@ const Family& vit_family() {
                  .eval_every = -1},
       .eval_batches = 0,
       .build =
-          [](const std::string& name, const nn::LinearMaker& linears) {
+          [](const std::string& name, const BuildOptions& o) {
+            DLF_CHECK(o.vocab == 0, name, " classifies images: it has no vocabulary");
             ViTConfig c = vit_config(name);
-            c.linears = linears;
+            c.linears = o.linears;
             return std::unique_ptr<nn::Module>(std::make_unique<VisionTransformer>(c));
           },
       .tp_split = vit_tensor_parallel_split,
@@ -216,8 +217,10 @@ const Family& unet_family() {
       .unit = "img",
       .generates = Generates::images,
       .build =
-          [](const std::string& name, const nn::LinearMaker& linears) {
-            DLF_CHECK(!linears, name, " trains data-parallel only: its layers are whole");
+          [](const std::string& name, const BuildOptions& o) {
+            DLF_CHECK(!o.linears && o.vocab == 0, name,
+                      " trains data-parallel only, on images: its layers are whole, and it has "
+                      "no vocabulary");
             return std::unique_ptr<nn::Module>(std::make_unique<UNet>(unet_config(name)));
           },
       .load_data =

@@ -18,9 +18,10 @@ const Family& llama_family() {
       .unit = "tok",
       .generates = Generates::text,
       .build =
-          [](const std::string& name, const nn::LinearMaker& linears) {
+          [](const std::string& name, const BuildOptions& o) {
             LlamaConfig c = llama_config(name);
-            c.linears = linears;
+            c.linears = o.linears;
+            if (o.vocab > 0) c.vocab = o.vocab;
             return std::unique_ptr<nn::Module>(std::make_unique<Llama>(c));
           },
       .tp_split = llama_tensor_parallel_split,

@@ -98,7 +98,7 @@ CompiledStepMemory memory_of(CapturedStep& c, const std::string& model) {
 }
 
 StepModel::StepModel(std::string zoo_name) : name(std::move(zoo_name)) {
-  if (models::family_of(name).gpt) gpt = models::family_of(name).gpt(name);
+  if (models::family_of(name).gpt) gpt = models::family_of(name).gpt(name, 0);
 }
 
 StepModel::StepModel(models::GPTConfig config) : name(config.name), gpt(std::move(config)) {}

@@ -58,10 +58,18 @@ struct TokenCodec {
   }
 };
 
-TokenCodec codec_for(const models::CausalLM& model, const std::string& name) {
+// The tokenizer `asked` (--tokenizer), else the run's; a dlf::Error when the run was trained
+// with another one.
+TokenCodec codec_for(const models::CausalLM& model, const RunConfig& run,
+                     const std::string& asked) {
   TokenCodec codec{.tokenizer = {}, .vocab = model.vocab()};
+  const std::string& name = asked.empty() ? run.tokenizer : asked;
   if (name.empty()) return codec;
   codec.tokenizer = tokenizers::Tokenizer::load(name);
+  DLF_CHECK(run.tokenizer_hash.empty() || codec.tokenizer->hash_hex() == run.tokenizer_hash,
+            "--tokenizer ", name, " (hash ", codec.tokenizer->hash_hex(),
+            ") is not the tokenizer the checkpoint was trained with: ", run.tokenizer, " (hash ",
+            run.tokenizer_hash, ")");
   // A model's vocabulary may be its tokenizer's padded (nanoGPT's 50304 for GPT-2's 50257).
   const auto have = int64_t(codec.tokenizer->vocab_size());
   DLF_CHECK(have <= model.vocab() && model.vocab() - have < 128, "--tokenizer ", name, " has ",
@@ -75,11 +83,12 @@ void continue_text(const nn::Checkpoint& ckpt, const RunConfig& run, const Gener
   for (const std::string& prompt : o.prompts)
     DLF_CHECK(!prompt.empty(), "--prompt must not be empty");
   manual_seed(run.seed);
-  const std::unique_ptr<nn::Module> built = models::family_of(run.model).build(run.model, {});
+  const std::unique_ptr<nn::Module> built =
+      models::family_of(run.model).build(run.model, {.vocab = run.vocab});
   auto* model = dynamic_cast<models::CausalLM*>(built.get());
   DLF_CHECK(model, run.model, " is not a causal language model: dlf generate cannot continue text");
   nn::restore_module(*model, ckpt);
-  const TokenCodec codec = codec_for(*model, o.tokenizer);
+  const TokenCodec codec = codec_for(*model, run, o.tokenizer);
   std::vector<std::vector<int64_t>> prompts;
   for (const std::string& prompt : o.prompts) prompts.push_back(codec.encode(prompt));
   // The first prompt's continuation is written as it comes, the others' after.
@@ -230,7 +239,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& o) {
   parallel::run_ranks({kCPU}, [&](parallel::Communicator& world) {
     parallel::Mesh mesh(world, {});
     const std::unique_ptr<RankModel> model =
-        make_rank_model(family, run.model, mesh, ckpt.model, {});
+        make_rank_model(family, run.model, mesh, ckpt.model, {}, run.vocab);
     const std::unique_ptr<models::Task> task =
         family.task({.model = run.model,
                      .data = data,

@@ -8,6 +8,6 @@ namespace dlf::train {
 std::unique_ptr<RankModel> make_replica_model(const models::Family& family,
                                               const std::string& model, parallel::Mesh& mesh,
                                               const nn::NamedTensors& whole,
-                                              const PartOptions& options);
+                                              const PartOptions& options, int64_t vocab);
 
 }  // namespace dlf::train

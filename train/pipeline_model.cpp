@@ -186,9 +186,9 @@ std::unique_ptr<RankModel> make_pipeline_model(const models::GPTConfig& config,
 
 std::unique_ptr<RankModel> make_rank_model(const models::Family& family, const std::string& model,
                                            parallel::Mesh& mesh, const nn::NamedTensors& whole,
-                                           const PartOptions& options) {
-  if (family.gpt) return make_pipeline_model(family.gpt(model), mesh, whole, options);
-  return make_replica_model(family, model, mesh, whole, options);
+                                           const PartOptions& options, int64_t vocab) {
+  if (family.gpt) return make_pipeline_model(family.gpt(model, vocab), mesh, whole, options);
+  return make_replica_model(family, model, mesh, whole, options, vocab);
 }
 
 }  // namespace dlf::train

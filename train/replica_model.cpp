@@ -11,14 +11,15 @@ namespace {
 class ReplicaModel final : public RankModel {
  public:
   ReplicaModel(const models::Family& family, const std::string& model, parallel::Mesh& mesh,
-               const nn::NamedTensors& whole, const PartOptions& options)
+               const nn::NamedTensors& whole, const PartOptions& options, int64_t vocab)
       : RankModel(mesh, options), loss_(family.loss) {
     const parallel::Layout& l = mesh.layout();
     DLF_CHECK(l.pp == 1, model, " has no pipeline stages: --pp is for the GPT models");
     DLF_CHECK(l.tp == 1 || family.tp_split, model,
               " trains data-parallel only: --tp is for the GPT, BERT and ViT models");
-    model_ =
-        family.build(model, l.tp > 1 ? parallel::megatron_linears(mesh.tp()) : nn::LinearMaker{});
+    model_ = family.build(
+        model, {.linears = l.tp > 1 ? parallel::megatron_linears(mesh.tp()) : nn::LinearMaker{},
+                .vocab = vocab});
     if (l.tp > 1) {
       tp_split_ = family.tp_split;
       parallel::load_shards(*model_, whole, tp_split_, mesh.tp());
@@ -129,8 +130,8 @@ class ReplicaModel final : public RankModel {
 std::unique_ptr<RankModel> make_replica_model(const models::Family& family,
                                               const std::string& model, parallel::Mesh& mesh,
                                               const nn::NamedTensors& whole,
-                                              const PartOptions& options) {
-  return std::make_unique<ReplicaModel>(family, model, mesh, whole, options);
+                                              const PartOptions& options, int64_t vocab) {
+  return std::make_unique<ReplicaModel>(family, model, mesh, whole, options, vocab);
 }
 
 }  // namespace dlf::train

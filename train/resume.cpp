@@ -14,8 +14,8 @@ RunConfig resumed_config(const nn::Checkpoint& ckpt, const std::string& dir, con
   auto fixed = [&](const char* flag, const auto& was, const auto& now) {
     DLF_CHECK(!given.contains(flag) || was == now, "--resume: the checkpoint's run used ", flag,
               " ", detail::concat(was),
-              "; a resumed run keeps its batch, sequence length, seed "
-              "and data (start a new run to change them)");
+              "; a resumed run keeps its batch, sequence length, seed, "
+              "data and tokenizer (start a new run to change them)");
   };
   fixed("--batch", run.batch, asked.batch);
   fixed("--seq", run.seq, asked.seq);
@@ -24,6 +24,10 @@ RunConfig resumed_config(const nn::Checkpoint& ckpt, const std::string& dir, con
   for (const std::string& path : run.data) data += (data.empty() ? "" : " ") + path;
   fixed("--data", run.data.empty() ? "(the default corpus)" : data,
         asked.data == run.data ? (run.data.empty() ? "(the default corpus)" : data) : "");
+  fixed("--tokenizer", run.tokenizer + " (hash " + run.tokenizer_hash + ")",
+        asked.tokenizer_hash == run.tokenizer_hash
+            ? run.tokenizer + " (hash " + run.tokenizer_hash + ")"
+            : asked.tokenizer + " (hash " + asked.tokenizer_hash + ")");
   auto take = [&](const char* flag, auto& field, const auto& now) {
     if (!given.contains(flag) || field == now) return;
     std::fprintf(stderr, "resuming with %s %s (the checkpoint's run used %s)\n", flag,

@@ -18,6 +18,15 @@ void serialize(Archive& ar, RunConfig& c) {
      cereal::make_nvp("min_lr", c.min_lr), cereal::make_nvp("warmup", c.warmup),
      cereal::make_nvp("weight_decay", c.weight_decay), cereal::make_nvp("grad_clip", c.grad_clip),
      cereal::make_nvp("seed", c.seed), cereal::make_nvp("val_fraction", c.val_fraction));
+  // A checkpoint of a dlf before tokenizers says nothing of one: its run read bytes.
+  try {
+    ar(cereal::make_nvp("tokenizer", c.tokenizer),
+       cereal::make_nvp("tokenizer_hash", c.tokenizer_hash), cereal::make_nvp("vocab", c.vocab));
+  } catch (const cereal::Exception&) {
+    c.tokenizer.clear();
+    c.tokenizer_hash.clear();
+    c.vocab = 0;
+  }
 }
 
 std::string to_json(const RunConfig& config) {

@@ -167,7 +167,7 @@ TrainResult train_rank(parallel::Communicator& world, const TrainJob& job) {
                                  .grad_clip = run.grad_clip,
                                  .offload_optimizer = job.offload_optimizer,
                                  .precision = job.precision};
-  RankStep step(make_rank_model(job.family, run.model, mesh, job.initial, part), mesh,
+  RankStep step(make_rank_model(job.family, run.model, mesh, job.initial, part, run.vocab), mesh,
                 step_options);
   const std::unique_ptr<models::Task> task = job.family.task(
       {.model = run.model,

@@ -45,8 +45,8 @@ void add_generate(CLI::App& app, GenerateOptions& o, CLI::App*& cmd) {
       ->allow_extra_args(false);
   cmd->add_option("--tokenizer", o.tokenizer,
                   "GPT: the tokenizer of its vocabulary, a name (gpt2, cl100k_base, "
-                  "o200k_base) or a path (default: bytes, or token ids for a vocabulary past "
-                  "them, as gpt-small's)");
+                  "o200k_base) or a path (default: the checkpoint's, else bytes, or token ids "
+                  "for a vocabulary past them, as gpt-small's)");
   cmd->add_option("--max-tokens,--tokens", o.max_tokens,
                   "GPT: new tokens per prompt at most (bytes without --tokenizer); fewer at "
                   "--stop or the tokenizer's end of text")

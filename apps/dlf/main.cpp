@@ -1,16 +1,12 @@
 // The dlf command line.
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <sstream>
 #include <string>
-#include <tuple>
 
 #include <dlf/dlf.h>
 #include <dlf/parallel/mpi.h>
@@ -37,14 +33,8 @@ using dlf::app::add_plan;
 using dlf::app::add_profile;
 using dlf::app::add_train;
 using dlf::app::explain;
-using dlf::app::kMaxBatch;
-using dlf::app::kMaxPlannedDevices;
-using dlf::app::kMaxRanks;
-using dlf::app::kMaxSteps;
-using dlf::app::model_name;
 using dlf::app::named_command;
 using dlf::app::non_empty;
-using dlf::app::non_negative;
 using dlf::app::positive;
 using dlf::app::whole;
 
@@ -176,7 +166,7 @@ int run(int argc, char** argv) {
     if (*plan_cmd) dlf::app::run_plan(plan);
     if (*convert_cmd) dlf::app::run_convert(convert);
     if (*graph_cmd) dlf::app::run_graph(graph);
-    if (*tokenizer_cmd) dlf::app::run_tokenizer(tokenizer);
+    if (*tokenizer_cmd || *tokenizer.tokenize) dlf::app::run_tokenizer(tokenizer);
     if (*bench_cmd) return dlf::app::run_bench(bench);  // its own exit codes (check: 1, 2)
   } catch (const dlf::app::Interrupted& e) {
     std::cerr << "dlf: " << e.what() << "\n";

@@ -100,6 +100,13 @@ void run_info(const TokenizerCommand& o) {
   std::printf("\n");
 }
 
+void run_tokenize(train::TokenizeOptions o) {
+  o.progress = [](const train::TokenizeProgress& p) {
+    std::fprintf(stderr, "%s\n", train::describe(p).c_str());
+  };
+  std::printf("%s\n", train::describe(train::tokenize_corpus(o), o).c_str());
+}
+
 void add_tokenizer_option(CLI::App* cmd, TokenizerCommand& o) {
   cmd->add_option("--tokenizer", o.tokenizer,
                   "gpt2, r50k_base, p50k_base, cl100k_base or o200k_base (from the npm cache "
@@ -164,6 +171,18 @@ CLI::App* add_tokenizer(CLI::App& app, TokenizerCommand& o) {
                                "Print a tokenizer's source, vocabulary size, hash, regex and "
                                "special tokens");
   add_tokenizer_option(o.info, o);
+
+  o.tokenize = app.add_subcommand(
+      "tokenize", "Write text files as token shards that dlf train --data reads (docs/data.md)");
+  train::TokenizeOptions& s = o.shards;
+  o.tokenize->add_option("--data", s.data, "text files or folders (default: the fortunes corpus)");
+  o.tokenize->add_option("--out", s.out, "the folder of the shards")
+      ->required()
+      ->check(non_empty());
+  o.tokenize->add_option("--tokenizer", s.tokenizer,
+                         "a name or path as dlf tokenizer's (default: bytes)");
+  o.tokenize->add_option("--jobs", s.threads, "files encoded at once (default: the cores)")
+      ->check(whole(1, 1024));
   return cmd;
 }
 
@@ -173,6 +192,7 @@ void run_tokenizer(const TokenizerCommand& o) {
   if (*o.train) run_train(o);
   if (*o.save) run_save(o);
   if (*o.info) run_info(o);
+  if (*o.tokenize) run_tokenize(o.shards);
 }
 
 }  // namespace dlf::app

@@ -46,6 +46,7 @@ double run_train(TrainOptions o) {
                 std::filesystem::is_directory(o.checkpoint),
             "--checkpoint ", o.checkpoint, " is a file, not a directory");
   train::apply_recipe(o.run, o.given);
+  train::record_tokenizer(o.run);
   if (!o.resume && !o.checkpoint.empty())
     train::check_not_replacing(
         o.checkpoint, o.overwrite,
@@ -90,7 +91,7 @@ double run_train(TrainOptions o) {
        .pp = o.pp,
        .micro_batch = o.micro_batch,
        .cpu = device.type == DeviceType::cpu,
-       .run = {.model = gpt ? models::gpt_config(run.model) : models::GPTConfig{},
+       .run = {.model = gpt ? family.gpt(run.model, run.vocab) : models::GPTConfig{},
                .layout = {},
                .spec = device.type == DeviceType::cpu ? sim_preset("a100-40gb") : device.spec,
                .global_batch = run.batch,
@@ -158,7 +159,7 @@ double run_train(TrainOptions o) {
   } else {
     initial = train::initial_state(run);
   }
-  const int64_t parameters = train::parameter_count(run.model);
+  const int64_t parameters = train::parameter_count(run.model, run.vocab);
 
   // Every output is checked before the first step, not found unwritable after the last.
   std::ofstream metrics;

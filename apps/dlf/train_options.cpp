@@ -35,7 +35,12 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
                   "unet-small")
       ->check(model_name())
       ->capture_default_str();
-  cmd->add_option("--data", r.data, "text files or folders (default: /usr/share/games/fortunes)");
+  cmd->add_option("--data", r.data,
+                  "text files or folders, or a folder of token shards (dlf tokenize) (default: "
+                  "/usr/share/games/fortunes)");
+  cmd->add_option("--tokenizer", r.tokenizer,
+                  "the tokenizer of the --data shards, a name or path as dlf tokenizer's "
+                  "(default: bytes)");
   cmd->add_option("--steps", r.steps, "optimizer steps in total (the schedule's length)")
       ->check(whole(1, kMaxSteps))
       ->capture_default_str();

@@ -43,10 +43,8 @@ std::vector<std::string> default_corpus_paths() {
   return files;
 }
 
-TextDataset::TextDataset(const std::vector<std::string>& paths, double val_fraction) {
-  DLF_CHECK(val_fraction > 0 && val_fraction < 1,
-            "TextDataset: val_fraction must be in (0, 1), got ", val_fraction);
-  DLF_CHECK(!paths.empty(), "TextDataset: no text files given");
+std::vector<std::string> text_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
   for (const std::string& path : paths) {
     DLF_CHECK(fs::exists(path), "text file or folder ", path, " does not exist");
     // A FIFO or a device would block or never end: only files and folders are text.
@@ -54,8 +52,16 @@ TextDataset::TextDataset(const std::vector<std::string>& paths, double val_fract
               " is neither a regular file nor a folder (a pipe or a device?)");
     const std::vector<std::string> files =
         fs::is_directory(path) ? files_in(path) : std::vector<std::string>{path};
-    for (const std::string& file : files) bytes_ += read_file(file);
+    out.insert(out.end(), files.begin(), files.end());
   }
+  return out;
+}
+
+TextDataset::TextDataset(const std::vector<std::string>& paths, double val_fraction) {
+  DLF_CHECK(val_fraction > 0 && val_fraction < 1,
+            "TextDataset: val_fraction must be in (0, 1), got ", val_fraction);
+  DLF_CHECK(!paths.empty(), "TextDataset: no text files given");
+  for (const std::string& file : text_files(paths)) bytes_ += read_file(file);
   DLF_CHECK(!bytes_.empty(), "TextDataset: the text in ", paths.front(),
             paths.size() > 1 ? " and the rest" : "", " is empty");
   train_size_ = static_cast<int64_t>(double(bytes_.size()) * (1 - val_fraction));

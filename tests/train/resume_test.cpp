@@ -74,4 +74,25 @@ TEST_CASE("resume: a save needs room for two checkpoints, less the one it replac
   fs::remove_all(dir);
 }
 
+TEST_CASE("resume: a run config records its tokenizer; one written before tokenizers read bytes") {
+  train::RunConfig run;
+  run.tokenizer = "gpt2";
+  run.tokenizer_hash = "05a2d0fbfd0028f2";
+  run.vocab = 50257;
+  const train::RunConfig back = train::run_config_from_json(train::to_json(run));
+  CHECK(back.tokenizer == "gpt2");
+  CHECK(back.tokenizer_hash == "05a2d0fbfd0028f2");
+  CHECK(back.vocab == 50257);
+  // The config of a dlf before tokenizers: no tokenizer, hash or vocabulary.
+  const std::string old =
+      R"({"run": {"model": "gpt-nano", "data": [], "steps": 7, "batch": 8, "seq": 0, "lr": 0.001,
+      "min_lr": 0.0001, "warmup": 0, "weight_decay": 0.1, "grad_clip": 1.0, "seed": 1337,
+      "val_fraction": 0.1}})";
+  const train::RunConfig bytes = train::run_config_from_json(old);
+  CHECK(bytes.steps == 7);
+  CHECK(bytes.tokenizer.empty());
+  CHECK(bytes.tokenizer_hash.empty());
+  CHECK(bytes.vocab == 0);
+}
+
 }  // namespace dlf

@@ -15,6 +15,7 @@
 #include <dlf/models/gpt.h>
 #include <dlf/nn/data/idx.h>
 #include <dlf/nn/data/text_dataset.h>
+#include <dlf/nn/data/token_stream.h>
 #include <dlf/nn/linear.h>
 #include <dlf/nn/module.h>
 #include <dlf/parallel/tp_sharding.h>
@@ -30,7 +31,8 @@ struct Evaluation {
 
 /// The data of a run, loaded once per process and shared by its ranks.
 struct TrainData {
-  std::optional<nn::data::TextDataset> text = {};  ///< text families
+  std::optional<nn::data::TextDataset> text = {};    ///< text families: bytes, or
+  std::optional<nn::data::TokenShards> tokens = {};  ///< next-token families: token shards
   /// image families' training and test images
   ///@{
   std::optional<nn::data::ImageDataset> train = {}, test = {};
@@ -82,6 +84,16 @@ class Task {
   virtual double items_per_step() const = 0;  ///< tokens or images a step
 };
 
+/// What a family's model is built with besides its name.
+struct BuildOptions {
+  /// Makes its Linear layers (one tensor-parallel rank's shards, where the family has a rule);
+  /// empty: whole layers.
+  nn::LinearMaker linears = {};
+  /// Tokens it embeds and predicts, its tokenizer's (dlf train --tokenizer); 0: the model's own.
+  /// A family without a vocabulary refuses one.
+  int64_t vocab = 0;
+};
+
 /// A random batch of a family's form (Family::example_batch).
 struct ExampleBatch {
   std::vector<Tensor> batch;  ///< on the host
@@ -128,16 +140,16 @@ struct Family {
   Recipe recipe = {};                        ///< its optimizer's
   /// Held-out batches an evaluation takes by default (0: the whole test set).
   int64_t eval_batches = 4;
-  /// The model `name` on the default device (initialised from the default generator), its
-  /// Linear layers made by `linears` (one tensor-parallel rank's shards) where it has a rule.
-  std::function<std::unique_ptr<nn::Module>(const std::string& name,
-                                            const nn::LinearMaker& linears)>
+  /// The model `name` on the default device (initialised from the default generator), built as
+  /// `options` say: its Linear layers, and its vocabulary following a tokenizer's.
+  std::function<std::unique_ptr<nn::Module>(const std::string& name, const BuildOptions& options)>
       build;
   /// How each parameter splits over a tensor-parallel group; empty: data-parallel only (or,
   /// with `gpt`, the GPT's own sharding).
   parallel::SplitRule tp_split = {};
-  /// A GPT's configuration: the family runs in pipeline stages (models::ParallelGPT).
-  std::function<GPTConfig(const std::string& name)> gpt = {};
+  /// A GPT's configuration, with `vocab` tokens (0: the model's own): the family runs in
+  /// pipeline stages (models::ParallelGPT).
+  std::function<GPTConfig(const std::string& name, int64_t vocab)> gpt = {};
   /// Its weights in Hugging Face's layout (`dlf convert --names hf`); no functions: none.
   HfLayout hf = {};
   /// The run's data: text or Fashion-MNIST as the family takes it. `paths` empty: the default.

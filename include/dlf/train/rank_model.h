@@ -114,10 +114,11 @@ class RankModel {
 /// rank): a pipeline family's stage and tensor-parallel shard (models::ParallelGPT), any
 /// other's whole replica or (with a split rule) its tensor-parallel shard, on the rank's device.
 /// dlf::Error for a layout the family does not run (a pipeline of a replica family; tensor
-/// parallelism without a rule).
+/// parallelism without a rule). `vocab`: the model's vocabulary, its tokenizer's
+/// (models::BuildOptions::vocab; 0: the model's own).
 std::unique_ptr<RankModel> make_rank_model(const models::Family& family, const std::string& model,
                                            parallel::Mesh& mesh, const nn::NamedTensors& whole,
-                                           const PartOptions& options);
+                                           const PartOptions& options, int64_t vocab = 0);
 /// make_rank_model() for a GPT given by its configuration (one not in the zoo).
 std::unique_ptr<RankModel> make_pipeline_model(const models::GPTConfig& config,
                                                parallel::Mesh& mesh, const nn::NamedTensors& whole,

@@ -15,7 +15,11 @@ namespace dlf::train {
 /// lr / 10); ViT the small-ViT recipe (models::Family::recipe). A default min_lr above lr
 /// becomes lr / 10; a dlf::Error when a given one is above lr.
 void apply_recipe(RunConfig& run, const std::set<std::string>& given);
-/// The run's data, as its family loads it.
+/// Loads the run's tokenizer (RunConfig::tokenizer, when given) and records its hash and its
+/// vocabulary, the model's, in the run; a dlf::Error for a model that predicts no tokens.
+void record_tokenizer(RunConfig& run);
+/// The run's data, as its family loads it. Token shards must be of the run's tokenizer (bytes
+/// without one) and a tokenizer needs shards: a dlf::Error says which tokenizer made what.
 models::TrainData load_data(const RunConfig& run);
 /// The steps between evaluations the family's recipe gives (an epoch of the training set for a
 /// classifier, else 0: at the end only).
@@ -27,7 +31,8 @@ nn::NamedTensors initial_state(const RunConfig& run);
 /// must be given with the model's shape (a tied one under either name) and no other name; a
 /// dlf::Error names the first that is not.
 nn::NamedTensors state_from_weights(const RunConfig& run, const nn::NamedTensors& weights);
-/// Parameters of the run's model (tied ones once), counted on a meta device.
-int64_t parameter_count(const std::string& model);
+/// Parameters of `model` with a vocabulary of `vocab` (0: its own), tied ones once, counted on a
+/// meta device.
+int64_t parameter_count(const std::string& model, int64_t vocab = 0);
 
 }  // namespace dlf::train

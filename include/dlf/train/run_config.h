@@ -21,6 +21,13 @@ struct RunConfig {
   double grad_clip = 1.0;          ///< the global gradient norm clipped to this
   uint64_t seed = 1337;            ///< of the initialisation and the batches
   double val_fraction = 0.1;       ///< of the text held out for validation
+  /// The tokenizer of the run's token ids, as given (a name or a path); empty: bytes.
+  std::string tokenizer = {};
+  /// Its hash (tokenizers::Tokenizer::hash_hex), which token shards and `dlf generate` must
+  /// match; empty: bytes.
+  std::string tokenizer_hash = {};
+  /// The model's vocabulary, its tokenizer's (models::BuildOptions::vocab); 0: the model's own.
+  int64_t vocab = 0;
 };
 
 /// The config as JSON.

@@ -11,6 +11,11 @@ namespace dlf::nn::data {
 /// the default corpus of `dlf train`. A dlf::Error says to install the package if it is missing.
 std::vector<std::string> default_corpus_paths();
 
+/// The text files `paths` name: each file, and each folder's regular files sorted by name
+/// (without fortune's *.dat index files); a dlf::Error names a path that is missing or neither
+/// a file nor a folder.
+std::vector<std::string> text_files(const std::vector<std::string>& paths);
+
 /// Which part of the text.
 enum class Split { train, val };
 
