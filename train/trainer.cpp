@@ -104,6 +104,7 @@ void check_finite_step(int64_t step, double loss, double norm, int64_t last_save
 }  // namespace
 
 TrainResult train_ranks(const std::vector<Device>& devices, const TrainJob& job) {
+  check_job(job, devices.at(0).type);
   TrainResult result;
   auto rank = [&](parallel::Communicator& world) {
     const TrainResult mine = train_rank(world, job);

@@ -118,32 +118,15 @@ double run_train(TrainOptions o) {
     throw Error(choice.refusal);
   }
   const parallel::Layout layout = choice.layout;
-  DLF_CHECK(!o.compile || o.zero < 2 || layout.dp == 1 || o.offload == "none", "--compile --zero ",
-            o.zero, " --offload ", o.offload, ": ZeRO-", o.zero,
-            "'s update must run inside the graph, which holds its gradient parts, and an "
-            "offloaded update runs on the host after it (compile without --offload, or with "
-            "--zero 1)");
+  const parallel::PipelineSchedule schedule = parallel::parse_schedule(o.schedule);
   if (o.profile && !o.profile->compare.empty()) {  // refused before the run, not after it
     DLF_CHECK(device.type == DeviceType::cpu, "--compare puts a sim device's predictions beside ",
               "a measured run: profile on --device cpu");
     DLF_CHECK(parallel::parse_device_arg(o.profile->compare).type == DeviceType::sim, "--compare ",
               o.profile->compare, ": expected sim:PRESET or sim:SPEC.json");
   }
-  DLF_CHECK(o.offload == "none" || device.type != DeviceType::cpu, "--offload ", o.offload,
-            ": on the cpu device the optimizer state is in host "
-            "memory already; offload is for simulated accelerators (--device sim)");
-  DLF_CHECK(o.zero < 3 || o.check_replicas == 0,
-            "--check-replicas compares whole replicas: under --zero 3 each rank holds its own "
-            "shard of the parameters");
-  DLF_CHECK(run.batch % layout.dp == 0, "--batch ", run.batch, " does not split over dp ",
-            layout.dp, ": each replica takes an equal share, so the batch must be a multiple");
-  DLF_CHECK(gpt || o.micro_batch == 0, "--micro-batch ", o.micro_batch, ": ", run.model,
-            " takes its replica's rows at once (micro-batches are the GPT models', through a "
-            "pipeline or with their gradients accumulated)");
   const int64_t micro =
       o.micro_batch > 0 ? o.micro_batch : train::default_micro_batch(layout, run.batch);
-  DLF_CHECK(run.batch / layout.dp % micro == 0, "a replica's ", run.batch / layout.dp,
-            " sequences do not split into micro-batches of ", micro, " (--micro-batch)");
   const models::TrainData data = train::load_data(run);
   if (o.eval_every == 0) o.eval_every = train::default_eval_every(run, data);
 
@@ -161,45 +144,11 @@ double run_train(TrainOptions o) {
   }
   const int64_t parameters = train::parameter_count(run.model, run.vocab);
 
-  // Every output is checked before the first step, not found unwritable after the last.
-  std::ofstream metrics;
-  if (lead) {
-    if (!o.checkpoint.empty())
-      check_writable(std::filesystem::path(o.checkpoint) / "checkpoint.h5", "--checkpoint",
-                     train::checkpoint_room(o.checkpoint, parameters));
-    if (!o.trace.empty()) check_writable(o.trace, "--trace");
-    if (!o.report.empty()) check_writable(o.report, "--report");
-    if (!o.metrics.empty()) {
-      check_writable(o.metrics, "--metrics");
-      metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
-      DLF_CHECK(metrics.good(), "cannot write the metrics file ", o.metrics);
-    }
-  }
-  const parallel::PipelineSchedule schedule = parallel::parse_schedule(o.schedule);
-  const SimSpec roofline =
-      o.profile && device.type == DeviceType::cpu ? autograd::measure_cpu() : device.spec;
-  train::RunWatch watch(
-      {.header = {.model = run.model,
-                  .layout = train::describe_layout(layout, int(run.batch / layout.dp / micro),
-                                                   micro, schedule, o.virtual_stages),
-                  .device = device.type == DeviceType::cpu ? "cpu" : sim::spec_of(devices[0]).name,
-                  .flags = "precision " + o.precision + ", recompute " + o.recompute + ", zero " +
-                           std::to_string(o.zero > 0 && layout.dp > 1 ? o.zero : 0) + ", offload " +
-                           o.offload,
-                  .parameters = parameters,
-                  .item_unit = family.unit},
-       .report = o.report,
-       .profile = o.profile,
-       .precision = o.precision,
-       .device = devices[0],
-       .roofline = roofline,
-       .first = ckpt ? ckpt->step : 0,
-       .stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps});
-  const train::TrainJob job{
+  train::TrainJob job{
       .run = run,
       .family = family,
       .layout = layout,
-      .micro_batch = micro,
+      .micro_batch = o.micro_batch,
       .part = {.schedule = schedule,
                .virtual_stages = o.virtual_stages,
                .bucket_bytes = bucket_bytes(o),
@@ -227,11 +176,46 @@ double run_train(TrainOptions o) {
                    train::describe_layout(layout, 1, micro, schedule, o.virtual_stages) + " zero " +
                    std::to_string(o.zero) + " recompute " + o.recompute + " offload " + o.offload +
                    " precision " + o.precision + " grad-reduce " + o.grad_reduce,
-      .metrics = metrics.is_open() ? &metrics : nullptr,
       .metrics_path = o.metrics,
       .detect_anomaly = o.detect_anomaly,
-      .stop_requested = interrupt_signal,
-      .hooks = watch.hooks()};
+      .stop_requested = interrupt_signal};
+  train::check_job(job, device.type);
+
+  // Every output is checked before the first step, not found unwritable after the last.
+  std::ofstream metrics;
+  if (lead) {
+    if (!o.checkpoint.empty())
+      check_writable(std::filesystem::path(o.checkpoint) / "checkpoint.h5", "--checkpoint",
+                     train::checkpoint_room(o.checkpoint, parameters));
+    if (!o.trace.empty()) check_writable(o.trace, "--trace");
+    if (!o.report.empty()) check_writable(o.report, "--report");
+    if (!o.metrics.empty()) {
+      check_writable(o.metrics, "--metrics");
+      metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
+      DLF_CHECK(metrics.good(), "cannot write the metrics file ", o.metrics);
+    }
+  }
+  const SimSpec roofline =
+      o.profile && device.type == DeviceType::cpu ? autograd::measure_cpu() : device.spec;
+  train::RunWatch watch(
+      {.header = {.model = run.model,
+                  .layout = train::describe_layout(layout, int(run.batch / layout.dp / micro),
+                                                   micro, schedule, o.virtual_stages),
+                  .device = device.type == DeviceType::cpu ? "cpu" : sim::spec_of(devices[0]).name,
+                  .flags = "precision " + o.precision + ", recompute " + o.recompute + ", zero " +
+                           std::to_string(o.zero > 0 && layout.dp > 1 ? o.zero : 0) + ", offload " +
+                           o.offload,
+                  .parameters = parameters,
+                  .item_unit = family.unit},
+       .report = o.report,
+       .profile = o.profile,
+       .precision = o.precision,
+       .device = devices[0],
+       .roofline = roofline,
+       .first = ckpt ? ckpt->step : 0,
+       .stop = o.until > 0 ? std::min(o.until, run.steps) : run.steps});
+  job.metrics = metrics.is_open() ? &metrics : nullptr;
+  job.hooks = watch.hooks();
   if (o.device == "auto" && device.type == DeviceType::sim && lead)  // all checked: said first
     std::fprintf(stderr,
                  "%d ranks on simulated %s devices (this CPU computes; memory and time are the "
@@ -254,7 +238,7 @@ double run_train(TrainOptions o) {
                                      .seq = seq,
                                      .micro_batch = micro,
                                      .dtype = precision_dtype(o),
-                                     .schedule = parallel::parse_schedule(o.schedule),
+                                     .schedule = schedule,
                                      .virtual_stages = o.virtual_stages},
                            .flags = {autograd::parse_recompute(o.recompute), o.zero, offload},
                            .compile = o.compile,

@@ -96,9 +96,14 @@ struct TrainResult {
 /// dlf::Error before the update; non-finite weights are never saved.
 TrainResult train_rank(parallel::Communicator& world, const TrainJob& job);
 
-/// Runs `job` on every rank: one thread a device of `devices`, or, in a process mpirun started,
-/// this process's rank on its device of them. Returns world rank 0's result (a default one in
-/// the other processes under MPI).
+/// A dlf::Error for a job its devices (of `device` type) cannot run: a compiled step with an
+/// offloaded ZeRO-2/3 update, offload on the cpu device, replica checks under ZeRO-3, a batch
+/// that does not split over dp or into micro-batches, micro-batches of a family without them.
+void check_job(const TrainJob& job, DeviceType device);
+
+/// Runs `job` on every rank (check_job() first): one thread a device of `devices`, or, in a
+/// process mpirun started, this process's rank on its device of them. Returns world rank 0's
+/// result (a default one in the other processes under MPI).
 TrainResult train_ranks(const std::vector<Device>& devices, const TrainJob& job);
 
 /// "dp 2 x tp 1 x pp 2".
