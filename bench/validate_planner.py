@@ -126,7 +126,7 @@ def run_plan(dlf, args, device):
 
 def median(values):
     v = sorted(values)
-    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2 if v else float("nan")
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
 
 
 def halves(planned):
@@ -210,8 +210,12 @@ def report(planned, skipped):
     for half in ("fit", "test"):
         rows = [r for r in planned if r["half"] == half]
         errors = [abs(r["ratio"] - 1) for r in rows]
+        if not rows:
+            line(case=f"{half} half", metric="median_abs_error", unit="fraction", value=None,
+                 rows=0)
+            continue
         summary = {"value": round(median(errors), 3), "rows": len(rows),
-                   "worst_abs_error": round(max(errors, default=float("nan")), 3),
+                   "worst_abs_error": round(max(errors), 3),
                    "within_15pct": sum(e <= 0.15 for e in errors),
                    "median_ratio": round(median([r["ratio"] for r in rows]), 3)}
         line(case=f"{half} half", metric="median_abs_error", unit="fraction", **summary)
