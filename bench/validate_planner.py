@@ -2,7 +2,6 @@
 import argparse
 import csv
 import json
-import math
 import re
 import subprocess
 import sys
@@ -139,22 +138,17 @@ def halves(planned):
 
 
 def ranking(planned):
-    """Per model, machine and unit, pairs of layouts whose measured order the plan keeps."""
+    """(a, b, kept) for each pair of rows of one model, machine and throughput unit (times of
+    different batches do not rank) run differently: kept if the plan orders them as measured."""
     groups = {}
     for r in planned:
-        key = (r["model_dims"], r["preset"], r["unit"])
-        groups.setdefault(key, []).append(r)
-    results = []
-    for (dims, preset, unit), rows in groups.items():
-        for i, a in enumerate(rows):
-            for b in rows[i + 1:]:
-                if a["args"] == b["args"]:
-                    continue
-                kept = (a["measured"] - b["measured"]) * (a["predicted"] - b["predicted"]) > 0
-                if unit.startswith("seconds"):  # per-iteration times of different batches
-                    continue
-                results.append((a["id"], b["id"], kept))
-    return results
+        if not r["unit"].startswith("seconds"):
+            groups.setdefault((r["model_dims"], r["preset"], r["unit"]), []).append(r)
+    def kept(a, b):
+        return (a["measured"] - b["measured"]) * (a["predicted"] - b["predicted"]) > 0
+    return [(a["id"], b["id"], kept(a, b))
+            for rows in groups.values() for i, a in enumerate(rows) for b in rows[i + 1:]
+            if a["args"] != b["args"]]
 
 
 def line(**fields):
