@@ -45,4 +45,22 @@ std::string to_json_line(const CaseComparison& c, const std::string& a, const st
   return line.str();
 }
 
+HistoryCheck check_history(const History& history, const std::string& metric,
+                           const ChangePointOptions& options) {
+  const std::vector<Series> series = history.series();
+  const std::vector<Finding> findings = find_changes(series, metric, options);
+  const std::string newest = newest_commit(series);
+  HistoryCheck check;
+  for (const Finding& f : findings) {
+    const bool at_newest = f.first_after == newest;
+    if (at_newest && f.regression()) ++check.regressions_at_newest;
+    check.text += describe(f, at_newest);
+  }
+  check.text += std::to_string(findings.size()) + " change points in " +
+                std::to_string(series.size()) + " series over " + std::to_string(history.runs()) +
+                " runs; " + std::to_string(check.regressions_at_newest) +
+                " regressions at the newest commit " + newest.substr(0, 12) + "\n";
+  return check;
+}
+
 }  // namespace dlf::perf

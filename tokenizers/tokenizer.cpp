@@ -35,6 +35,13 @@ void Tokenizer::decode_append(std::span<const uint32_t> ids, std::string& out) c
 
 std::string_view Tokenizer::token_bytes(uint32_t id) const { return model_->bytes_of(id); }
 
+std::string Tokenizer::describe() const {
+  std::string text = "source: " + source() + "\nvocab_size: " + std::to_string(vocab_size()) +
+                     "\nhash: " + hash_hex() + "\npattern: " + pattern() + "\nspecial_tokens:";
+  for (const SpecialToken& s : special_tokens()) text += " " + s.text + "=" + std::to_string(s.id);
+  return text + "\n";
+}
+
 uint32_t Tokenizer::vocab_size() const { return model_->vocab_size(); }
 
 const std::vector<SpecialToken>& Tokenizer::special_tokens() const {

@@ -89,23 +89,10 @@ int check(const BenchCommand& o) {
   DLF_CHECK(!o.db.empty(), "dlf bench check needs --db FILE");
   DLF_CHECK(std::filesystem::exists(o.db), "no benchmark history ", o.db,
             " (dlf bench run --db writes one)");
-  const perf::History history(o.db);
-  const std::vector<perf::Series> series = history.series();
-  const std::vector<perf::Finding> findings =
-      perf::find_changes(series, o.metric, {.max_p = o.max_p, .min_change = o.min_change});
-  const std::string newest = perf::newest_commit(series);
-  int regressions_at_newest = 0;
-  for (const perf::Finding& f : findings) {
-    const bool at_newest = f.first_after == newest;
-    if (at_newest && f.regression()) ++regressions_at_newest;
-    std::printf("%s", perf::describe(f, at_newest).c_str());
-  }
-  std::printf(
-      "%zu change points in %zu series over %lld runs; %d regressions at the newest "
-      "commit %s\n",
-      findings.size(), series.size(), static_cast<long long>(history.runs()), regressions_at_newest,
-      newest.substr(0, 12).c_str());
-  return regressions_at_newest > 0 ? 1 : 0;
+  const perf::HistoryCheck c = perf::check_history(perf::History(o.db), o.metric,
+                                                   {.max_p = o.max_p, .min_change = o.min_change});
+  std::printf("%s", c.text.c_str());
+  return c.regressions_at_newest > 0 ? 1 : 0;
 }
 
 void compare(const BenchCommand& o) {

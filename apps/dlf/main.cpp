@@ -22,27 +22,14 @@
 #include "train.h"
 #include "validators.h"
 
+namespace dlf::app {
 namespace {
-
-using dlf::app::add_calibrate;
-using dlf::app::add_convert;
-using dlf::app::add_eval;
-using dlf::app::add_generate;
-using dlf::app::add_graph;
-using dlf::app::add_plan;
-using dlf::app::add_profile;
-using dlf::app::add_train;
-using dlf::app::explain;
-using dlf::app::named_command;
-using dlf::app::non_empty;
-using dlf::app::positive;
-using dlf::app::whole;
 
 // One line on stderr and exit code 1; under mpirun the other processes, which may be waiting
 // for this one in a collective, end with it.
 int fail(const std::string& line) {
   std::cerr << line << "\n" << std::flush;
-  if (dlf::parallel::launched_by_mpi()) dlf::parallel::mpi_abort(1);
+  if (parallel::launched_by_mpi()) parallel::mpi_abort(1);
   return 1;
 }
 
@@ -66,14 +53,14 @@ int run(int argc, char** argv) {
   int threads = 0;
   app.add_option("--threads", threads,
                  "CPU threads for kernels (default: DLF_NUM_THREADS or all cores)")
-      ->check(whole(1, dlf::kMaxThreads));
+      ->check(whole(1, kMaxThreads));
   double collective_timeout = 0;
   app.add_option("--collective-timeout", collective_timeout,
                  "seconds a rank waits for its peers in a collective before giving up with an "
                  "error naming the missing ranks (default: DLF_COLLECTIVE_TIMEOUT or 600)")
       ->check(positive() & CLI::Range(0.0, 1e6));
 
-  dlf::app::DemoOptions demo;
+  DemoOptions demo;
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Fit a small MLP with autograd on the CPU and show its per-op cost");
   demo_cmd->add_option("--steps", demo.steps, "SGD steps")->check(whole(1, 10'000'000));
@@ -81,13 +68,13 @@ int run(int argc, char** argv) {
   demo_cmd->add_option("--lr", demo.lr, "learning rate")->check(positive());
   demo_cmd->add_option("--seed", demo.seed, "initialisation seed")->check(non_empty());
 
-  dlf::app::TrainOptions train;
-  dlf::app::GenerateOptions generate;
-  dlf::app::EvalOptions eval;
+  TrainOptions train;
+  GenerateOptions generate;
+  EvalOptions eval;
   CLI::App *train_cmd = nullptr, *generate_cmd = nullptr, *eval_cmd = nullptr;
   add_train(app, train, train_cmd);
-  dlf::app::TrainOptions profile;
-  dlf::app::ProfileRequest profile_request;
+  TrainOptions profile;
+  ProfileRequest profile_request;
   CLI::App* profile_cmd = nullptr;
   add_profile(app, profile, profile_request, profile_cmd);
   std::string calibrate_out;
@@ -95,20 +82,20 @@ int run(int argc, char** argv) {
   add_calibrate(app, calibrate_out, calibrate_cmd);
   add_generate(app, generate, generate_cmd);
   add_eval(app, eval, eval_cmd);
-  dlf::app::PlanCommand plan;
+  PlanCommand plan;
   CLI::App* plan_cmd = nullptr;
   add_plan(app, plan, plan_cmd);
-  dlf::app::ConvertOptions convert;
+  ConvertOptions convert;
   CLI::App* convert_cmd = nullptr;
   add_convert(app, convert, convert_cmd);
-  dlf::app::GraphCommand graph;
+  GraphCommand graph;
   CLI::App* graph_cmd = nullptr;
   add_graph(app, graph, graph_cmd);
-  dlf::app::TokenizerCommand tokenizer;
-  CLI::App* tokenizer_cmd = dlf::app::add_tokenizer(app, tokenizer);
+  TokenizerCommand tokenizer;
+  CLI::App* tokenizer_cmd = add_tokenizer(app, tokenizer);
 
-  dlf::app::BenchCommand bench;
-  CLI::App* bench_cmd = dlf::app::add_bench(app, bench);
+  BenchCommand bench;
+  CLI::App* bench_cmd = add_bench(app, bench);
 
   CLI::App* help_cmd = app.add_subcommand("help", "Show the commands, or one command's options");
   std::string help_topic;
@@ -143,35 +130,35 @@ int run(int argc, char** argv) {
     return 0;
   }
   try {
-    if (threads > 0) dlf::set_num_threads(threads);
-    if (collective_timeout > 0) dlf::parallel::set_collective_timeout(collective_timeout);
-    if (*demo_cmd) dlf::app::run_demo(demo);
-    auto given = [](const CLI::App* cmd, dlf::app::TrainOptions& o) {
+    if (threads > 0) set_num_threads(threads);
+    if (collective_timeout > 0) parallel::set_collective_timeout(collective_timeout);
+    if (*demo_cmd) run_demo(demo);
+    auto given = [](const CLI::App* cmd, TrainOptions& o) {
       for (const CLI::Option* option : cmd->get_options()) {
         if (option->count() > 0) o.given.insert(option->get_name());
       }
     };
     if (*train_cmd) {
       given(train_cmd, train);
-      dlf::app::run_train(train);
+      run_train(train);
     }
     if (*profile_cmd) {
       given(profile_cmd, profile);
       profile.profile = profile_request;
-      dlf::app::run_train(profile);
+      run_train(profile);
     }
-    if (*calibrate_cmd) dlf::app::run_calibrate(calibrate_out);
-    if (*generate_cmd) dlf::app::run_generate(generate);
-    if (*eval_cmd) dlf::app::run_eval(eval);
-    if (*plan_cmd) dlf::app::run_plan(plan);
-    if (*convert_cmd) dlf::app::run_convert(convert);
-    if (*graph_cmd) dlf::app::run_graph(graph);
-    if (*tokenizer_cmd || *tokenizer.tokenize) dlf::app::run_tokenizer(tokenizer);
-    if (*bench_cmd) return dlf::app::run_bench(bench);  // its own exit codes (check: 1, 2)
-  } catch (const dlf::app::Interrupted& e) {
+    if (*calibrate_cmd) run_calibrate(calibrate_out);
+    if (*generate_cmd) run_generate(generate);
+    if (*eval_cmd) run_eval(eval);
+    if (*plan_cmd) run_plan(plan);
+    if (*convert_cmd) run_convert(convert);
+    if (*graph_cmd) run_graph(graph);
+    if (*tokenizer_cmd || *tokenizer.tokenize) run_tokenizer(tokenizer);
+    if (*bench_cmd) return run_bench(bench);  // its own exit codes (check: 1, 2)
+  } catch (const Interrupted& e) {
     std::cerr << "dlf: " << e.what() << "\n";
     return 128 + e.signal();
-  } catch (const dlf::Error& e) {
+  } catch (const Error& e) {
     return fail(std::string("dlf: ") + e.what());
   } catch (const std::bad_alloc&) {
     return fail("dlf: out of host memory (try a smaller --batch or --seq)");
@@ -182,11 +169,12 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace dlf::app
 
 int main(int argc, char** argv) {
   // Writes to a closed pipe or past `ulimit -f` fail with an error we report, instead of
   // killing the process.
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGXFSZ, SIG_IGN);
-  return check_output_written(run(argc, argv));
+  return dlf::app::check_output_written(dlf::app::run(argc, argv));
 }

@@ -92,12 +92,7 @@ void run_save(const TokenizerCommand& o) {
 }
 
 void run_info(const TokenizerCommand& o) {
-  const Tokenizer t = Tokenizer::load(o.tokenizer);
-  std::printf("source: %s\nvocab_size: %u\nhash: %s\npattern: %s\nspecial_tokens:",
-              t.source().c_str(), t.vocab_size(), t.hash_hex().c_str(), t.pattern().c_str());
-  for (const tokenizers::SpecialToken& s : t.special_tokens())
-    std::printf(" %s=%u", s.text.c_str(), s.id);
-  std::printf("\n");
+  std::printf("%s", Tokenizer::load(o.tokenizer).describe().c_str());
 }
 
 void run_tokenize(train::TokenizeOptions o) {

@@ -61,19 +61,9 @@ double run_train(TrainOptions o) {
 
   // The ranks: this process's threads, or one per process under mpirun.
   const bool mpi = parallel::launched_by_mpi();
-  const int64_t given = o.dp > 0 || o.tp > 0 || o.pp > 0  // each at most kMaxRanks
-                            ? int64_t(std::max(o.dp, 1)) * std::max(o.tp, 1) * std::max(o.pp, 1)
-                            : 0;
-  DLF_CHECK(given <= kMaxRanks, "dp x tp x pp = ", given, " ranks; a run has at most ", kMaxRanks,
-            " (they are threads of this process)");
-  int ranks = o.devices > 0 ? o.devices : (given > 0 ? int(given) : 1);
-  if (mpi) {
-    DLF_CHECK(o.devices == 0 || o.devices == parallel::mpi_world_size(), "under mpirun every ",
-              "process is one rank: leave out --devices (or give mpirun's -np, ",
-              parallel::mpi_world_size(), "); processes x in-process devices are not supported");
-    DLF_CHECK(o.trace.empty(), "--trace is not supported under mpirun yet: trace one process");
-    ranks = parallel::mpi_world_size();
-  }
+  const int ranks = parallel::count_ranks(o.devices, o.dp, o.tp, o.pp);
+  DLF_CHECK(!mpi || o.trace.empty(),
+            "--trace is not supported under mpirun yet: trace one process");
   const parallel::DeviceArg device = parallel::parse_device_arg(o.device, ranks);
   const std::vector<Device> devices = parallel::setup_devices(ranks, device);
   DLF_CHECK(devices[0].type != DeviceType::meta,

@@ -1,4 +1,6 @@
 // The options of dlf train and dlf profile (and the schedule and ZeRO options dlf plan shares).
+#include <dlf/parallel/device_arg.h>
+
 #include "command_options.h"
 
 #include "validators.h"
@@ -10,7 +12,7 @@ void add_schedule_options(CLI::App* cmd, std::string& schedule, int& virtual_sta
       ->capture_default_str();
   cmd->add_option("--virtual-stages", virtual_stages,
                   "chunks of layers per pipeline rank (--schedule interleaved: 2 or more)")
-      ->check(whole(1, kMaxRanks))
+      ->check(whole(1, parallel::kMaxRanks))
       ->capture_default_str();
 }
 
@@ -99,13 +101,13 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--devices", o.devices,
                   "ranks, one per device (default: dp x tp x pp, or 1); alone, the layout is "
                   "planned: the fastest predicted dp x tp x pp that fits")
-      ->check(whole(1, kMaxRanks));
+      ->check(whole(1, parallel::kMaxRanks));
   cmd->add_option("--dp", o.dp, "data-parallel replicas (default: devices / (tp x pp))")
-      ->check(whole(1, kMaxRanks));
+      ->check(whole(1, parallel::kMaxRanks));
   cmd->add_option("--tp", o.tp, "tensor-parallel ways (Megatron-LM: heads, MLP, vocabulary)")
-      ->check(whole(1, kMaxRanks));
+      ->check(whole(1, parallel::kMaxRanks));
   cmd->add_option("--pp", o.pp, "pipeline stages (blocks balanced by FLOPs)")
-      ->check(whole(1, kMaxRanks));
+      ->check(whole(1, parallel::kMaxRanks));
   cmd->add_option("--micro-batch", o.micro_batch,
                   "sequences per micro-batch (default: 1 with a pipeline, else the replica's "
                   "share)")

@@ -7,7 +7,6 @@
 namespace dlf::app {
 
 /// Limits of the command line (the library's own limits where it has them).
-inline constexpr int64_t kMaxRanks = 1024;              ///< in-process ranks are threads
 inline constexpr int64_t kMaxPlannedDevices = 1 << 20;  ///< dlf plan
 inline constexpr int64_t kMaxSteps = 1'000'000'000'000;
 inline constexpr int64_t kMaxBatch = 1 << 20;  ///< sequences, images or tokens per sequence

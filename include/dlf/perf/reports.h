@@ -17,6 +17,15 @@ std::string describe(const Result& result);
 /// `at_newest` marks one at the newest commit.
 std::string describe(const Finding& finding, bool at_newest);
 
+/// What `dlf bench check` says of a history: a line a change point of `metric` and a summary.
+struct HistoryCheck {
+  std::string text;               ///< the lines
+  int regressions_at_newest = 0;  ///< change points that slowed the newest commit
+};
+/// The change points of `history`'s series of `metric` (find_changes), described.
+HistoryCheck check_history(const History& history, const std::string& metric,
+                           const ChangePointOptions& options);
+
 /// One line of a comparison of builds A and B: the case, the verdict and B/A's ratios of CPU and
 /// wall time with their intervals.
 std::string describe(const CaseComparison& comparison);

@@ -94,6 +94,9 @@ class Tokenizer {
   uint64_t hash() const;
   /// hash() as 16 lowercase hex digits.
   std::string hash_hex() const;
+  /// Its source, vocabulary size, hash, regex and special tokens, a line each
+  /// (`dlf tokenizer info`).
+  std::string describe() const;
 
   /// Writes the tokenizer as a Hugging Face tokenizer.json (a BPE model, a Split on the regex
   /// and ByteLevel pre-tokenizer, a ByteLevel decoder, the special tokens as added tokens),
