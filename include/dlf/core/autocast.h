@@ -44,7 +44,7 @@ std::optional<DType> autocast_dtype();
 std::optional<DType> autocast_for(DType precision, Device device);
 /// Whether a bf16 run on `device` computes in f32: on a CPU without fast bf16
 /// (cpu_has_fast_bf16()) bf16 products and convolutions are emulated or run on loops, and with
-/// their casts a step ran at 0.26-0.80x f32's speed (docs/performance.md), so the run computes
+/// their casts a step ran at 0.25-0.80x f32's speed (docs/performance.md), so the run computes
 /// in f32, as fast as fp32 and with fp32's memory. Sim and meta devices keep bf16.
 bool bf16_computes_in_f32(DType precision, Device device);
 
