@@ -30,7 +30,7 @@ bench::suite::Case train_case(const std::string& name) {
       nn::optim::AdamWOptions{.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   bench::suite::Case c{.bench = "train",
                        .flops = bench::suite::step_flops([w, precision] {
-                         AutocastGuard autocast(autocast_for(precision));
+                         AutocastGuard autocast(autocast_for(precision, kCPU));
                          return w->loss(w->batch);
                        }),
                        .items = double(w->items),
@@ -43,7 +43,7 @@ bench::suite::Case train_case(const std::string& name) {
     c.call = [w, opt, compiled, precision] {
       opt->zero_grad();
       opt->begin_step();
-      AutocastGuard autocast(autocast_for(precision));
+      AutocastGuard autocast(autocast_for(precision, kCPU));
       (*compiled)(w->batch);
     };
     return c;
@@ -53,7 +53,7 @@ bench::suite::Case train_case(const std::string& name) {
     opt->zero_grad();
     Tensor loss;
     {
-      AutocastGuard autocast(autocast_for(precision));
+      AutocastGuard autocast(autocast_for(precision, kCPU));
       loss = w->loss(w->batch);
     }
     loss.backward();

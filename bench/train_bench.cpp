@@ -6,7 +6,8 @@
 // noise and timesteps. Prints one `train` JSON line with tokens/s (GPT, BERT) or images/s (ViT,
 // UNet), MFU (the FLOPs one step dispatches, counted at the dispatch point, against the f32
 // matmul peak measured in this process; the bf16 peak for --precision bf16, with the host's
-// bf16/f32 matmul ratio beside it) and the peak RSS.
+// bf16/f32 matmul ratio beside it, and oneDNN's instruction set with whether bf16 computes in
+// f32 there, as dlf train does on a CPU without fast bf16) and the peak RSS.
 // With --recompute full|selective or --precision bf16, the plain f32 step is timed alternately in
 // the same run as the baseline.
 //
@@ -90,7 +91,7 @@ int main(int argc, char** argv) try {
     const int64_t before = memory.stats().live_bytes;
     Tensor loss;
     {
-      AutocastGuard autocast(autocast_for(baseline ? DType::f32 : precision));
+      AutocastGuard autocast(autocast_for(baseline ? DType::f32 : precision, kCPU));
       loss = w.loss(w.batch);
     }
     held[baseline] = std::max(held[baseline], memory.stats().live_bytes - before);
@@ -115,7 +116,7 @@ int main(int argc, char** argv) try {
         autograd::Recompute::none);  // the model's FLOPs, without what a recompute adds
     OpProfile profile;
     {
-      AutocastGuard autocast(autocast_for(precision));
+      AutocastGuard autocast(autocast_for(precision, kCPU));
       Tensor loss = w.loss(w.batch);
       loss.backward();
     }
@@ -145,7 +146,10 @@ int main(int argc, char** argv) try {
   line.add("loss_first", first_loss).add("loss_last", last_loss);
   line.add("activations_mib", double(held[0]) / (1 << 20));
   line.add("recompute", o.recompute).add("precision", o.precision);
-  if (bf16) line.add("gemm_bf16_over_f32", gemm_bf16_over_f32);
+  if (bf16) {
+    line.add("gemm_bf16_over_f32", gemm_bf16_over_f32).add("cpu_isa", cpu_isa_name());
+    line.add("bf16_computes_in_f32", bf16_computes_in_f32(precision, kCPU));
+  }
   if (compared) {
     const double baseline = double(w.items) / (bench::summarize(baseline_ms).median_ms / 1e3);
     line.add("baseline_impl", "dlf fp32 recompute none")

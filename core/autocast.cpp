@@ -1,6 +1,7 @@
 // The autocast table and the casts dispatch makes by it.
 #include <dlf/core/autocast.h>
 #include <dlf/core/op.h>
+#include <dlf/device/cpu_features.h>
 
 #include <algorithm>
 #include <unordered_map>
@@ -73,8 +74,13 @@ CastPolicy cast_policy(std::string_view op) {
 
 std::optional<DType> autocast_dtype() { return state.dtype; }
 
-std::optional<DType> autocast_for(DType precision) {
-  return precision == DType::bf16 ? std::optional(precision) : std::nullopt;
+bool bf16_computes_in_f32(DType precision, Device device) {
+  return precision == DType::bf16 && device.type == DeviceType::cpu && !cpu_has_fast_bf16();
+}
+
+std::optional<DType> autocast_for(DType precision, Device device) {
+  if (precision != DType::bf16 || bf16_computes_in_f32(precision, device)) return std::nullopt;
+  return precision;
 }
 
 namespace {

@@ -61,7 +61,7 @@ StageRun run_stage(const StageShape& s, const SimSpec& spec) {
   Tensor out, input;
   {
     MemoryScope scope(MemoryCategory::activations);
-    AutocastGuard autocast(autocast_for(s.dtype));
+    AutocastGuard autocast(autocast_for(s.dtype, d));
     const Tensor idx = Tensor::empty({s.batch, s.seq}, DType::i64, d);
     if (!model->first) {  // the activations received from the previous stage
       input = Tensor::empty({s.batch, s.seq, s.c.dim}, model->residual_dtype(), d);
@@ -187,7 +187,7 @@ RankRun run_rank_step(const PlanOptions& o, const nn::NamedTensors& whole, const
     const double p2p = mesh->pp().seconds().busy;
     step.zero_grad();
     {
-      AutocastGuard autocast(autocast_for(o.dtype));
+      AutocastGuard autocast(autocast_for(o.dtype, kPlanDevice));
       (void)step.model().run_step(batch);
     }
     (void)step.clip_gradients();

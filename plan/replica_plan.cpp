@@ -91,7 +91,7 @@ RankRun run_rank_step(const ReplicaPlanOptions& o, int64_t rows) {
     const parallel::CommSeconds dp = mesh->dp().seconds();
     step.zero_grad();
     {
-      AutocastGuard autocast(autocast_for(o.dtype));
+      AutocastGuard autocast(autocast_for(o.dtype, kPlanDevice));
       (void)step.model().run_step(b.batch);
     }
     (void)step.clip_gradients();
@@ -149,7 +149,7 @@ ReplicaPlan plan_replica(const ReplicaPlanOptions& options) {
   const double start = clock.now();
   {
     MemoryScope scope(MemoryCategory::activations);
-    AutocastGuard autocast(autocast_for(o.dtype));
+    AutocastGuard autocast(autocast_for(o.dtype, kPlanDevice));
     OpProfile forward;
     const Tensor loss = replica.loss();
     forward_flops = forward.outermost().flops;

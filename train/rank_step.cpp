@@ -12,7 +12,8 @@ RankStep::RankStep(std::unique_ptr<RankModel> model, parallel::Mesh& mesh,
       options_(options),
       params_(model_->module().named_parameters()),
       norm_scope_(model_->norm_scope()),
-      optimizer_(nn::optim::decay_groups(params_, options.adamw.weight_decay), options.adamw) {
+      optimizer_(nn::optim::decay_groups(params_, options.adamw.weight_decay), options.adamw),
+      autocast_(autocast_for(options.precision, mesh.dp().device())) {
   for (const auto& [name, p] : params_) tensors_.push_back(p);
   // before ZeRO shards it: its parts too
   if (options.offload_optimizer) optimizer_.offload(host_of(mesh.dp().device()));
@@ -70,7 +71,7 @@ void RankStep::run_captured(const std::vector<Tensor>& batch) {
             "run_captured: the step's update is not in its graph (compile "
             "it, with a capturable optimizer that is not offloaded)");
   begin_captured_step();
-  AutocastGuard autocast(autocast_for(options_.precision));
+  AutocastGuard autocast(autocast_);
   (void)model_->run_step(batch);
 }
 
@@ -78,7 +79,7 @@ RankStep::Result RankStep::forward_backward(const std::vector<Tensor>& batch) {
   if (update_in_graph_) begin_captured_step();
   Result r;
   {
-    AutocastGuard autocast(autocast_for(options_.precision));
+    AutocastGuard autocast(autocast_);
     r.loss = model_->step(batch);
   }
   r.grad_norm = update_in_graph_ ? norm_out_.item<double>() : clip_gradients();
@@ -108,7 +109,7 @@ std::pair<nn::NamedTensors, nn::NamedTensors> RankStep::gather_whole() {
 }
 
 models::Evaluation RankStep::evaluate(const models::Task& task) {
-  AutocastGuard autocast(autocast_for(options_.precision));
+  AutocastGuard autocast(autocast_);
   return model_->evaluate(task);
 }
 

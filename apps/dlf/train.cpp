@@ -7,7 +7,9 @@
 #include <optional>
 
 #include <dlf/autograd/calibrate.h>
+#include <dlf/core/autocast.h>
 #include <dlf/device/atomic_file.h>
+#include <dlf/device/cpu_features.h>
 #include <dlf/device/sim_device.h>
 #include <dlf/device/trace.h>
 #include <dlf/models/registry.h>
@@ -199,7 +201,7 @@ double run_train(TrainOptions o) {
                   .item_unit = family.unit},
        .report = o.report,
        .profile = o.profile,
-       .precision = o.precision,
+       .precision = bf16_computes_in_f32(precision_dtype(o), devices[0]) ? "fp32" : o.precision,
        .device = devices[0],
        .roofline = roofline,
        .first = ckpt ? ckpt->step : 0,
@@ -211,6 +213,11 @@ double run_train(TrainOptions o) {
                  "%d ranks on simulated %s devices (this CPU computes; memory and time are the "
                  "simulator's): --device cpu runs them on this CPU\n",
                  ranks, device.spec.name.c_str());
+  if (lead && bf16_computes_in_f32(precision_dtype(o), devices[0]))
+    std::fprintf(stderr,
+                 "this host has no fast bf16 (oneDNN ISA: %s): --precision bf16 computes in "
+                 "fp32, which is faster here, and takes fp32's memory\n",
+                 cpu_isa_name().c_str());
   if (lead) std::fprintf(stderr, "%s", choice.table.c_str());
   if (!o.trace.empty()) trace::start();  // after measuring the CPU: its ops are not the run's
   train::TrainResult result;

@@ -31,6 +31,7 @@
 #include <dlf/core/sharded_safetensors.h>
 #include <dlf/core/tensor.h>
 #include <dlf/device/allocator.h>
+#include <dlf/device/cpu_features.h>
 #include <dlf/device/device.h>
 #include <dlf/device/device_memory.h>
 #include <dlf/device/sim_device.h>

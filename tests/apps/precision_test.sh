@@ -1,21 +1,40 @@
 #!/usr/bin/env bash
 # --precision bf16 (mixed precision under dlf::AutocastGuard): gpt-nano learns the fortunes as
-# well as in fp32, a run resumes bit for bit from its f32 master weights, recompute gives the
-# same losses, every layout trains, --grad-reduce bf16 halves the gradients' bytes, and a
-# simulated device's memory agrees with `dlf plan --precision bf16`.
+# well as in fp32 (on a CPU without fast bf16 it computes in fp32 and says so first), a run
+# resumes bit for bit from its f32 master weights, recompute gives the same losses, every layout
+# trains, --grad-reduce bf16 halves the gradients' bytes, and a simulated device's memory agrees
+# with `dlf plan --precision bf16`.
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh" "$1"
 
 # 300 steps on the default text: the validation loss within 2 % of fp32's
 for p in fp32 bf16; do
-  "$dlf" train --model gpt-nano --steps 300 --precision $p --metrics "$tmp/$p.jsonl" 2>"$tmp/log" ||
-    fail "train --precision $p: $(cat "$tmp/log")"
+  "$dlf" train --model gpt-nano --steps 300 --precision $p --metrics "$tmp/$p.jsonl" 2>"$tmp/$p.log" ||
+    fail "train --precision $p: $(cat "$tmp/$p.log")"
 done
 val() { sed -n 's/.*"val_loss":\([^,}]*\).*/\1/p' "$1" | tail -1; }
 fp32=$(val "$tmp/fp32.jsonl") bf16=$(val "$tmp/bf16.jsonl")
 awk -v a="$fp32" -v b="$bf16" 'BEGIN { d = (b - a) / a; if (d < 0) d = -d; exit !(d <= 0.02) }' ||
   fail "bf16's validation loss $bf16 is not within 2 % of fp32's $fp32"
-[ "$(losses "$tmp/fp32.jsonl" | head -1)" != "$(losses "$tmp/bf16.jsonl" | head -1)" ] ||
-  fail "bf16's first loss is fp32's to the last bit: autocast did not run"
+# (on a CPU without fast bf16 the run computes in fp32: see below)
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+  [ "$(losses "$tmp/fp32.jsonl" | head -1)" != "$(losses "$tmp/bf16.jsonl" | head -1)" ] ||
+    fail "bf16's first loss is fp32's to the last bit: autocast did not run"
+  ! grep -q "no fast bf16" "$tmp/bf16.log" || fail "this CPU has bf16 dot products: $(head -1 "$tmp/bf16.log")"
+fi
+
+# oneDNN held to instruction sets without bf16 dot products (a CPU without AVX-512 runs AVX2
+# under both): bf16 computes in fp32, the same losses to the last bit, and the run's first line
+# says so
+for isa in AVX2 AVX512_CORE; do
+  ONEDNN_MAX_CPU_ISA=$isa train --steps 2 --precision bf16 --metrics "$tmp/slow.jsonl" \
+    2>"$tmp/log" || fail "bf16 under $isa: $(cat "$tmp/log")"
+  head -1 "$tmp/log" | grep -Eq "^this host has no fast bf16 \(oneDNN ISA: (avx2|avx512_core)\): --precision bf16 computes in fp32" ||
+    fail "the first line under $isa: $(head -1 "$tmp/log")"
+  ONEDNN_MAX_CPU_ISA=$isa train --steps 2 --metrics "$tmp/slow32.jsonl" 2>/dev/null ||
+    fail "fp32 under $isa"
+  [ "$(losses "$tmp/slow.jsonl")" = "$(losses "$tmp/slow32.jsonl")" ] ||
+    fail "bf16 under $isa: losses $(losses "$tmp/slow.jsonl" | tr '\n' ' '), fp32's $(losses "$tmp/slow32.jsonl" | tr '\n' ' ')"
+done
 
 # checkpoint and resume: the same losses bit for bit
 train --steps 4 --precision bf16 --checkpoint "$tmp/straight" --metrics "$tmp/straight.jsonl" \

@@ -180,3 +180,16 @@ TEST_CASE("autocast: a recomputed region runs again in its forward's precision")
   const std::vector<Tensor> plain = grads(false), recomputed = grads(true);
   for (size_t i = 0; i < plain.size(); ++i) CHECK(test::bitwise_equal(plain[i], recomputed[i]));
 }
+
+TEST_CASE("autocast_for: bf16 on a CPU without fast bf16 computes in f32, on sim devices in bf16") {
+  const Device sim{DeviceType::sim, 0};
+  CHECK(autocast_for(DType::f32, kCPU) == std::nullopt);
+  CHECK(autocast_for(DType::f32, sim) == std::nullopt);
+  CHECK(autocast_for(DType::bf16, sim) == kBF16);
+  CHECK(autocast_for(DType::bf16, kMeta) == kBF16);
+  CHECK_FALSE(bf16_computes_in_f32(DType::bf16, sim));
+  CHECK_FALSE(bf16_computes_in_f32(DType::f32, kCPU));
+  // the CPU by oneDNN's instruction set (the suite runs again under ONEDNN_MAX_CPU_ISA=AVX2)
+  CHECK(bf16_computes_in_f32(DType::bf16, kCPU) == !cpu_has_fast_bf16());
+  CHECK(autocast_for(DType::bf16, kCPU) == (cpu_has_fast_bf16() ? kBF16 : std::nullopt));
+}

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <dlf/core/dtype.h>
+#include <dlf/device/device.h>
 
 namespace dlf {
 
@@ -38,9 +39,14 @@ CastPolicy cast_policy(std::string_view op);
 
 /// The dtype `lower` ops compute in on this thread; nullopt outside autocast.
 std::optional<DType> autocast_dtype();
-/// What an AutocastGuard takes for a run in `precision`: bf16 for bf16, nullopt (no autocast)
-/// for f32.
-std::optional<DType> autocast_for(DType precision);
+/// What an AutocastGuard takes for a run in `precision` on `device`: bf16 for bf16, nullopt
+/// (no autocast) for f32 — and for bf16 where bf16_computes_in_f32(precision, device).
+std::optional<DType> autocast_for(DType precision, Device device);
+/// Whether a bf16 run on `device` computes in f32: on a CPU without fast bf16
+/// (cpu_has_fast_bf16()) bf16 products and convolutions are emulated or run on loops, and with
+/// their casts a step ran at 0.25-0.80x f32's speed (docs/performance.md), so the run computes
+/// in f32, as fast as fp32 and with fp32's memory. Sim and meta devices keep bf16.
+bool bf16_computes_in_f32(DType precision, Device device);
 
 /// Autocast to `dtype` (bf16) for the guard's lifetime on this thread; nullopt turns it off
 /// (backward does). Nests; the parameter cast cache is dropped when the outermost guard that

@@ -80,6 +80,7 @@ class RankStep {
   parallel::NormScope norm_scope_;
   nn::optim::AdamW optimizer_;
   std::optional<parallel::ZeroOptimizer> zero_;  // the optimizer state sharded over dp
+  std::optional<DType> autocast_;                // autocast_for(the precision, the rank's device)
   // The optimizer's state made once, and its step's learning rate and count set: before a
   // captured step.
   void begin_captured_step();

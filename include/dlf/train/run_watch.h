@@ -17,7 +17,7 @@ struct WatchOptions {
   ReportHeader header;      ///< the report's facts; its model names the profile's table too
   std::string report = {};  ///< the HTML report to write at the end; empty: none
   std::optional<ProfileRequest> profile = {};  ///< rank 0's ops, printed at the end; none: none
-  std::string precision = "fp32";              ///< the run's: fp32, or bf16
+  std::string precision = "fp32";              ///< what the steps compute in: fp32 or bf16
   Device device = kCPU;                        ///< the lead rank's
   SimSpec roofline = {};  ///< the profile's peaks: the device's spec, or the measured CPU's
   int64_t first = 0;      ///< the run's first step (0-based: a resumed run's is the checkpoint's)
