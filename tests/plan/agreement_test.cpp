@@ -172,4 +172,22 @@ TEST_CASE("plan_replica agrees with a run on sim devices: bert-tiny, ZeRO 0-3") 
   check_agreement(setups);
 }
 
+TEST_CASE("plan_replica agrees with a run on sim devices: vit-tiny, unet-tiny, llama-nano") {
+  check_agreement(
+      {{.model = "vit-tiny", .layout = {.dp = 2}, .batch = 4},
+       {.model = "vit-tiny", .layout = {.dp = 2}, .batch = 4, .zero = 3},
+       {.model = "unet-tiny", .layout = {.dp = 2}, .batch = 4, .zero = 2},
+       {.model = "unet-tiny",
+        .layout = {.dp = 2},
+        .batch = 4,
+        .zero = 1,
+        .offload = Offload::optimizer},
+       {.model = "llama-nano", .layout = {.dp = 2}, .zero = 1},
+       {.model = "llama-nano", .layout = {.dp = 2}, .zero = 3, .offload = Offload::params},
+       {.model = "llama-nano",
+        .layout = {.dp = 2},
+        .recompute = Recompute::full,
+        .precision = DType::bf16}});
+}
+
 }  // namespace dlf
