@@ -40,12 +40,6 @@ const std::vector<GPTConfig>& gpt_configs() {
 
 }  // namespace
 
-int64_t gpt_parameter_count(const GPTConfig& c) {
-  const int64_t C = c.dim;
-  const int64_t block = 12 * C * C + 13 * C;  // ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj
-  return c.vocab * C + c.context * C + c.layers * block + 2 * C;
-}
-
 std::vector<std::string> gpt_names() { return detail::names_of(gpt_configs()); }
 
 std::vector<std::string> model_names() {

@@ -291,6 +291,7 @@ struct StageCache::Runs {
       steps;
   // the whole model's state on kMeta (shapes), which a rank's part takes its share of, by name
   std::map<std::string, nn::NamedTensors> wholes;
+  std::map<std::string, int64_t> counts;  // and its parameters
 };
 
 StageCache::StageCache() : runs_(std::make_unique<Runs>()) {}
@@ -317,13 +318,23 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   parallel::check_schedule(o.schedule, chunks, l.pp, plan.micro_batches);
   const std::vector<std::pair<int64_t, int64_t>> stage_blocks =
       models::gpt_stage_blocks(c, l.pp * chunks);
-  plan.parameters = models::gpt_parameter_count(c);
   const int64_t m = plan.micro_batches;
 
   // Every stage, each kind (first or not, last or not, its chunks' blocks) run once: in this
   // plan, or in the cache's earlier plans of the same model, tp, micro-batch and flags.
   StageCache local;
   StageCache::Runs& runs = *(cache ? *cache : local).runs_;
+  // The model's parameters and a block's: GPTs built on kMeta (shapes only), counted once.
+  auto count = [&](const GPTConfig& model) {
+    const std::string name = model.name + " " + std::to_string(model.layers) + "x" +
+                             std::to_string(model.dim) + " v" + std::to_string(model.vocab);
+    if (!runs.counts.contains(name)) {
+      DefaultDeviceGuard shapes_only(kMeta);
+      runs.counts.emplace(name, models::GPT(model).num_parameters());
+    }
+    return runs.counts.at(name);
+  };
+  plan.parameters = count(c);
   auto whole = [&](const GPTConfig& model) -> const nn::NamedTensors& {
     const std::string name = model.name + " " + std::to_string(model.layers) + "x" +
                              std::to_string(model.dim) + " v" + std::to_string(model.vocab);
@@ -337,8 +348,7 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   // DDP's buckets, the buckets in flight as in the deeper stage.
   GPTConfig one_more = c;
   ++one_more.layers;
-  const int64_t block_bytes =
-      (models::gpt_parameter_count(one_more) - plan.parameters) * 4 / l.tp;  // f32 gradients
+  const int64_t block_bytes = (count(one_more) - plan.parameters) * 4 / l.tp;  // f32 gradients
   const int sampled = int(std::max<int64_t>(
       1, (2 * train::PartOptions{}.bucket_bytes + block_bytes - 1) / block_bytes));
   double busiest_s = 0;  // the stage whose micro-batches take longest, reductions included

@@ -23,21 +23,15 @@ int64_t bytes(const plan::StagePlan& s, MemoryCategory c) { return s.memory[stat
 
 }  // namespace
 
-TEST_CASE("gpt_parameter_count: the built model's count, and GPT-3's 175B") {
-  for (const std::string name : {"gpt-nano", "gpt-mini", "gpt-small"}) {
-    CAPTURE(name);
-    const models::GPTConfig c = models::gpt_config(name);
-    DefaultDeviceGuard meta(kMeta);  // the shapes are what counts
-    CHECK(models::gpt_parameter_count(c) == models::GPT(c).num_parameters());
-  }
+TEST_CASE("plan: the parameters of the model built on meta; GPT-3's 175B") {
   // V·C + T·C + L·(12C² + 13C) + 2C with V 50257, T 2048, L 96, C 12288.
-  CHECK(models::gpt_parameter_count(models::gpt_config("gpt3-175b")) == 174'604'259'328);
-  CHECK(models::gpt_parameter_count(models::gpt_config("gpt-1t")) / 1'000'000'000 == 1008);
+  CHECK(plan::plan_gpt(options("gpt3-175b", {.tp = 8, .pp = 16})).parameters == 174'604'259'328);
+  CHECK(plan::plan_gpt(options("gpt-1t", {.tp = 8, .pp = 64})).parameters / 1'000'000'000 == 1008);
 }
 
 TEST_CASE("plan: one device holds the model, its gradients and Adam's two moments") {
   const plan::Plan p = plan::plan_gpt(options("gpt-nano", {}));
-  const int64_t n = models::gpt_parameter_count(models::gpt_config("gpt-nano"));
+  const int64_t n = models::GPT(models::gpt_config("gpt-nano")).num_parameters();
   CHECK(p.parameters == n);
   CHECK(p.worst.parameters == n);
   CHECK(bytes(p.worst, MemoryCategory::parameters) == 4 * n);
@@ -329,7 +323,7 @@ TEST_CASE("plan: ZeRO-1 and -2 shard the optimizer state and the gradients over 
   const plan::Plan one = plan::plan_gpt(o);
   o.zero = 2;
   const plan::Plan two = plan::plan_gpt(o);
-  const int64_t n = models::gpt_parameter_count(models::gpt_config("gpt-nano"));
+  const int64_t n = models::GPT(models::gpt_config("gpt-nano")).num_parameters();
   CHECK(bytes(plain.worst, MemoryCategory::optimizer_state) == 8 * n);
   CHECK(bytes(one.worst, MemoryCategory::optimizer_state) == 8 * n / 4);
   CHECK(bytes(one.worst, MemoryCategory::gradients) == 4 * n);
@@ -391,7 +385,7 @@ TEST_CASE(
   const plan::Plan optimizer = plan::plan_gpt(o);
   o.offload = plan::Offload::params;
   const plan::Plan params = plan::plan_gpt(o);
-  const int64_t n = models::gpt_parameter_count(models::gpt_config("gpt-nano"));
+  const int64_t n = models::GPT(models::gpt_config("gpt-nano")).num_parameters();
   CHECK(bytes(kept.worst, MemoryCategory::optimizer_state) == 8 * n / 4);
   CHECK(bytes(optimizer.worst, MemoryCategory::optimizer_state) == 0);
   CHECK(bytes(params.worst, MemoryCategory::optimizer_state) == 0);

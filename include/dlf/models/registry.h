@@ -16,7 +16,5 @@ namespace dlf::models {
 std::vector<std::string> model_names();
 /// The config registered as `name`; a dlf::Error lists the known names otherwise.
 GPTConfig gpt_config(const std::string& name);
-/// Parameters of a GPT of this config without building it (the head is tied to wte).
-int64_t gpt_parameter_count(const GPTConfig& config);
 
 }  // namespace dlf::models
