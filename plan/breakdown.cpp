@@ -72,7 +72,7 @@ std::vector<StepPart> by_size(const StepBreakdown& b) {
 const char* step_part_name(StepPart part) {
   static constexpr std::array<const char*, kStepParts> names = {
       "matmul",    "attention", "normalisation", "element-wise", "embedding+loss", "other compute",
-      "recompute", "tp comm",   "pipeline p2p",  "bubble",       "dp comm",        "optimizer"};
+      "recompute", "tp comm",   "pipeline comm", "bubble",       "dp comm",        "optimizer"};
   return names[static_cast<size_t>(part)];
 }
 
@@ -93,16 +93,36 @@ std::string link_crossed(const SimSpec& spec, int stride, int size, bool* networ
   return across ? spec.network_name : spec.interconnect_name;
 }
 
-StepMeter::StepMeter(const parallel::Mesh& mesh)
-    : mesh_(mesh), tp_(mesh.tp().seconds()), pp_(mesh.pp().seconds()), dp_(mesh.dp().seconds()) {
+StepMeter::StepMeter(const parallel::Mesh& mesh, const sim::Timeline& clock)
+    : mesh_(mesh),
+      clock_(clock),
+      lead_(lead()),
+      tp_(mesh.tp().seconds()),
+      pp_(mesh.pp().seconds()),
+      dp_(mesh.dp().seconds()) {
   add_observer(this);
+}
+
+void StepMeter::on_op_start(const OpDef&) {
+  if (depth_++ == 0) op_start_ = clock_.now(sim::Stream::compute);
 }
 
 void StepMeter::on_op(const OpDef& op, Inputs inputs, const Attrs& attrs,
                       std::span<const Tensor> outputs) {
-  if (--depth_ != 0 || op.view || op.collective) return;
-  const Device device = !outputs.empty() ? outputs[0].device() : inputs[0].device();
-  if (device.type == DeviceType::cpu) return;  // the host's: not on the device's clock
+  if (--depth_ != 0 || op.view) return;
+  if (op.collective) {
+    const parallel::Communicator* group = &parallel::Communicator::by_handle(attrs.i("group"));
+    if (group != &mesh_.tp() && group != &mesh_.pp() && group != &mesh_.dp())
+      parts_.seconds[size_t(StepPart::pp_p2p)] += clock_.now(sim::Stream::compute) - op_start_;
+    return;
+  }
+  // the host's ops are not on the device's clock; a copy to or from the device is
+  auto on_device = [](const Tensor& t) {
+    return t.defined() && t.device().type != DeviceType::cpu;
+  };
+  if (std::none_of(outputs.begin(), outputs.end(), on_device) &&
+      std::none_of(inputs.begin(), inputs.end(), on_device))
+    return;
   const size_t part = static_cast<size_t>(compute_part(op.name));
   parts_.seconds[part] += last_charged_seconds();
   const Cost cost = op_cost(op, inputs, attrs, outputs);
@@ -117,9 +137,12 @@ PartSeconds StepMeter::stop() {
   auto own = [](const parallel::CommSeconds& now, const parallel::CommSeconds& start) {
     return (now.exposed - start.exposed) - (now.queued - start.queued);
   };
-  parts_.seconds[size_t(StepPart::tp_comm)] = own(tp, tp_);
-  parts_.seconds[size_t(StepPart::pp_p2p)] = own(pp, pp_);
-  parts_.seconds[size_t(StepPart::dp_comm)] =
+  parts_.seconds[size_t(StepPart::tp_comm)] += own(tp, tp_);
+  parts_.seconds[size_t(StepPart::pp_p2p)] += own(pp, pp_);
+  // The clock's lead over the compute stream: the comm stream's (dp's) or the host's.
+  const bool comm_last = clock_.now(sim::Stream::comm) >= clock_.now(sim::Stream::host);
+  parts_.seconds[size_t(comm_last ? StepPart::dp_comm : StepPart::other_compute)] += lead() - lead_;
+  parts_.seconds[size_t(StepPart::dp_comm)] +=
       (dp.exposed - dp_.exposed) + (tp.queued - tp_.queued) + (pp.queued - pp_.queued);
   return parts_;
 }

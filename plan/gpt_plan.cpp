@@ -187,7 +187,7 @@ RankRun run_rank_step(const PlanOptions& o, const nn::NamedTensors& whole, const
     const double start = clock.now();
     const parallel::CommSeconds dp = mesh->dp().seconds();
     const double p2p = mesh->pp().seconds().busy;
-    StepMeter meter(*mesh);
+    StepMeter meter(*mesh, clock);
     step.zero_grad();
     {
       AutocastGuard autocast(autocast_for(o.dtype));

@@ -23,14 +23,15 @@ enum class StepPart : uint8_t {
   other_compute,   ///< the rest the device computes (gradient clipping's updates, ...)
   recompute,       ///< the forward ops backward runs again (activation recompute)
   tp_comm,         ///< tensor-parallel collectives the compute waited for
-  pp_p2p,          ///< pipeline sends and receives the compute waited for
+  pp_p2p,          ///< pipeline sends and receives, and the tied embedding's gradient,
+                   ///< the compute waited for
   bubble,          ///< the pipeline's fill and drain
   dp_comm,         ///< data-parallel collectives the compute waited for (ZeRO's included)
   optimizer,       ///< the optimizer step
 };
 inline constexpr int kStepParts = 12;  ///< how many StepPart values there are
 /// "matmul", "attention", "normalisation", "element-wise", "embedding+loss", "other compute",
-/// "recompute", "tp comm", "pipeline p2p", "bubble", "dp comm", "optimizer"
+/// "recompute", "tp comm", "pipeline comm", "bubble", "dp comm", "optimizer"
 const char* step_part_name(StepPart part);
 /// Whether the part is the device's compute (matmul to recompute).
 inline bool is_compute(StepPart part) { return part <= StepPart::recompute; }
