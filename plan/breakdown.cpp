@@ -193,9 +193,10 @@ std::string limit_line(const Plan& plan) {
   switch (part) {
     case StepPart::bubble:
       return formatted(
-          "limited by the pipeline bubble (fill and drain of %d stages over %ld micro-batches): "
-          "%.0f %% of the step",
-          plan.options.layout.pp, long(plan.micro_batches), share);
+          "limited by the pipeline bubble (the fill and drain of %d stages, %ld micro-batch%s a "
+          "step): %.0f %% of the step",
+          plan.options.layout.pp, long(plan.micro_batches), plan.micro_batches == 1 ? "" : "es",
+          share);
     case StepPart::optimizer:
       return formatted("limited by the optimizer step: %.0f %% of the step", share);
     default:
