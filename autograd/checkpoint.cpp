@@ -23,6 +23,8 @@ std::vector<Tensor> metas_on_meta(const std::vector<TensorMeta>& metas) {
 
 }  // namespace
 
+bool recomputing() { return capturing_region != nullptr; }
+
 const char* recompute_name(Recompute what) {
   switch (what) {
     case Recompute::none:

@@ -66,7 +66,9 @@ struct CollectiveKernels {
     const Work work = transfer();
     c.last_work_ = work;
     c.seconds_.busy += work.done.time - work.start.time;
-    c.seconds_.exposed += detail::compute_time(c.device()) - before;  // a blocking one's wait
+    const double waited = detail::compute_time(c.device()) - before;  // a blocking one's wait
+    c.seconds_.exposed += waited;
+    c.seconds_.queued += std::max(0.0, waited - (work.done.time - work.start.time));
     if (!a.b("async")) return;
     std::erase_if(c.in_flight_, [](const auto& entry) { return entry.first.expired(); });
     c.in_flight_.emplace_back(result.storage(), work);

@@ -22,6 +22,7 @@
 #include <tuple>
 
 #include "common.h"
+#include "step_meter.h"
 
 namespace dlf::plan {
 namespace {
@@ -151,6 +152,7 @@ struct RankRun {
   BytesByCategory at_peak_step{}, at_peak_update{};
   double forward_backward_s = 0, update_s = 0, p2p_s = 0;
   parallel::CommSeconds dp;  // the step's data-parallel collectives
+  PartSeconds parts;         // forward_backward_s's
 };
 RankRun run_rank_step(const PlanOptions& o, const nn::NamedTensors& whole, const Position& at,
                       int64_t micro_batches) {
@@ -185,18 +187,21 @@ RankRun run_rank_step(const PlanOptions& o, const nn::NamedTensors& whole, const
     const double start = clock.now();
     const parallel::CommSeconds dp = mesh->dp().seconds();
     const double p2p = mesh->pp().seconds().busy;
+    StepMeter meter(*mesh, clock);
     step.zero_grad();
     {
       AutocastGuard autocast(autocast_for(o.dtype, kPlanDevice));
       (void)step.model().run_step(batch);
     }
     (void)step.clip_gradients();
+    run.parts = meter.stop();
     MemoryStats stats = memory.stats();
     run.peak_step = stats.peak_bytes;
     run.at_peak_step = stats.at_peak_by;
     const double reduced = clock.now();
     run.p2p_s = mesh->pp().seconds().busy - p2p;
-    run.dp = {mesh->dp().seconds().busy - dp.busy, mesh->dp().seconds().exposed - dp.exposed};
+    const parallel::CommSeconds dp_now = mesh->dp().seconds();
+    run.dp = {dp_now.busy - dp.busy, dp_now.exposed - dp.exposed, dp_now.queued - dp.queued};
     memory.reset_peak();
     step.update();
     stats = memory.stats();
@@ -222,9 +227,10 @@ double extrapolate(double a, double b, double t) { return a + t * (b - a); }
 int64_t extrapolate(int64_t a, int64_t b, double t) {
   return std::llround(extrapolate(double(a), double(b), t));
 }
-BytesByCategory extrapolate(const BytesByCategory& a, const BytesByCategory& b, double t) {
-  BytesByCategory r{};
-  for (size_t i = 0; i < r.size(); ++i) r[i] = extrapolate(a[i], b[i], t);
+template <typename T, size_t N>
+std::array<T, N> extrapolate(const std::array<T, N>& a, const std::array<T, N>& b, double t) {
+  std::array<T, N> r{};
+  for (size_t i = 0; i < N; ++i) r[i] = extrapolate(a[i], b[i], t);
   return r;
 }
 RankRun extrapolate(const RankRun& a, const RankRun& b, double t) {
@@ -236,7 +242,20 @@ RankRun extrapolate(const RankRun& a, const RankRun& b, double t) {
           .forward_backward_s = extrapolate(a.forward_backward_s, b.forward_backward_s, t),
           .update_s = extrapolate(a.update_s, b.update_s, t),
           .p2p_s = extrapolate(a.p2p_s, b.p2p_s, t),
-          .dp = {extrapolate(a.dp.busy, b.dp.busy, t), extrapolate(a.dp.exposed, b.dp.exposed, t)}};
+          .dp = {extrapolate(a.dp.busy, b.dp.busy, t), extrapolate(a.dp.exposed, b.dp.exposed, t),
+                 extrapolate(a.dp.queued, b.dp.queued, t)},
+          .parts = {extrapolate(a.parts.seconds, b.parts.seconds, t),
+                    extrapolate(a.parts.flops, b.parts.flops, t),
+                    extrapolate(a.parts.bytes, b.parts.bytes, t)}};
+}
+// A stage's parts over its m micro-batches: the run's, and what the run with more took more for
+// each of the others (as its busy time is).
+PartSeconds parts_over(const RankRun& ranked, const RankRun& more, int64_t m) {
+  const double t =
+      double(m - ranked.micro_batches) / double(more.micro_batches - ranked.micro_batches);
+  return {extrapolate(ranked.parts.seconds, more.parts.seconds, t),
+          extrapolate(ranked.parts.flops, more.parts.flops, t),
+          extrapolate(ranked.parts.bytes, more.parts.bytes, t)};
 }
 StageRuns extrapolate(const StageRuns& a, const StageRuns& b, double t) {
   const StageRun& x = a.stage;
@@ -352,6 +371,7 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   const int sampled = int(std::max<int64_t>(
       1, (2 * train::PartOptions{}.bucket_bytes + block_bytes - 1) / block_bytes));
   double busiest_s = 0;  // the stage whose micro-batches take longest, reductions included
+  PartSeconds busiest;   // and where its time goes
   for (int stage = 0; stage < l.pp; ++stage) {
     const bool first = stage == 0, last = stage == l.pp - 1;
     std::vector<int> chunk_layers;  // the blocks of each of this stage's chunks
@@ -448,6 +468,7 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
     if (stage == 0 || busy_s > busiest_s) {
       busiest_s = busy_s;
       plan.dp_allreduce_s = ranked.dp.busy;
+      busiest = parts_over(ranked, more, m);
     }
     if (stage == 0 || s.peak_bytes > plan.worst.peak_bytes) plan.worst = s;
     plan.stages.push_back(std::move(s));
@@ -461,6 +482,7 @@ Plan plan_gpt(const PlanOptions& options, StageCache* cache) {
   // the reductions' wait after the last.
   plan.step_s = busiest_s + plan.fill_s + plan.optimizer_s;
   plan.dp_exposed_s = std::max(0.0, busiest_s - double(m) * plan.stage_s);
+  plan.breakdown = step_breakdown(o, busiest, plan.fill_s, plan.optimizer_s);
   const double tokens = double(o.global_batch * o.seq);
   plan.tokens_per_s = tokens / plan.step_s;
   const double model_flops =
@@ -550,7 +572,7 @@ std::string describe(const Plan& p) {
                 "  %s %.0f tokens/s, %.1f TFLOP/s a device (6N + 12LTC a token), MFU %.1f %%%s\n",
                 p.fits ? "predicted" : "it would run at", p.tokens_per_s, p.flops_per_device / 1e12,
                 100 * p.mfu, p.fits ? "" : " — if it fit: it does not");
-  os << line;
+  os << line << describe_breakdown(p) << "  " << limit_line(p) << "\n";
   return os.str();
 }
 
@@ -595,6 +617,7 @@ std::string to_json_line(const Plan& p) {
         .add(stage + "tp_comm_ms", st.tp_comm_s * 1e3);
   }
   add_memory_fields(line, p.worst.memory);
+  add_breakdown_fields(line, p);
   return line.str();
 }
 

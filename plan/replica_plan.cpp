@@ -99,7 +99,8 @@ RankRun run_rank_step(const ReplicaPlanOptions& o, int64_t rows) {
     step.update();
     run.forward_backward_s = reduced - start;
     run.update_s = clock.now() - reduced;
-    run.dp = {mesh->dp().seconds().busy - dp.busy, mesh->dp().seconds().exposed - dp.exposed};
+    const parallel::CommSeconds dp_now = mesh->dp().seconds();
+    run.dp = {dp_now.busy - dp.busy, dp_now.exposed - dp.exposed, dp_now.queued - dp.queued};
   }
   const MemoryStats stats = memory.stats();
   run.peak = stats.peak_bytes;

@@ -50,6 +50,8 @@ const std::vector<SimSpec>& presets() {
         .topology = Topology::nodes,
         .node_size = 8,
         .network = {25 * GB, 10 * us},  // 200 Gb/s HDR InfiniBand
+        .interconnect_name = "NVLink 3",
+        .network_name = "InfiniBand HDR",
         // DGX A100's 2 AMD EPYC 7742 (64 cores, 2.25 GHz, 32 f32 FLOP a cycle; 8 channels of
         // DDR4-3200 each) shared by its 8 GPUs
         .host = {.flops = 2 * 64 * 2.25e9 * 32 / 8, .memory_bandwidth = 2 * 204.8 * GB / 8},
@@ -72,6 +74,8 @@ const std::vector<SimSpec>& presets() {
         .topology = Topology::nodes,
         .node_size = 8,
         .network = {50 * GB, 10 * us},  // 400 Gb/s NDR InfiniBand
+        .interconnect_name = "NVLink 4",
+        .network_name = "InfiniBand NDR",
         // DGX H100's 2 Xeon Platinum 8480C (56 cores, 2.0 GHz, 64 f32 FLOP a
         // cycle; 8 channels of DDR5-4800 each) shared by its 8 GPUs
         .host = {.flops = 2 * 56 * 2.0e9 * 64 / 8, .memory_bandwidth = 2 * 307.2 * GB / 8},
@@ -89,6 +93,8 @@ const std::vector<SimSpec>& presets() {
         .topology = Topology::nodes,
         .node_size = 8,
         .network = {12.5 * GB, 20 * us},  // 100 Gb/s Ethernet
+        .interconnect_name = "PCIe",
+        .network_name = "Ethernet",
         // a 2-socket AMD EPYC 9354 server (32 cores, 3.25 GHz, 32 f32 FLOP a cycle; 12 channels
         // of DDR5-4800 each) shared by its 8 cards
         .host = {.flops = 2 * 32 * 3.25e9 * 32 / 8, .memory_bandwidth = 2 * 460.8 * GB / 8},
@@ -122,6 +128,8 @@ const std::vector<SimSpec>& presets() {
         // DGX B200: a 400 Gb/s ConnectX-7 card per GPU (its user guide; fibermall's "0.8 TB/s"
         // an HGX board would be 800 Gb/s a GPU)
         .network = {400 * Gbps, 10 * us},
+        .interconnect_name = "NVLink 5",
+        .network_name = "InfiniBand NDR",
         // DGX B200's 2 Xeon 8570 (56 cores, 2.1 GHz: its user guide; 64 f32 FLOP a cycle as the
         // 8480C's; 8 channels of DDR5-5600 each, the CPU's rating: the guide gives no DIMM
         // speed, unconfirmed) shared by its 8 GPUs
@@ -152,6 +160,8 @@ const std::vector<SimSpec>& presets() {
         .node_size = 32,
         .network = {800 * Gbps, 15 * us},  // EFA 800 Gbps a trn1.32xlarge [N-trn1], shared
                                            // by its 32 cores
+        .interconnect_name = "NeuronLink-v2",
+        .network_name = "EFA",
         // 16 chips "in a 2D Torus topology" [N-trn1] (4 x 4 in its figure only: unconfirmed as
         // text); NeuronLink-v2 384 GB/s a chip [N-trn1] (GB or GiB: unconfirmed), split evenly
         // between the two dimensions (derived)
@@ -180,6 +190,8 @@ const std::vector<SimSpec>& presets() {
         .node_size = 16,
         .network = {3200 * Gbps, 15 * us},  // EFAv3 3,200 Gbps a trn2.48xlarge [N-trn2],
                                             // shared by its 16 chips
+        .interconnect_name = "NeuronLink-v3",
+        .network_name = "EFAv3",
         // "a 4x4, 2D Torus topology" [N-trn2]; intra-instance NeuronLink-v3 1,024 GB/s a chip
         // [N-trn2], split evenly between the two dimensions (derived)
         .torus = {{4, {512 * GB, 2 * us}}, {4, {512 * GB, 2 * us}}},

@@ -106,6 +106,8 @@ void serialize(Archive& ar, SimSpec& s) {
   optional_field(ar, "devices_per_chip", s.devices_per_chip);
   optional_field(ar, "host", s.host);
   optional_field(ar, "cold_bytes", s.cold_bytes);
+  optional_field(ar, "interconnect_name", s.interconnect_name);
+  optional_field(ar, "network_name", s.network_name);
   EfficiencyByClass efficiency{s.efficiency};
   optional_field(ar, "efficiency", efficiency);
 }

@@ -86,6 +86,15 @@ out=$("$dlf" plan --model gpt-small --devices 8 --tp 2 --pp 2 --json) || fail "p
 for field in bench stage_ms bubble_fraction p2p_ms dp_exposed_ms slowest_stage stage1_peak_bytes; do
   grep -q "\"$field\":" <<<"$out" || fail "plan --json has no $field: $out"
 done
+# plan: where the step goes, and the one line that says what limits it (dp 16 of one
+# 64-token sequence each over 100 Gb/s Ethernet: dp's gradient allreduce)
+out=$("$dlf" plan --model gpt-small --devices 16 --device sim:l4-24gb --batch 16 --seq 64) ||
+  fail "plan breakdown: $out"
+grep -q "where the step goes:" <<<"$out" || fail "plan prints no breakdown: $out"
+grep -Eq "^  limited by the collectives of dp over Ethernet \(12.5 GB/s a device\): [0-9]+ % of the step" <<<"$out" ||
+  fail "plan does not say dp's allreduce over Ethernet limits it: $out"
+json=$("$dlf" plan --model gpt-small --devices 16 --device sim:l4-24gb --batch 16 --seq 64 --json)
+grep -q '"limited_by":"dp comm"' <<<"$json" || fail "plan --json has no limited_by: $json"
 out=$("$dlf" plan --model gpt-small --devices 2 --pp 2) || fail "plan --pp 2: $out"
 grep -Eq "per micro-batch on stage [01] \([0-9]+ layers, the slowest\)" <<<"$out" ||
   fail "plan does not name the bottleneck stage: $out"

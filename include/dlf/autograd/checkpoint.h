@@ -37,6 +37,10 @@ Recompute parse_recompute(std::string_view name);
 /// Changing an input in place before backward is a dlf::Error at the recompute.
 std::vector<Tensor> checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs,
                                Recompute what = Recompute::full);
+/// Whether this thread is running a checkpoint's recompute (backward running a stretch of the
+/// forward pass again): what a profiler counts as recomputation.
+bool recomputing();
+
 /// checkpoint() of a function of one tensor.
 Tensor checkpoint(const std::function<Tensor(const Tensor&)>& fn, const Tensor& input,
                   Recompute what = Recompute::full);

@@ -100,6 +100,11 @@ struct SimSpec {
   /// Between nodes: each device's own port (Topology::nodes), or the node's, shared by all
   /// its devices (Topology::torus: 32 NeuronCores of a trn1 share one EFA)
   LinkSpec network;
+  /// What the links are called, for people ("NVLink 4", "NeuronLink-v2"; "InfiniBand NDR",
+  /// "EFA"): within a node (`interconnect`, or the torus's links) and between nodes
+  ///@{
+  std::string interconnect_name = "interconnect", network_name = "network";
+  ///@}
   /// Topology::torus: a node's chips, dimension 0 innermost (chip c of a node sits at
   /// c mod size0, c / size0 mod size1, ...); a node's device i is on its chip i / devices_per_chip
   std::vector<TorusDimension> torus = {};

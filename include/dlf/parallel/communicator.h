@@ -36,6 +36,9 @@ struct CommSeconds {
   /// how far they held the compute stream back: a blocking collective's wait, and wait() or
   /// wait_for() on an async one
   double exposed = 0;
+  /// of `exposed`, what blocking collectives waited for the communication stream to finish
+  /// earlier ones (another group's asynchronous collectives) before their own transfer began
+  double queued = 0;
 };
 
 /// A group of ranks and its collectives (see above).

@@ -22,6 +22,7 @@
 #include <dlf/models/gpt.h>
 #include <dlf/parallel/mesh.h>
 #include <dlf/parallel/pipeline.h>
+#include <dlf/plan/breakdown.h>
 #include <dlf/train/trainer.h>
 
 namespace dlf::plan {
@@ -110,6 +111,9 @@ struct Plan {
   /// model FLOP/s achieved by each device, counting 6·N + 12·L·T·C FLOPs a token (N parameters,
   /// L layers, T tokens a sequence, C the width; recomputation not counted)
   double flops_per_device = 0;
+  /// the step by part (describe_breakdown, limit_line): the busiest stage's compute and
+  /// communication waits over the step's micro-batches, the fill and drain, the optimizer
+  StepBreakdown breakdown;
   bool fits = true;  ///< whether the worst stage fits
 };
 
