@@ -19,6 +19,7 @@ mpirun_as_root() {
 }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 train() { "$dlf" --threads 1 train --model gpt-nano --batch 4 --seq 32 "$@"; }
+asan_build() { nm -D --undefined-only "$dlf" | grep -q __asan; }  # an AddressSanitizer build
 sim_spec() {  # sim_spec NAME MEMORY_BYTES: a simulated device's spec JSON on stdout
   printf '%s\n' "{\"device\": {\"name\": \"$1\", \"memory_bytes\": $2, \"peak_flops_f64\": 1e12," \
     '"peak_flops_f32": 1e12, "peak_flops_bf16": 1e12, "memory_bandwidth": 1e11,' \
